@@ -1,0 +1,33 @@
+# The two quick-start commands: `make demo` (a personal pool running a demo cluster) and
+# `make test` (the whole test suite). Both create .venv on first use.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test install broker bench docs lint
+
+$(BIN)/gridbus: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(BIN)/gridbus
+
+install: $(BIN)/gridbus
+
+broker:
+	bash scripts/ensure-broker.sh
+
+demo: install broker
+	$(BIN)/gridbus demo
+
+test: install broker
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check .
+
+bench: install broker
+	$(BIN)/python bench/run_all.py
+
+docs: install
+	$(BIN)/python -m gridbus.schema > docs/schema.md

@@ -1,0 +1,463 @@
+"""The agent: one gridbus daemon on the broker.
+
+An agent has an address ``<kind>@<name>``, which is its routing key on ``gridbus.rpc`` and the name
+of its request queue. It serves the management classes the schema declares for it: every request
+is decoded, its arguments are validated against the schema, the handler runs, and the answer goes
+back to the caller's reply-to with the request's correlation id. A message that cannot be
+processed is answered with the reason when a reply is possible, logged, and dead-lettered to
+``gridbus.dead``; the agent keeps serving. A request is acknowledged only after its answer is
+published, so nothing acknowledged is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import random
+import socket
+import time
+import traceback
+from collections.abc import Iterable
+from typing import Any
+
+import aio_pika
+from aio_pika.abc import AbstractIncomingMessage, AbstractRobustConnection
+
+from gridbus import bus, wire
+from gridbus.agent.client import AsyncClient
+from gridbus.agent.objects import Call, ManagedObject
+from gridbus.schema import Schema, builtin, validate_args
+from gridbus.status import CANNED_TEXT, MethodError, Status
+
+# Statuses the framework gives a malformed request: those requests go to the dead-letter queue.
+_DEAD_LETTER_STATUSES = {Status.UNKNOWN_OBJECT, Status.UNKNOWN_METHOD, Status.INVALID_PARAMETER}
+
+# One ad message carries at most this many ads; a startd's slots travel together, a simulator's
+# 100,000 machine ads in a few hundred messages.
+ADS_PER_MESSAGE = 500
+
+
+class Agent:
+    """Base class of every gridbus daemon. Subclasses set `kind` and `classes` and add handlers."""
+
+    kind = "agent"
+    classes: tuple[str, ...] = ()  # management classes this agent serves (schema names)
+    my_type = "Generic"  # MyType of its daemon ad
+    durable_requests = False  # the schedd keeps requests sent while it restarts
+
+    def __init__(
+        self,
+        name: str | None = None,
+        url: str | None = None,
+        *,
+        schema: Schema | None = None,
+        update_interval: float = 300.0,
+        lifetime: float | None = None,
+        admins: Iterable[str] = (),
+        prefetch: int = 64,
+    ):
+        self.name = name or f"{os.getpid()}@{socket.gethostname()}"
+        self.address = f"{self.kind}@{self.name}"
+        self.url = bus.BrokerURL(url or bus.default_url())
+        self.schema = schema or builtin()
+        self.update_interval = float(update_interval)
+        self.lifetime = float(lifetime if lifetime is not None else 3 * self.update_interval)
+        self.admins = set(admins) | {self.url.user}
+        self.prefetch = prefetch
+        self.log = logging.getLogger(f"gridbus.{self.kind}")
+        self.start_time = int(time.time())
+        self.objects: dict[str, ManagedObject] = {}
+        self.stats: dict[str, int] = {"RequestsServed": 0, "RequestsFailed": 0, "RequestsInFlight": 0}
+        self._handlers = self._collect_handlers()
+        self._sequence = 0
+        self._connection: AbstractRobustConnection | None = None
+        self._channel: aio_pika.abc.AbstractChannel | None = None
+        self._client: AsyncClient | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._ads_wanted: asyncio.Event | None = None  # made in start(), on the agent's loop
+        self._stopping = False
+        self.ready: asyncio.Event | None = None
+        for class_name in self.classes:
+            self.add_object(ManagedObject(class_name, self.address, self.object_properties, self.object_statistics))
+
+    # ------------------------------------------------------------------ declaration helpers
+    @classmethod
+    def _collect_handlers(cls) -> dict[tuple[str, str], Any]:
+        handlers = {}
+        for klass in reversed(cls.__mro__):
+            for attr in vars(klass).values():
+                key = getattr(attr, "_gridbus_method", None)
+                if key:
+                    handlers[key] = attr
+        return handlers
+
+    def add_object(self, obj: ManagedObject) -> None:
+        self.objects[obj.name] = obj
+
+    def object_properties(self) -> dict[str, Any]:
+        return {"Name": self.name, "MyAddress": self.address, "DaemonStartTime": self.start_time}
+
+    def object_statistics(self) -> dict[str, Any]:
+        return dict(self.stats)
+
+    # ------------------------------------------------------------------ ads
+    def daemon_ad(self) -> dict[str, Any]:
+        """The agent's own ad; subclasses extend it with what they advertise."""
+        return {
+            "MyType": self.my_type,
+            "Name": self.name,
+            "MyAddress": self.address,
+            "Machine": socket.gethostname(),
+            "DaemonStartTime": self.start_time,
+            "UpdateInterval": self.update_interval,
+            **self.stats,
+        }
+
+    def ads(self) -> list[dict[str, Any]]:
+        """Every public ad this agent advertises (default: its daemon ad)."""
+        return [self.daemon_ad()]
+
+    def private_ads(self) -> list[dict[str, Any]]:
+        """Ads that carry secrets (claim ids); they travel on private.* routing keys."""
+        return []
+
+    def ads_changed(self) -> None:
+        """Something meaningful changed: re-advertise soon (coalesced)."""
+        if self._ads_wanted is not None:
+            self._ads_wanted.set()
+
+    async def publish_ads(self) -> None:
+        self._sequence += 1
+        extra = {
+            "UpdateSequenceNumber": self._sequence,
+            "DaemonStartTime": self.start_time,
+            "ClassAdLifetime": self.lifetime,
+        }
+        for private, ads in ((False, self.ads()), (True, self.private_ads())):
+            by_type: dict[str, list[dict[str, Any]]] = {}
+            for ad in ads:
+                by_type.setdefault(str(ad.get("MyType", self.my_type)), []).append({**ad, **extra})
+            for mytype, group in by_type.items():
+                for i in range(0, len(group), ADS_PER_MESSAGE):
+                    await self.publish(
+                        bus.ADS,
+                        bus.ad_key(mytype, self.name, private=private),
+                        {"ads": group[i : i + ADS_PER_MESSAGE]},
+                        bus.T_AD,
+                    )
+
+    async def invalidate_ads(self) -> None:
+        by_type: dict[str, list[str]] = {}
+        for ad in self.ads():
+            by_type.setdefault(str(ad.get("MyType", self.my_type)), []).append(str(ad["Name"]))
+        for mytype, names in by_type.items():
+            await self.publish(bus.ADS, bus.ad_key(mytype, self.name), {"mytype": mytype, "names": names}, bus.T_INVALIDATE)
+
+    async def _advertise_loop(self) -> None:
+        assert self._ads_wanted is not None
+        min_gap = min(0.2, self.update_interval / 4)
+        while not self._stopping:
+            try:
+                await self.publish_ads()
+            except Exception:  # the broker may be away; the next round tries again
+                self.log.warning("publishing ads failed", exc_info=True)
+            # Jitter spreads the pool's updates so a restarted pool does not advertise in one burst.
+            wait = self.update_interval * random.uniform(0.8, 1.0)
+            self._ads_wanted.clear()
+            try:
+                await asyncio.wait_for(self._ads_wanted.wait(), wait)
+                await asyncio.sleep(min_gap)  # coalesce a burst of changes into one update
+            except TimeoutError:
+                pass
+
+    # ------------------------------------------------------------------ events and calls
+    async def publish(self, exchange: str, key: str, body: Any, mtype: str) -> None:
+        assert self._channel is not None, "agent not started"
+        ex = await self._channel.get_exchange(exchange, ensure=False)
+        message = aio_pika.Message(wire.encode(body), content_type=wire.MSGPACK, type=mtype, app_id=self.address)
+        await ex.publish(message, routing_key=key, mandatory=False)
+
+    async def publish_event(self, kind: str, event: str, who: str, body: dict[str, Any]) -> None:
+        """Publish a job or daemon event on gridbus.events (``job.<event>.<owner>``)."""
+        payload = {"event": event, "time": time.time(), "source": self.address, **body}
+        await self.publish(bus.EVENTS, bus.event_key(kind, event, who), payload, bus.T_EVENT)
+
+    @property
+    def client(self) -> AsyncClient:
+        assert self._client is not None, "agent not started"
+        return self._client
+
+    # ------------------------------------------------------------------ lifecycle
+    async def setup(self) -> None:
+        """Hook: runs after the connection is up and before requests are consumed."""
+
+    async def on_start(self) -> None:
+        """Hook: runs once the agent serves requests (start background work here)."""
+
+    async def on_stop(self) -> None:
+        """Hook: runs before the connection closes on a graceful stop."""
+
+    def spawn(self, coro: Any, name: str | None = None) -> asyncio.Task:
+        """Run a background task that is cancelled on stop and whose failure is logged."""
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            self.log.error("task %s failed: %r", task.get_name(), exc, exc_info=exc)
+
+    async def start(self) -> None:
+        self._ads_wanted = asyncio.Event()
+        self.ready = asyncio.Event()
+        self._connection = await aio_pika.connect_robust(
+            self.url.url,
+            client_properties={"connection_name": f"gridbus {self.address}"},
+            reconnect_interval=1,  # a restarted broker or a closed connection is back within a second
+        )
+        self._connection.reconnect_callbacks.add(self._on_reconnect)
+        self._channel = await self._connection.channel(publisher_confirms=False)
+        await self._channel.set_qos(prefetch_count=self.prefetch)
+        await self.declare_topology(self._channel)
+        self._client = AsyncClient(self._channel, self.url.user, self.address)
+        await self._client.start()
+        await self.setup()
+        queue = await self._channel.declare_queue(
+            bus.rpc_queue(self.address),
+            durable=self.durable_requests,
+            arguments={"x-dead-letter-exchange": bus.DEAD}
+            | ({} if self.durable_requests else {"x-expires": 600_000}),
+        )
+        for key in {self.address, bus.BROADCAST_KEY, *(bus.class_key(c) for c in self.classes)}:
+            await queue.bind(bus.RPC, key)
+        await queue.consume(self._on_message)
+        await self.on_start()
+        self.spawn(self._advertise_loop(), "advertise")
+        self.log.info("%s serving on %s", self.address, self.url.redacted())
+        self.ready.set()
+
+    @staticmethod
+    async def declare_topology(channel: aio_pika.abc.AbstractChannel) -> None:
+        """Declare gridbus's exchanges and the dead-letter queue; idempotent, any order."""
+        for name, kind in bus.EXCHANGES:
+            await channel.declare_exchange(name, kind, durable=True)
+        dead = await channel.declare_queue(bus.DEAD, durable=True, arguments=bus.DEAD_QUEUE_ARGS)
+        await dead.bind(bus.DEAD, "")
+
+    async def _on_reconnect(self, *_: Any) -> None:
+        # The robust connection restores exchanges, queues, bindings and consumers it declared;
+        # the direct reply-to consumer is a pseudo-queue it does not know about.
+        self.log.warning("reconnected to the broker")
+        if self._client is not None:
+            try:
+                await self._client.start()
+            except Exception:
+                self.log.exception("restoring the reply consumer failed")
+        self.ads_changed()
+
+    async def stop(self) -> None:
+        """Graceful stop: invalidate the ads, stop background work, close the connection."""
+        if self._stopping:
+            return
+        self._stopping = True
+        try:
+            await self.on_stop()
+        except Exception:
+            self.log.exception("on_stop failed")
+        try:
+            if self._channel is not None and not self._channel.is_closed:
+                await self.invalidate_ads()
+        except Exception:
+            self.log.warning("could not invalidate ads", exc_info=True)
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._connection is not None:
+            await self._connection.close()
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Start, serve until ``stop`` is set (or forever), then stop gracefully."""
+        await self.start()
+        try:
+            await (stop.wait() if stop else asyncio.Future())
+        finally:
+            await self.stop()
+
+    # ------------------------------------------------------------------ requests
+    def is_admin(self, user: str | None) -> bool:
+        return bool(user) and user in self.admins
+
+    async def _on_message(self, message: AbstractIncomingMessage) -> None:
+        self.spawn(self._serve(message), "request")
+
+    async def _serve(self, message: AbstractIncomingMessage) -> None:
+        self.stats["RequestsInFlight"] += 1
+        dead = False
+        try:
+            try:
+                body = wire.decode(message.body, message.content_type)
+            except wire.DecodeError as exc:
+                self.log.warning("dead-lettering undecodable message from %s: %s", message.user_id, exc)
+                await self._answer(message, {"status": Status.INVALID_PARAMETER, "text": str(exc)}, wire.JSON)
+                dead = True
+                return
+            ctype = message.content_type if message.content_type in wire.CONTENT_TYPES else wire.MSGPACK
+            is_query = message.type == bus.T_QUERY_REQUEST or (
+                isinstance(body, dict) and "method" not in body and "class" in body
+            )
+            if is_query:
+                dead = await self._serve_query(message, body, ctype)
+            else:
+                dead = await self._serve_method(message, body, ctype)
+        except Exception:  # never die on a message
+            self.log.exception("unexpected failure serving a request")
+        finally:
+            self.stats["RequestsInFlight"] -= 1
+            try:
+                if dead:
+                    await message.reject(requeue=False)
+                else:
+                    await message.ack()
+            except Exception:
+                self.log.warning("could not settle a request (connection lost?)", exc_info=True)
+
+    async def _serve_query(self, message: AbstractIncomingMessage, body: Any, ctype: str) -> bool:
+        if not isinstance(body, dict):
+            await self._answer(message, {"status": Status.INVALID_PARAMETER, "text": "a query must be a map"}, ctype)
+            return True
+        class_name = (body.get("class") or "") or None
+        filters = body.get("filters") or {}
+        try:
+            records = await self.find_objects(class_name.lower() if class_name else None, filters, message.user_id)
+            reply = {"status": 0, "text": "OK", "out": {"objects": records}}
+        except MethodError as exc:
+            reply = {"status": exc.status, "text": exc.text}
+        except Exception as exc:
+            self.log.exception("getObjects failed")
+            reply = {"status": Status.EXCEPTION, "text": f"getObjects failed: {type(exc).__name__}: {exc}"}
+        await self._answer(message, reply, ctype, bus.T_QUERY_RESPONSE)
+        self.stats["RequestsServed"] += 1
+        return False
+
+    async def find_objects(self, class_name: str | None, filters: dict[str, Any], user: str | None) -> list[dict]:
+        """Records of the objects of ``class_name`` whose properties equal ``filters``.
+
+        Agents with objects made on demand (the schedd's jobs) override this.
+        """
+        out = []
+        for obj in self.objects.values():
+            if class_name and obj.class_name != class_name:
+                continue
+            record = obj.record(self.address, self._method_names(obj.class_name))
+            props = {**record["properties"], **record["statistics"]}
+            if all(props.get(k) == v for k, v in filters.items()):
+                out.append(record)
+        return out
+
+    def _method_names(self, class_name: str) -> dict[str, list[str]]:
+        """Method name -> its input argument names, so a console can map positional arguments."""
+        try:
+            methods = self.schema.cls(class_name).methods
+        except KeyError:
+            return {}
+        return {m.name: [a.name for a in m.inputs] for m in methods.values()}
+
+    def resolve_object(self, name: str) -> str | None:
+        """The class of the object called ``name``, or None. Override for on-demand objects."""
+        obj = self.objects.get(name)
+        return obj.class_name if obj else None
+
+    async def _serve_method(self, message: AbstractIncomingMessage, body: Any, ctype: str) -> bool:
+        started = time.monotonic()
+        user = message.user_id or None
+        try:
+            call = self._make_call(body, user, message.correlation_id)
+        except MethodError as exc:
+            self.log.warning("dead-lettering a bad request from %s: %s", user, exc.text)
+            await self._answer(message, {"status": exc.status, "text": exc.text}, ctype)
+            self.stats["RequestsFailed"] += 1
+            return exc.status in _DEAD_LETTER_STATUSES
+        class_name = self.resolve_object(call.object) or ""
+        handler = self._handlers[(class_name, call.method)]
+        try:
+            result = handler(self, call, **call.args)
+            if inspect.isasyncgen(result):
+                await self._stream(message, result, ctype)
+            else:
+                out = await result
+                await self._answer(message, {"status": 0, "text": "OK", "out": out or {}}, ctype)
+            self.stats["RequestsServed"] += 1
+        except MethodError as exc:
+            self.stats["RequestsFailed"] += 1
+            await self._answer(message, {"status": exc.status, "text": exc.text, "out": exc.out}, ctype)
+        except Exception as exc:
+            self.stats["RequestsFailed"] += 1
+            self.log.error("%s.%s raised:\n%s", class_name, call.method, traceback.format_exc())
+            text = f"internal error in {call.method}: {type(exc).__name__}: {exc}"
+            await self._answer(message, {"status": Status.EXCEPTION, "text": text}, ctype)
+        elapsed = time.monotonic() - started
+        if elapsed > 1.0:
+            self.log.info("%s took %.2f s", call.method, elapsed)
+        return False
+
+    def _make_call(self, body: Any, user: str | None, correlation_id: str | None) -> Call:
+        if not isinstance(body, dict):
+            raise MethodError(Status.INVALID_PARAMETER, f"a request must be a map, not {type(body).__name__}")
+        obj = body.get("object") or self.address
+        name = body.get("method")
+        if not isinstance(obj, str):
+            raise MethodError(Status.INVALID_PARAMETER, "'object' must be a string naming the object")
+        if not isinstance(name, str) or not name:
+            raise MethodError(Status.INVALID_PARAMETER, "the request names no 'method'")
+        class_name = self.resolve_object(obj)
+        if class_name is None:
+            raise MethodError(Status.UNKNOWN_OBJECT, f"{self.address} has no object {obj!r}")
+        try:
+            schema_method = self.schema.cls(class_name).methods[name]
+        except KeyError:
+            known = ", ".join(self._method_names(class_name)) or "none"
+            raise MethodError(
+                Status.UNKNOWN_METHOD, f"class {class_name} has no method {name!r} (methods: {known})"
+            ) from None
+        if (class_name, name) not in self._handlers:
+            raise MethodError(Status.NOT_IMPLEMENTED, f"{class_name}.{name} is not implemented by {self.address}")
+        args = validate_args(schema_method, body.get("args"))
+        admin = self.is_admin(user)
+        if schema_method.admin and not admin:
+            raise MethodError(
+                Status.FORBIDDEN,
+                f"{user or 'an anonymous caller'} may not call {class_name}.{name}: it is for administrators "
+                f"({', '.join(sorted(self.admins))})",
+            )
+        return Call(user, obj, name, args, correlation_id, admin)
+
+    async def _stream(self, message: AbstractIncomingMessage, gen: Any, ctype: str) -> None:
+        try:
+            async for chunk in gen:
+                await self._answer(message, {"status": 0, "text": "OK", "out": chunk, "partial": True}, ctype)
+        except MethodError as exc:
+            await self._answer(message, {"status": exc.status, "text": exc.text}, ctype)
+            raise
+        await self._answer(message, {"status": 0, "text": "OK", "out": {}}, ctype)
+
+    async def _answer(self, message: AbstractIncomingMessage, reply: dict, ctype: str, mtype: str = bus.T_METHOD_RESPONSE) -> None:
+        if not message.reply_to:
+            return
+        reply.setdefault("text", CANNED_TEXT.get(reply.get("status", 0), ""))
+        reply.setdefault("partial", False)
+        try:
+            body = wire.encode(reply, ctype)
+        except TypeError as exc:
+            body = wire.encode({"status": Status.EXCEPTION, "text": f"unencodable answer: {exc}", "partial": False}, ctype)
+        assert self._channel is not None
+        # mandatory=False: RabbitMQ 3.10 returns a delivered direct reply-to message as unroutable.
+        await self._channel.default_exchange.publish(
+            aio_pika.Message(body, content_type=ctype, correlation_id=message.correlation_id, type=mtype, app_id=self.address),
+            routing_key=message.reply_to,
+            mandatory=False,
+        )

@@ -1,0 +1,58 @@
+"""Run one agent as a daemon process: logging, signals, graceful stop."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import logging.handlers
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from gridbus.agent.core import Agent
+
+
+def setup_logging(name: str, log_dir: str | None, foreground: bool, level: str = "INFO") -> None:
+    """One rotated log file per daemon (like HTCondor's SchedLog), and stderr in the foreground."""
+    handlers: list[logging.Handler] = []
+    fmt = logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s")
+    if log_dir:
+        Path(log_dir).mkdir(parents=True, exist_ok=True)
+        fh = logging.handlers.RotatingFileHandler(Path(log_dir) / name, maxBytes=10_000_000, backupCount=2)
+        fh.setFormatter(fmt)
+        handlers.append(fh)
+    if foreground or not handlers:
+        sh = logging.StreamHandler(sys.stderr)
+        sh.setFormatter(fmt)
+        handlers.append(sh)
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), handlers=handlers, force=True)
+    logging.getLogger("aio_pika").setLevel(logging.WARNING)
+    logging.getLogger("aiormq").setLevel(logging.WARNING)
+
+
+def base_parser(kind: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"gridbus-{kind}", description=f"the gridbus {kind} agent")
+    p.add_argument("--name", help="daemon name (default: from configuration, else the host name)")
+    p.add_argument("--url", help="broker URL (default: GRIDBUS_URL or the configuration)")
+    p.add_argument("--log-dir", help="write the daemon log here (rotated)")
+    p.add_argument("--foreground", action="store_true", help="also log to stderr")
+    return p
+
+
+def run(make_agent: Callable[[], Agent]) -> None:
+    """Run the agent until SIGTERM/SIGINT, then stop it gracefully (ads invalidated)."""
+
+    async def main() -> None:
+        agent = make_agent()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await agent.run(stop)
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,121 @@
+"""A small client for RabbitMQ's management HTTP API.
+
+Used by `gridbus broker setup` (vhosts, accounts, permissions), by `gridbus pool status`, and by
+the tests (a vhost per test, closing an agent's connection). Standard library only.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from gridbus.bus import BrokerURL
+
+
+class ManagementError(RuntimeError):
+    """The management API refused a request or could not be reached."""
+
+
+def mgmt_url_for(amqp: BrokerURL) -> str:
+    """The management API base URL for a broker: GRIDBUS_MGMT_URL, else http://host:15672."""
+    return os.environ.get("GRIDBUS_MGMT_URL") or f"http://{amqp.host}:15672"
+
+
+class Management:
+    def __init__(self, base_url: str, user: str = "guest", password: str = "guest", timeout: float = 10):
+        self.base = base_url.rstrip("/")
+        token = base64.b64encode(f"{user}:{password}".encode()).decode()
+        self._auth = f"Basic {token}"
+        self.timeout = timeout
+
+    @classmethod
+    def for_broker(cls, amqp: BrokerURL | str) -> Management:
+        amqp = BrokerURL(str(amqp))
+        return cls(mgmt_url_for(amqp), amqp.user, amqp.password)
+
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.base + "/api" + path, data=data, method=method)
+        req.add_header("Authorization", self._auth)
+        req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode(errors="replace")[:300]
+            raise ManagementError(f"{method} {path}: HTTP {exc.code} {detail}") from exc
+        except (urllib.error.URLError, OSError) as exc:
+            raise ManagementError(f"management API at {self.base} unreachable: {exc}") from exc
+        return json.loads(raw) if raw else None
+
+    @staticmethod
+    def q(part: str) -> str:
+        return urllib.parse.quote(part, safe="")
+
+    # vhosts and accounts -------------------------------------------------------------------
+    def put_vhost(self, vhost: str) -> None:
+        self.request("PUT", f"/vhosts/{self.q(vhost)}", {})
+
+    def delete_vhost(self, vhost: str) -> None:
+        try:
+            self.request("DELETE", f"/vhosts/{self.q(vhost)}")
+        except ManagementError as exc:
+            if "404" not in str(exc):
+                raise
+
+    def put_user(self, user: str, password: str, tags: str = "") -> None:
+        self.request("PUT", f"/users/{self.q(user)}", {"password": password, "tags": tags})
+
+    def delete_user(self, user: str) -> None:
+        try:
+            self.request("DELETE", f"/users/{self.q(user)}")
+        except ManagementError as exc:
+            if "404" not in str(exc):
+                raise
+
+    def put_permissions(self, vhost: str, user: str, configure: str, write: str, read: str) -> None:
+        self.request(
+            "PUT",
+            f"/permissions/{self.q(vhost)}/{self.q(user)}",
+            {"configure": configure, "write": write, "read": read},
+        )
+
+    def put_topic_permissions(self, vhost: str, user: str, exchange: str, write: str, read: str) -> None:
+        self.request(
+            "PUT",
+            f"/topic-permissions/{self.q(vhost)}/{self.q(user)}",
+            {"exchange": exchange, "write": write, "read": read},
+        )
+
+    # inspection ----------------------------------------------------------------------------
+    def exchanges(self, vhost: str) -> list[dict[str, Any]]:
+        return self.request("GET", f"/exchanges/{self.q(vhost)}")
+
+    def queues(self, vhost: str) -> list[dict[str, Any]]:
+        return self.request("GET", f"/queues/{self.q(vhost)}")
+
+    def queue(self, vhost: str, name: str) -> dict[str, Any]:
+        return self.request("GET", f"/queues/{self.q(vhost)}/{self.q(name)}")
+
+    def connections(self, vhost: str | None = None) -> list[dict[str, Any]]:
+        if vhost is None:
+            return self.request("GET", "/connections")
+        return self.request("GET", f"/vhosts/{self.q(vhost)}/connections")
+
+    def close_connection(self, name: str, reason: str = "closed by gridbus") -> None:
+        self.request("DELETE", f"/connections/{self.q(name)}", None)
+
+    def get_messages(self, vhost: str, queue: str, count: int = 10) -> list[dict[str, Any]]:
+        return self.request(
+            "POST",
+            f"/queues/{self.q(vhost)}/{self.q(queue)}/get",
+            {"count": count, "ackmode": "ack_requeue_false", "encoding": "base64"},
+        )
+
+    def overview(self) -> dict[str, Any]:
+        return self.request("GET", "/overview")

@@ -1,0 +1,83 @@
+"""Shared fixtures: the broker, a vhost per test, agents run in threads.
+
+Tests talk to a real RabbitMQ: GRIDBUS_TEST_AMQP_URL if set, else the local broker if it answers,
+else a testcontainers RabbitMQ where Docker works; otherwise broker tests fail with a message that
+says how to start one.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from gridbus.bus import BrokerURL
+from gridbus.mgmt import Management
+
+LOCAL_URL = "amqp://guest:guest@127.0.0.1:5672/"
+HOW_TO = (
+    "no RabbitMQ for the tests: set GRIDBUS_TEST_AMQP_URL, or start a local broker with "
+    "`rabbitmq-server -detached && rabbitmq-plugins enable rabbitmq_management`, or install Docker "
+    "for testcontainers"
+)
+
+
+def _answers(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def broker_url() -> Iterator[BrokerURL]:
+    env = os.environ.get("GRIDBUS_TEST_AMQP_URL")
+    if env:
+        yield BrokerURL(env)
+        return
+    if _answers("127.0.0.1", 5672):
+        yield BrokerURL(LOCAL_URL)
+        return
+    try:
+        from testcontainers.rabbitmq import RabbitMqContainer
+    except ImportError:
+        pytest.fail(HOW_TO)
+    try:
+        container = RabbitMqContainer("rabbitmq:3-management").with_exposed_ports(5672, 15672)
+        container.start()
+    except Exception as exc:  # no Docker engine
+        pytest.fail(f"{HOW_TO} ({exc})")
+    host = container.get_container_host_ip()
+    os.environ["GRIDBUS_MGMT_URL"] = f"http://{host}:{container.get_exposed_port(15672)}"
+    yield BrokerURL(f"amqp://guest:guest@{host}:{container.get_exposed_port(5672)}/")
+    container.stop()
+
+
+@pytest.fixture(scope="session")
+def mgmt(broker_url: BrokerURL) -> Management:
+    m = Management.for_broker(broker_url)
+    try:
+        m.overview()
+    except Exception as exc:
+        pytest.fail(f"the RabbitMQ management API does not answer ({exc}); run `rabbitmq-plugins enable rabbitmq_management`")
+    return m
+
+
+@pytest.fixture
+def vhost(mgmt: Management, broker_url: BrokerURL, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh vhost for one test, created and removed through the management API."""
+    name = f"gridbus-test-{request.node.name[:40]}-{uuid.uuid4().hex[:8]}"
+    mgmt.put_vhost(name)
+    mgmt.put_permissions(name, broker_url.user, ".*", ".*", ".*")
+    yield name
+    mgmt.delete_vhost(name)
+
+
+@pytest.fixture
+def amqp_url(broker_url: BrokerURL, vhost: str) -> str:
+    """The broker URL of this test's own vhost."""
+    return broker_url.with_vhost(vhost).url
