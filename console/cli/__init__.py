@@ -1,0 +1,1 @@
+"""The gridbus command line (filled by its owner)."""
