@@ -1,0 +1,330 @@
+"""The collector agent: consumes every ad on gridbus.ads, answers Query and Locate.
+
+Ingest is the hot path. The collector reads its ads queue without acknowledgements (an ad lost in
+a crash is sent again within one update interval anyway), and handles each message synchronously:
+decode, then one dict update per ad, no await per ad. A message that does not decode, or an ad
+without MyType or Name, is refused, counted and logged (at most one log line a second), and the
+collector serves on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from aio_pika.abc import AbstractIncomingMessage
+
+from gridbus import bus, wire
+from gridbus.agent import Agent, Call, method
+from gridbus.agents.collector.query import (
+    compile_constraint,
+    constraint_text,
+    is_trivially_true,
+    name_lookup,
+    projector,
+    select,
+)
+from gridbus.agents.collector.stats import Rate
+from gridbus.agents.collector.store import AdStore, BadAd, Outcome
+from gridbus.status import MethodError, Status, forbidden, invalid
+
+# HTCondor's CLASSAD_LIFETIME: what an ad lives when it does not say (seconds).
+DEFAULT_CLASSAD_LIFETIME = 900.0
+# Ads per partial answer of a streamed Query: big enough to amortise a message, small enough
+# that a console never receives a giant one.
+QUERY_CHUNK = 500
+# The ads queue keeps at most this many undelivered messages (drop-head): while the collector is
+# away or behind, only the newest updates matter.
+ADS_QUEUE_MAX = 100_000
+
+# Application status of Locate when no such daemon has advertised.
+NOT_FOUND = Status.USER + 1
+
+# DaemonType (htcondor2 names) -> MyType of the ad that daemon advertises.
+DAEMON_AD_TYPES = {
+    "schedd": "Scheduler",
+    "scheduler": "Scheduler",
+    "startd": "Machine",
+    "machine": "Machine",
+    "collector": "Collector",
+    "negotiator": "Negotiator",
+    "master": "Master",
+    "daemonmaster": "Master",
+    "submitter": "Submitter",
+    "generic": "Generic",
+}
+
+
+def ads_queue_name(name: str) -> str:
+    """The collector's own queue on gridbus.ads (one per collector: each keeps the whole picture)."""
+    return f"gridbus.collector.{name}"
+
+
+class Collector(Agent):
+    kind = "collector"
+    classes = ("collector",)
+    my_type = "Collector"
+
+    def __init__(
+        self,
+        name: str | None = None,
+        url: str | None = None,
+        *,
+        private_readers: Iterable[str] | None = None,
+        classad_lifetime: float = DEFAULT_CLASSAD_LIFETIME,
+        query_chunk: int = QUERY_CHUNK,
+        update_interval: float = 900.0,  # HTCondor's COLLECTOR_UPDATE_INTERVAL
+        **kw: Any,
+    ):
+        super().__init__(name, url, update_interval=update_interval, **kw)
+        readers = [r for r in (private_readers or ()) if r]
+        self.private_readers: set[str] = set(readers) or {self.url.user}
+        if query_chunk < 1:
+            raise ValueError(f"query_chunk must be at least 1, got {query_chunk}")
+        self.query_chunk = query_chunk
+        self.store = AdStore(classad_lifetime)
+        self.update_rate = Rate()
+        self.query_rate = Rate()
+        self.rejected = 0
+        self.messages = 0
+        self._reject_log_at = 0.0
+        self._rejects_unlogged = 0
+        self.ingest_log = logging.getLogger("gridbus.collector.ingest")
+
+    # ------------------------------------------------------------------ lifecycle
+    async def setup(self) -> None:
+        assert self._connection is not None
+        # A channel of its own, so the ad stream never queues behind method replies.
+        channel = await self._connection.channel(publisher_confirms=False)
+        queue = await channel.declare_queue(
+            ads_queue_name(self.name),
+            exclusive=True,
+            arguments={"x-max-length": ADS_QUEUE_MAX, "x-overflow": "drop-head"},
+        )
+        await queue.bind(bus.ADS, "#")
+        await queue.consume(self._on_ads, no_ack=True)
+
+    async def on_start(self) -> None:
+        self.spawn(self._expire_loop(), "expire")
+
+    async def _expire_loop(self) -> None:
+        last_sample = 0.0
+        while True:
+            now = time.time()
+            gone = self.store.expire(now)
+            if gone:
+                self.log.info("expired %d ad(s), e.g. %s %s", len(gone), *gone[0])
+            if time.monotonic() - last_sample >= 1.0:
+                self.update_rate.sample()
+                self.query_rate.sample()
+                last_sample = time.monotonic()
+            nxt = self.store.next_expiry()
+            # Sleep until the next deadline (never more than a second: rates are sampled too).
+            delay = 1.0 if nxt is None else min(max(nxt - time.time(), 0.02), 1.0)
+            await asyncio.sleep(delay)
+
+    # ------------------------------------------------------------------ ingest
+    async def _on_ads(self, message: AbstractIncomingMessage) -> None:
+        self.ingest(message.body, message.content_type, message.type, message.routing_key or "")
+
+    def ingest(self, body: bytes, content_type: str | None, mtype: str | None, routing_key: str) -> int:
+        """Handle one message from gridbus.ads; return how many ads it stored. Never raises."""
+        self.messages += 1
+        try:
+            payload = wire.decode(body, content_type)
+        except wire.DecodeError as exc:
+            self._refuse(f"undecodable message on {routing_key!r}: {exc}")
+            return 0
+        try:
+            if mtype == bus.T_INVALIDATE:
+                self._invalidate_message(payload, routing_key)
+                return 0
+            return self._ads_message(payload, routing_key.startswith("private."), routing_key)
+        except Exception as exc:  # a bug must not stop the ad stream
+            self._refuse(f"message on {routing_key!r} failed: {type(exc).__name__}: {exc}")
+            self.log.debug("ingest failure", exc_info=True)
+            return 0
+
+    def _ads_message(self, payload: Any, private: bool, routing_key: str) -> int:
+        ads = payload.get("ads") if isinstance(payload, dict) else None
+        if not isinstance(ads, list):
+            self._refuse(f"ad message on {routing_key!r} is not a map with an 'ads' list")
+            return 0
+        now = time.time()
+        stored = 0
+        store = self.store
+        for ad in ads:
+            try:
+                if private:
+                    stored += store.update_private(ad, now)
+                elif store.update(ad, now) != Outcome.OUT_OF_ORDER:
+                    stored += 1
+            except BadAd as exc:
+                self._refuse(f"refused an ad on {routing_key!r}: {exc}")
+        self.update_rate.add(stored)
+        return stored
+
+    def _invalidate_message(self, payload: Any, routing_key: str) -> None:
+        if not isinstance(payload, dict) or not isinstance(payload.get("mytype"), str):
+            self._refuse(f"invalidation on {routing_key!r} names no 'mytype'")
+            return
+        mytype = payload["mytype"]
+        names = payload.get("names")
+        if names is not None:
+            if not isinstance(names, list):
+                self._refuse(f"invalidation on {routing_key!r}: 'names' must be a list")
+                return
+            for name in names:
+                if isinstance(name, str):
+                    self.store.remove(mytype, name)
+        constraint = payload.get("constraint")
+        if constraint is not None:
+            try:
+                predicate = compile_constraint(constraint_text(constraint))
+            except MethodError as exc:
+                self._refuse(f"invalidation on {routing_key!r}: {exc.text}")
+                return
+            self.store.remove_where(mytype, predicate)
+
+    def _refuse(self, why: str) -> None:
+        """Count a refused message or ad; log it, but at most one line a second under a flood."""
+        self.rejected += 1
+        now = time.monotonic()
+        if now - self._reject_log_at >= 1.0:
+            more = f" ({self._rejects_unlogged} more refused since the last report)" if self._rejects_unlogged else ""
+            self.ingest_log.warning("%s%s", why, more)
+            self._reject_log_at = now
+            self._rejects_unlogged = 0
+        else:
+            self._rejects_unlogged += 1
+
+    # ------------------------------------------------------------------ the collector's own ad
+    def collector_statistics(self) -> dict[str, Any]:
+        s = self.store.stats
+        return {
+            "AdsHeld": len(self.store),
+            "UpdatesTotal": s.updates,
+            "UpdatesOutOfOrder": s.out_of_order,
+            "UpdatesRejected": self.rejected,
+            "UpdatesPerSecond": round(self.update_rate.per_second(), 3),
+            "QueriesTotal": self.query_rate.total,
+            "QueriesPerSecond": round(self.query_rate.per_second(), 3),
+            "AdsExpired": s.expired,
+            "AdsInvalidated": s.invalidated,
+        }
+
+    def object_statistics(self) -> dict[str, Any]:
+        return {**super().object_statistics(), **self.collector_statistics()}
+
+    def daemon_ad(self) -> dict[str, Any]:
+        ad = {**super().daemon_ad(), **self.collector_statistics()}
+        for mytype, count in self.store.counts().items():
+            ad[f"{mytype}Ads"] = count  # MachineAds, SchedulerAds, SubmitterAds, ...
+        return ad
+
+    # ------------------------------------------------------------------ methods
+    def may_read_private(self, user: str | None) -> bool:
+        return bool(user) and user in self.private_readers
+
+    @method("collector")
+    async def Query(
+        self, call: Call, AdTypes: list, Constraint: Any, Projection: list, Limit: int, Private: bool
+    ) -> AsyncIterator[dict[str, Any]]:
+        self.query_rate.add()
+        types = _ad_types(AdTypes)
+        if Private and not self.may_read_private(call.user):
+            raise forbidden(
+                f"{call.user or 'an anonymous caller'} may not read private ads (claim ids): only "
+                f"{', '.join(sorted(self.private_readers))} may (COLLECTOR_PRIVATE_READERS)"
+            )
+        text = constraint_text(Constraint)
+        predicate = compile_constraint(text)
+        project = projector(Projection)
+        entries = self._candidates(types, text)
+        if Private:
+            ads: Iterable[dict[str, Any]] = (
+                {**e.ad, **e.private} if e.private else e.ad for e in entries
+            )
+        else:
+            ads = (e.ad for e in entries)
+        chunk: list[dict[str, Any]] = []
+        sent = False
+        for ad in select(ads, predicate, Limit):
+            chunk.append(project(ad) if project else ad)
+            if len(chunk) >= self.query_chunk:
+                yield {"Ads": chunk}
+                chunk, sent = [], True
+        if chunk or not sent:
+            yield {"Ads": chunk}  # always at least one chunk: callers read out["Ads"]
+
+    def _candidates(self, types: list[str] | None, text: str) -> Iterable[Any]:
+        if not is_trivially_true(text):
+            by_name = name_lookup(text)
+            if by_name is not None:
+                # Name index: the constraint is still tested on each candidate (case rules,
+                # =?= exactness), so the index only narrows, never decides.
+                return self.store.by_name(by_name[0], types)
+        return self.store.entries(types)
+
+    @method("collector")
+    async def Locate(self, call: Call, DaemonType: str, Name: str) -> dict[str, Any]:
+        if not DaemonType.strip():
+            raise invalid("Locate: DaemonType must name a daemon type (Schedd, Startd, Collector, Negotiator, Master)")
+        mytype = DAEMON_AD_TYPES.get(DaemonType.strip().lower(), DaemonType.strip())
+        entry = None
+        if Name:
+            found = self.store.by_name(Name, [mytype])
+            entry = found[0] if found else None
+            if entry is None and mytype == "Machine":
+                entry = self._startd_by_host(Name)
+        else:
+            entry = next(iter(self.store.entries([mytype])), None)
+        if entry is None:
+            what = f"named {Name!r}" if Name else "at all"
+            raise MethodError(
+                NOT_FOUND,
+                f"{self.address} holds no {mytype} ad {what} (the daemon is down or has not advertised yet)",
+            )
+        return {"Ad": entry.ad}
+
+    def _startd_by_host(self, name: str) -> Any:
+        """A startd is also found by its host (`Machine`) or its agent address `startd@<name>`."""
+        lname = name.lower()
+        for entry in self.store.entries(["Machine"]):
+            ad = entry.ad
+            if str(ad.get("Machine", "")).lower() == lname or str(ad.get("MyAddress", "")).lower() == f"startd@{lname}":
+                return entry
+        return None
+
+    @method("collector")
+    async def Invalidate(self, call: Call, AdType: str, Names: list, Constraint: Any) -> dict[str, Any]:
+        if not AdType.strip():
+            raise invalid("Invalidate: AdType must name the MyType of the ads to forget")
+        count = 0
+        for name in Names:
+            if not isinstance(name, str):
+                raise invalid(f"Invalidate: Names must be strings, got {name!r}")
+        for name in Names:
+            count += self.store.remove(AdType, name)
+        text = constraint_text(Constraint)
+        if text.lower() not in ("false", "(false)", "0"):
+            count += self.store.remove_where(AdType, compile_constraint(text))
+        self.log.info("%s invalidated %d %s ad(s)", call.user, count, AdType)
+        return {"Count": count}
+
+
+def _ad_types(raw: list) -> list[str] | None:
+    """The asked MyTypes, or None for any."""
+    types = []
+    for t in raw:
+        if not isinstance(t, str) or not t.strip():
+            raise invalid(f"Query: AdTypes must list MyType names (strings), got {t!r}")
+        # Daemon names (Startd, Schedd) are accepted for their ad types (Machine, Scheduler).
+        types.append(DAEMON_AD_TYPES.get(t.strip().lower(), t.strip()))
+    if any(t.lower() == "any" for t in types):
+        return None
+    return types or None
+
