@@ -1,1 +1,13 @@
-"""placeholder: filled by its owner."""
+"""The negotiator: matchmaking and the accountant (``python -m gridbus.agents.negotiator``).
+
+Address ``negotiator@<name>``, management class ``negotiator``. See `agent.py` for the cycle,
+`matchmaker.py` for matching, `accountant.py` for priorities and usage, `analyze.py` for the
+idle-job analysis.
+"""
+
+from __future__ import annotations
+
+from gridbus.agents.negotiator.agent import CycleStats, Negotiator
+from gridbus.agents.negotiator.main import build, main
+
+__all__ = ["CycleStats", "Negotiator", "build", "main"]

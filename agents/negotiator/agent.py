@@ -1,0 +1,534 @@
+"""The negotiator agent: a negotiation cycle every NEGOTIATOR_INTERVAL, and soon after new idle jobs.
+
+A cycle (docs/protocols.md, "Negotiation"): fetch the Machine ads with their claim ids and the
+Submitter ads from the collector; charge usage to the accountant; order the submitters by effective
+user priority; give each its fair share of the pool in the first round and what is left in later
+rounds; ask each submitter's schedd for resource requests (NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE
+per round trip, one per autocluster); match them; send each batch's matches in one Match call.
+
+The negotiator also listens on ``gridbus.ads`` for Submitter ads, and starts a cycle (no sooner than
+NEGOTIATOR_CYCLE_DELAY after the previous one) when a submitter shows more idle jobs than before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aio_pika.abc import AbstractIncomingMessage
+
+from gridbus import bus, wire
+from gridbus.agent import Agent, Call, method
+from gridbus.agents.negotiator.accountant import Accountant, parse_limits
+from gridbus.agents.negotiator.analyze import analyze
+from gridbus.agents.negotiator.matchmaker import (
+    REJECT_LIMIT,
+    REJECT_NO_MATCH,
+    REJECT_PRIORITY,
+    Matchmaker,
+    fair_shares,
+    get,
+)
+from gridbus.rpc import CallTimeout
+from gridbus.status import MethodError, Status, invalid
+
+# Keys of a match's SlotAd that stay with the negotiator: the secret travels once, as ClaimId.
+_SECRET = {"claimid"}
+MAX_ROUNDS = 6  # HTCondor gives up after a few pie spins too
+
+
+@dataclass
+class Submitter:
+    name: str  # <owner>@<schedd name>
+    owner: str
+    address: str  # the schedd's agent address
+    idle: int
+    after: int = -1  # the last AutoClusterId seen this cycle
+    exhausted: bool = False  # the schedd has no more requests this cycle
+    requests: list[dict[str, Any]] = field(default_factory=list)  # fetched, with "Left" counts
+    failed: bool = False
+
+
+@dataclass
+class CycleStats:
+    """One cycle's figures; the Negotiator ad carries the last one (HTCondor's ...0 attributes)."""
+
+    start: float = 0.0
+    duration: float = 0.0
+    matches: int = 0
+    rejections: dict[str, int] = field(default_factory=dict)
+    submitters: int = 0
+    slots: int = 0
+    idle_jobs: int = 0
+    requests: int = 0
+    rounds: int = 0
+    evaluations: int = 0
+    schedd_calls: int = 0
+
+
+class Negotiator(Agent):
+    kind = "negotiator"
+    classes = ("negotiator",)
+    my_type = "Negotiator"
+
+    def __init__(
+        self,
+        name: str | None = None,
+        url: str | None = None,
+        *,
+        spool: str | Path | None = None,
+        interval: float = 60.0,
+        cycle_delay: float = 1.0,
+        halflife: float = 86400.0,
+        request_list_size: int = 20,
+        collector: str = "",
+        match_hold: float = 20.0,
+        schedd_timeout: float = 30.0,
+        limits: dict[str, int] | None = None,
+        default_limit: int = 2**31 - 1,
+        **kw: Any,
+    ):
+        super().__init__(name, url, **kw)
+        if interval <= 0:
+            raise ValueError(f"NEGOTIATOR_INTERVAL must be positive, got {interval}")
+        if request_list_size < 1:
+            raise ValueError(f"NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE must be at least 1, got {request_list_size}")
+        self.interval = float(interval)
+        self.cycle_delay = max(0.0, float(cycle_delay))
+        self.request_list_size = int(request_list_size)
+        self.collector = collector
+        self.match_hold = match_hold
+        self.schedd_timeout = schedd_timeout
+        path = Path(spool) / "accountant.json" if spool else None
+        self.accountant = Accountant.load(path, halflife, default_limit) if path else Accountant(halflife, None, default_limit)
+        for lname, lmax in (limits or {}).items():
+            self.accountant.limits.setdefault(lname.lower(), int(lmax))
+        self.last = CycleStats()
+        self.cycles = 0
+        self.total_matches = 0
+        self._wake: asyncio.Event | None = None
+        self._idle_seen: dict[str, int] = {}
+        # claim id -> (UpdateSequenceNumber of the ad matched, when, cpus/memory/disk carved):
+        # a slot handed out stays handed out until its startd re-advertises it.
+        self._pending: dict[str, tuple[Any, float, tuple[float, float, float] | None]] = {}
+        self._cycle_lock = asyncio.Lock()
+
+    # ------------------------------------------------------------------ ads and statistics
+    def daemon_ad(self) -> dict[str, Any]:
+        s = self.last
+        return {
+            **super().daemon_ad(),
+            "NegotiatorInterval": self.interval,
+            "NegotiationCycles": self.cycles,
+            "TotalMatches": self.total_matches,
+            "LastNegotiationCycleTime0": int(s.start),
+            "LastNegotiationCycleDuration0": round(s.duration, 4),
+            "LastNegotiationCycleMatches0": s.matches,
+            "LastNegotiationCycleRejections0": sum(s.rejections.values()),
+            "LastNegotiationCycleRejectionReasons0": dict(s.rejections),
+            "LastNegotiationCycleActiveSubmitterCount0": s.submitters,
+            "LastNegotiationCycleSlots0": s.slots,
+            "LastNegotiationCycleNumIdleJobs0": s.idle_jobs,
+            "LastNegotiationCycleResourceRequests0": s.requests,
+            "LastNegotiationCycleSlotShareIter0": s.rounds,
+            "LastNegotiationCycleMatchEvaluations0": s.evaluations,
+            "LastNegotiationCycleScheddCalls0": s.schedd_calls,
+        }
+
+    def object_statistics(self) -> dict[str, Any]:
+        return {
+            **super().object_statistics(),
+            "NegotiationCycles": self.cycles,
+            "TotalMatches": self.total_matches,
+            "LastCycleDuration": self.last.duration,
+            "LastCycleMatches": self.last.matches,
+            "LastCycleRejections": sum(self.last.rejections.values()),
+        }
+
+    # ------------------------------------------------------------------ lifecycle
+    async def setup(self) -> None:
+        assert self._connection is not None
+        self._wake = asyncio.Event()
+        channel = await self._connection.channel(publisher_confirms=False)
+        queue = await channel.declare_queue(
+            f"gridbus.negotiator.{self.name}", exclusive=True, arguments={"x-max-length": 1000, "x-overflow": "drop-head"}
+        )
+        await queue.bind(bus.ADS, "submitter.#")
+        await queue.consume(self._on_submitter_ads, no_ack=True)
+
+    async def on_start(self) -> None:
+        self.spawn(self._cycle_loop(), "negotiation")
+
+    async def _on_submitter_ads(self, message: AbstractIncomingMessage) -> None:
+        try:
+            body = wire.decode(message.body, message.content_type)
+        except wire.DecodeError:
+            return
+        if message.type != bus.T_AD or not isinstance(body, dict) or not isinstance(body.get("ads"), list):
+            return
+        for ad in body["ads"]:
+            if not isinstance(ad, dict):
+                continue
+            name, idle = ad.get("Name"), ad.get("IdleJobs")
+            if not isinstance(name, str) or not isinstance(idle, int):
+                continue
+            if idle > self._idle_seen.get(name, 0):
+                self.wake()
+            self._idle_seen[name] = idle
+
+    def wake(self) -> None:
+        """Ask for a cycle soon (no sooner than NEGOTIATOR_CYCLE_DELAY after the last one)."""
+        if self._wake is not None:
+            self._wake.set()
+
+    async def _cycle_loop(self) -> None:
+        assert self._wake is not None
+        last_start = 0.0
+        while not self._stopping:
+            gap = last_start + self.cycle_delay - time.monotonic()
+            if gap > 0:
+                await asyncio.sleep(gap)  # the minimum gap between cycles, not a wait for state
+            self._wake.clear()
+            last_start = time.monotonic()
+            try:
+                await self.negotiate()
+            except Exception:
+                self.log.exception("negotiation cycle failed")
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.interval)
+            except TimeoutError:
+                pass
+
+    # ------------------------------------------------------------------ the cycle
+    async def _collector_address(self) -> str:
+        if self.collector:
+            return self.collector
+        result = await self.client.get_objects(bus.class_key("collector"), "collector", timeout=5)
+        for record in result.outArgs.get("objects", []):
+            if record.get("agent"):
+                return str(record["agent"])
+        raise RuntimeError("no collector answered on class.collector")
+
+    async def _query(self, types: list[str], private: bool) -> list[dict[str, Any]]:
+        address = await self._collector_address()
+        try:
+            result = await self.client.call(address, "Query", {"AdTypes": types, "Private": private}, timeout=30)
+        except CallTimeout:
+            if not self.collector:
+                self.collector = ""
+            raise
+        if not result.ok:
+            raise RuntimeError(f"collector {address} refused Query {types}: {result.text} (status {result.status})")
+        return [a for a in result.outArgs.get("Ads", []) if isinstance(a, dict)]
+
+    async def negotiate(self) -> CycleStats:
+        """Run one negotiation cycle now; returns its statistics."""
+        async with self._cycle_lock:
+            machines, submitter_ads = await asyncio.gather(
+                self._query(["Machine"], True), self._query(["Submitter"], False)
+            )
+            stats = await self.negotiate_with(machines, submitter_ads)
+            self.ads_changed()
+            return stats
+
+    async def negotiate_with(self, machines: list[dict[str, Any]], submitter_ads: list[dict[str, Any]]) -> CycleStats:
+        """One cycle over ads already fetched (the benchmark's simulator calls this directly)."""
+        started = time.monotonic()
+        stats = CycleStats(start=time.time())
+        now = time.time()
+        in_use, limits_used = self._usage(machines)
+        self.accountant.update_usage(in_use, now)
+        machines = self._hide_pending(machines, now)
+        mm = Matchmaker(machines)
+        stats.slots = len(mm.slots)
+        subs = self._submitters(submitter_ads)
+        stats.submitters = len(subs)
+        stats.idle_jobs = sum(s.idle for s in subs)
+        owners = sorted({s.owner for s in subs}, key=lambda o: (self.accountant.effective_priority(o), o))
+        pie = sum(float(get(m, "Cpus", 1) or 0) for m in machines if get(m, "State") in ("Unclaimed", "Claimed", None))
+        spent: dict[str, float] = {o: 0.0 for o in owners}
+        unlimited = False
+        for round_no in range(MAX_ROUNDS):
+            active = [o for o in owners if any(self._wants(s) for s in subs if s.owner == o)]
+            if not active or not mm.has_free():
+                break
+            stats.rounds = round_no + 1
+            eup = {o: self.accountant.effective_priority(o) for o in active}
+            if unlimited:
+                shares = {o: math.inf for o in active}
+            elif round_no == 0:
+                shares = fair_shares(pie, eup, in_use)
+            else:
+                shares = fair_shares(mm.free_weight, eup, {})
+            matched_this_round = 0
+            for owner in active:
+                budget = shares[owner]
+                for sub in (s for s in subs if s.owner == owner):
+                    if budget <= 1e-9 or not mm.has_free():
+                        break
+                    got, weight = await self._negotiate_submitter(sub, mm, budget, limits_used, stats)
+                    budget -= weight
+                    spent[owner] += weight
+                    matched_this_round += got
+            if matched_this_round == 0:
+                if unlimited:
+                    break
+                # Shares too small for a whole slot: hand the rest out in priority order.
+                unlimited = True
+        for sub in subs:
+            for req in sub.requests:
+                if req["Left"] > 0:
+                    reason = req.get("Reason") or REJECT_PRIORITY
+                    stats.rejections[reason] = stats.rejections.get(reason, 0) + req["Left"]
+        stats.evaluations = mm.evaluations
+        stats.duration = time.monotonic() - started
+        self.last = stats
+        self.cycles += 1
+        self.total_matches += stats.matches
+        try:
+            self.accountant.save()
+        except OSError:
+            self.log.exception("could not save the accountant")
+        self.log.info(
+            "cycle %d: %d matches, %d slots, %d submitters, %d requests, %.3f s",
+            self.cycles, stats.matches, stats.slots, stats.submitters, stats.requests, stats.duration,
+        )
+        return stats
+
+    @staticmethod
+    def _wants(sub: Submitter) -> bool:
+        if sub.failed:
+            return False
+        if any(r["Left"] > 0 and r.get("Reason") not in (REJECT_NO_MATCH, REJECT_LIMIT) for r in sub.requests):
+            return True
+        return not sub.exhausted
+
+    def _usage(self, machines: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
+        """Slot weight held per owner, and concurrency-limit use, from the claimed slots."""
+        in_use: dict[str, float] = {}
+        limits: dict[str, float] = {}
+        for m in machines:
+            if get(m, "State") != "Claimed" or get(m, "PartitionableSlot", False):
+                continue
+            owner = get(m, "RemoteOwner")
+            if isinstance(owner, str) and owner:
+                owner = owner.split("@", 1)[0]
+                cpus = get(m, "Cpus", 1)
+                in_use[owner] = in_use.get(owner, 0.0) + (float(cpus) if isinstance(cpus, (int, float)) else 1.0)
+            for name, amount in parse_limits(get(m, "ConcurrencyLimits")).items():
+                limits[name] = limits.get(name, 0.0) + amount
+        return in_use, limits
+
+    def _hide_pending(self, machines: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
+        """Slots matched in an earlier cycle whose startd has not re-advertised them yet."""
+        for cid, (_seq, when, _carved) in list(self._pending.items()):
+            if now - when > self.match_hold:
+                del self._pending[cid]
+        if not self._pending:
+            return machines
+        out = []
+        for m in machines:
+            cid = get(m, "ClaimId")
+            pending = self._pending.get(cid) if isinstance(cid, str) else None
+            if pending is None or get(m, "UpdateSequenceNumber") != pending[0]:
+                if pending is not None:
+                    del self._pending[cid]
+                out.append(m)
+            elif pending[2] is not None:  # a partitionable slot: take off what was carved
+                m = dict(m)
+                for attr, amount in zip(("Cpus", "Memory", "Disk"), pending[2], strict=True):
+                    value = get(m, attr, 0) or 0
+                    m[attr] = value - amount
+                out.append(m)
+        return out
+
+    def _submitters(self, ads: list[dict[str, Any]]) -> list[Submitter]:
+        out = []
+        for ad in ads:
+            name, owner, address, idle = (get(ad, k) for k in ("Name", "Owner", "MyAddress", "IdleJobs"))
+            if not all(isinstance(v, str) and v for v in (name, owner, address)):
+                continue
+            if not isinstance(idle, int) or idle <= 0:
+                continue
+            out.append(Submitter(name, owner, address, idle))
+        return out
+
+    async def _fetch(self, sub: Submitter, stats: CycleStats) -> list[dict[str, Any]]:
+        args = {"Owner": sub.owner, "Limit": self.request_list_size, "After": sub.after}
+        stats.schedd_calls += 1
+        try:
+            result = await self.client.call(sub.address, "GetResourceRequests", args, timeout=self.schedd_timeout)
+        except CallTimeout:
+            self.log.warning("%s did not answer GetResourceRequests; skipping %s this cycle", sub.address, sub.name)
+            sub.failed = True
+            return []
+        if not result.ok:
+            self.log.warning("%s refused GetResourceRequests for %s: %s", sub.address, sub.owner, result.text)
+            sub.failed = True
+            return []
+        requests = [r for r in result.outArgs.get("Requests", []) if isinstance(r, dict)]
+        valid = []
+        for r in requests:
+            acid, count, ad = r.get("AutoClusterId"), r.get("Count"), r.get("Ad")
+            if isinstance(acid, int) and isinstance(count, int) and count > 0 and isinstance(ad, dict):
+                valid.append({"AutoClusterId": acid, "Count": count, "Ad": ad, "Left": count})
+        if requests and isinstance(requests[-1].get("AutoClusterId"), int):
+            sub.after = requests[-1]["AutoClusterId"]
+        if len(requests) < self.request_list_size:
+            sub.exhausted = True
+        sub.requests.extend(valid)
+        stats.requests += len(valid)
+        return valid
+
+    async def _negotiate_submitter(
+        self, sub: Submitter, mm: Matchmaker, budget: float, limits_used: dict[str, float], stats: CycleStats
+    ) -> tuple[int, float]:
+        """Match this submitter's requests within ``budget`` slot weight; returns (matches, weight)."""
+        spent = 0.0
+        made = 0
+        batch = [r for r in sub.requests if r["Left"] > 0 and r.get("Reason") not in (REJECT_NO_MATCH, REJECT_LIMIT)]
+        while True:
+            if not batch and not sub.exhausted and not sub.failed:
+                batch = await self._fetch(sub, stats)
+                if not batch:
+                    break
+            if not batch:
+                break
+            matches: list[dict[str, Any]] = []
+            out_of_budget = False
+            for req in batch:
+                job = req["Ad"]
+                wanted = parse_limits(get(job, "ConcurrencyLimits"))
+
+                def allow(wanted: dict[str, float] = wanted) -> bool:
+                    return all(limits_used.get(n, 0.0) + a <= self.accountant.limit_max(n) for n, a in wanted.items())
+
+                found, reason = mm.match(job, req["Left"], budget - spent, allow if wanted else None)
+                for m in found:
+                    for n, a in wanted.items():
+                        limits_used[n] = limits_used.get(n, 0.0) + a
+                    spent += m.weight
+                    matches.append(
+                        {
+                            "AutoClusterId": req["AutoClusterId"],
+                            "ClaimId": m.slot.claim_id,
+                            "Slot": m.slot.name,
+                            "Startd": m.slot.startd,
+                            "SlotAd": {k: v for k, v in m.slot_ad.items() if k.lower() not in _SECRET},
+                        }
+                    )
+                    self._remember(m.slot, m.slot_ad, job)
+                req["Left"] -= len(found)
+                req["Reason"] = reason
+                if reason == REJECT_PRIORITY:
+                    out_of_budget = True
+                    break
+                if not mm.has_free():
+                    break
+            if matches:
+                made += await self._send_matches(sub, matches, stats)
+            if out_of_budget or not mm.has_free() or spent >= budget - 1e-9:
+                break
+            batch = []
+        return made, spent
+
+    def _remember(self, slot: Any, slot_ad: dict[str, Any], job: dict[str, Any]) -> None:
+        carved = None
+        if slot.partitionable:
+            from gridbus.agents.negotiator.matchmaker import _request
+
+            before = self._pending.get(slot.claim_id)
+            need = _request(job, slot_ad)
+            carved = need if before is None or before[2] is None else tuple(a + b for a, b in zip(before[2], need, strict=True))
+        self._pending[slot.claim_id] = (get(slot.ad, "UpdateSequenceNumber"), time.time(), carved)
+
+    async def _send_matches(self, sub: Submitter, matches: list[dict[str, Any]], stats: CycleStats) -> int:
+        stats.schedd_calls += 1
+        try:
+            result = await self.client.call(sub.address, "Match", {"Matches": matches}, timeout=self.schedd_timeout)
+        except CallTimeout:
+            self.log.warning("%s did not answer Match (%d matches)", sub.address, len(matches))
+            sub.failed = True
+            return 0
+        if not result.ok:
+            self.log.warning("%s refused Match: %s", sub.address, result.text)
+            return 0
+        accepted = result.outArgs.get("Accepted", 0)
+        accepted = accepted if isinstance(accepted, int) else 0
+        stats.matches += accepted
+        return accepted
+
+    # ------------------------------------------------------------------ methods
+    def _user_name(self, name: str) -> str:
+        if not name or not name.strip():
+            raise invalid("a submitter name is needed (the job Owner, e.g. 'alice')")
+        return name.strip().split("@", 1)[0]
+
+    @method("negotiator")
+    async def GetPriorities(self, call: Call) -> dict[str, Any]:
+        return {"Priorities": self.accountant.priorities()}
+
+    @method("negotiator")
+    async def SetPriority(self, call: Call, Name: str, Priority: float) -> dict[str, Any]:
+        try:
+            self.accountant.set_priority(self._user_name(Name), Priority)
+        except ValueError as exc:
+            raise invalid(f"SetPriority: {exc}") from None
+        self._save()
+        return {}
+
+    @method("negotiator")
+    async def SetPriorityFactor(self, call: Call, Name: str, PriorityFactor: float) -> dict[str, Any]:
+        try:
+            self.accountant.set_factor(self._user_name(Name), PriorityFactor)
+        except ValueError as exc:
+            raise invalid(f"SetPriorityFactor: {exc}") from None
+        self._save()
+        return {}
+
+    @method("negotiator")
+    async def SetUsage(self, call: Call, Name: str, Usage: float) -> dict[str, Any]:
+        try:
+            self.accountant.set_usage(self._user_name(Name), Usage)
+        except ValueError as exc:
+            raise invalid(f"SetUsage: {exc}") from None
+        self._save()
+        return {}
+
+    @method("negotiator")
+    async def GetLimits(self, call: Call) -> dict[str, Any]:
+        return {"Limits": dict(self.accountant.limits), "Default": self.accountant.default_limit}
+
+    @method("negotiator")
+    async def SetLimit(self, call: Call, Name: str, Max: int) -> dict[str, Any]:
+        try:
+            self.accountant.set_limit(Name, Max)
+        except ValueError as exc:
+            raise invalid(f"SetLimit: {exc}") from None
+        self._save()
+        return {}
+
+    @method("negotiator")
+    async def Reschedule(self, call: Call) -> dict[str, Any]:
+        self.wake()
+        return {}
+
+    @method("negotiator")
+    async def Analyze(self, call: Call, Job: dict) -> dict[str, Any]:
+        if get(Job, "Requirements") is None:
+            raise invalid("Analyze: the job ad has no Requirements to analyze")
+        try:
+            machines = await self._query(["Machine"], False)
+        except (CallTimeout, RuntimeError) as exc:
+            raise MethodError(Status.EXCEPTION, f"Analyze: could not read the Machine ads: {exc}") from None
+        return analyze(dict(Job), machines)
+
+    def _save(self) -> None:
+        try:
+            self.accountant.save()
+        except OSError as exc:
+            raise MethodError(Status.EXCEPTION, f"could not persist the accountant: {exc}") from None

@@ -1,0 +1,111 @@
+"""Why is a job idle? condor_q -better-analyze's figures, over the collector's Machine ads.
+
+``analyze(job, machines)`` counts the slots the job's Requirements reject, the slots whose own
+Requirements reject the job, the slots that match both ways (and how many of them are free), and
+for each top-level ``&&`` clause of the job's Requirements how many slots it rejects, so the clause
+that fails most is named.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gridbus import classad
+from gridbus.agents.negotiator.matchmaker import get, test_expr
+
+
+def split_conjuncts(text: str) -> list[str]:
+    """The top-level ``&&`` clauses of ClassAd text (outside parentheses, brackets and strings)."""
+    text = text.strip()
+    # Strip one pair of parentheses that encloses the whole expression.
+    while text.startswith("(") and _closing(text, 0) == len(text) - 1:
+        text = text[1:-1].strip()
+    out, depth, start, i, quote = [], 0, 0, 0, ""
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 2
+                continue
+            if c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0 and text.startswith("&&", i):
+            out.append(text[start:i].strip())
+            start = i + 2
+            i += 1
+        i += 1
+    out.append(text[start:].strip())
+    return [c for c in out if c]
+
+
+def _closing(text: str, at: int) -> int:
+    depth, quote, i = 0, "", at
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 2
+                continue
+            if c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
+
+
+def analyze(job: dict[str, Any], machines: list[dict[str, Any]]) -> dict[str, Any]:
+    """The match analysis of ``job`` against the pool's Machine ads (see the module docstring)."""
+    requirements = get(job, "Requirements")
+    clauses = split_conjuncts(str(requirements)) if requirements is not None else []
+    rejects = [0] * len(clauses)
+    rejected_by_job = rejected_by_slot = matching = available = 0
+    for m in machines:
+        job_ok = test_expr(requirements, job, m)
+        slot_ok = test_expr(get(m, "Requirements"), m, job)
+        if not job_ok:
+            rejected_by_job += 1
+            for i, clause in enumerate(clauses):
+                if not classad.compile(clause).test(job, m):
+                    rejects[i] += 1
+        if not slot_ok:
+            rejected_by_slot += 1
+        if job_ok and slot_ok:
+            matching += 1
+            if get(m, "State", "Unclaimed") == "Unclaimed":
+                available += 1
+    table = [{"Clause": c, "Rejects": n} for c, n in zip(clauses, rejects, strict=True)]
+    worst = max(table, key=lambda r: r["Rejects"], default=None)
+    total = len(machines)
+    if total == 0:
+        summary = "no slots in the pool: the collector has no Machine ads"
+    elif matching == 0:
+        summary = (
+            f"no slot matches: the job's Requirements reject {rejected_by_job} of {total} slots"
+            + (f" (most often the clause {worst['Clause']!r}, {worst['Rejects']} slots)" if worst and worst["Rejects"] else "")
+            + f", and {rejected_by_slot} slots' Requirements reject the job"
+        )
+    else:
+        summary = f"{matching} of {total} slots match both ways, {available} of them unclaimed"
+    return {
+        "Slots": total,
+        "RejectedByJob": rejected_by_job,
+        "RejectedBySlot": rejected_by_slot,
+        "Matching": matching,
+        "Available": available,
+        "Clauses": table,
+        "WorstClause": worst["Clause"] if worst and worst["Rejects"] else "",
+        "Summary": summary,
+    }

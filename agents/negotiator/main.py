@@ -1,0 +1,54 @@
+"""Build the negotiator from the configuration and run it as a daemon."""
+
+from __future__ import annotations
+
+import socket
+
+from gridbus.agent import runner
+from gridbus.agents.negotiator.agent import Negotiator
+from gridbus.config import Config, knob
+
+knob("NEGOTIATOR_NAME", "", "the negotiator's name (default: the host name)")
+knob("NEGOTIATOR_CYCLE_DELAY", 1.0, "minimum seconds between the starts of two negotiation cycles")
+knob("NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE", 20, "resource requests the negotiator asks a schedd for per round trip")
+knob("NEGOTIATOR_MATCH_HOLD", 20.0, "seconds a matched slot is kept out of later cycles while its startd has not re-advertised it")
+knob("NEGOTIATOR_SCHEDD_TIMEOUT", 30.0, "seconds the negotiator waits for a schedd's answer before skipping it this cycle")
+knob("PRIORITY_HALFLIFE", 86400.0, "seconds in which a submitter's priority moves half way to the slots it holds")
+knob("CONCURRENCY_LIMIT_DEFAULT", 2**31 - 1, "maximum of a concurrency limit that has no <NAME>_LIMIT")
+knob("CONCURRENCY_LIMITS", [], "initial limits as NAME=MAX items (SetLimit changes them at run time)")
+knob("COLLECTOR_ADDRESS", "", "the collector's agent address (default: the first collector answering class.collector)")
+knob("NEGOTIATOR_ADMINS", [], "broker users besides the daemon account who may set priorities, usage and limits")
+
+
+def build(cfg: Config | None = None, name: str | None = None, url: str | None = None) -> Negotiator:
+    cfg = cfg or Config.load(daemon="negotiator")
+    limits: dict[str, int] = {}
+    for item in cfg.get("CONCURRENCY_LIMITS"):
+        lname, _, lmax = str(item).partition("=")
+        try:
+            limits[lname.strip()] = int(lmax)
+        except ValueError:
+            raise ValueError(f"CONCURRENCY_LIMITS item {item!r} is not NAME=MAX") from None
+    return Negotiator(
+        name or cfg.get("NEGOTIATOR_NAME") or socket.gethostname(),
+        url or cfg.url(),
+        spool=cfg.path_of("SPOOL"),
+        interval=cfg.get("NEGOTIATOR_INTERVAL"),
+        cycle_delay=cfg.get("NEGOTIATOR_CYCLE_DELAY"),
+        halflife=cfg.get("PRIORITY_HALFLIFE"),
+        request_list_size=cfg.get("NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE"),
+        collector=cfg.get("COLLECTOR_ADDRESS"),
+        match_hold=cfg.get("NEGOTIATOR_MATCH_HOLD"),
+        schedd_timeout=cfg.get("NEGOTIATOR_SCHEDD_TIMEOUT"),
+        limits=limits,
+        default_limit=cfg.get("CONCURRENCY_LIMIT_DEFAULT"),
+        update_interval=cfg.get("UPDATE_INTERVAL"),
+        admins=cfg.get("NEGOTIATOR_ADMINS"),
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = runner.base_parser("negotiator").parse_args(argv)
+    cfg = Config.load(daemon="negotiator")
+    runner.setup_logging("NegotiatorLog", args.log_dir or str(cfg.path_of("LOG")), args.foreground)
+    runner.run(lambda: build(cfg, args.name, args.url))
