@@ -56,8 +56,9 @@ def compile_constraint(text: str) -> Predicate:
         from gridbus import classad
     except ImportError as exc:  # pragma: no cover - the package is part of gridbus
         raise invalid(f"cannot evaluate constraint {text!r}: the ClassAd package is missing ({exc})") from exc
+    compile_expr = classad.compile  # outside the try: a missing function is a bug, not bad input
     try:
-        compiled = classad.compile(text)
+        compiled = compile_expr(text)
     except Exception as exc:  # the parser's own error type; its message says where
         raise invalid(f"Constraint {text!r} is not a valid ClassAd expression: {exc}") from exc
     return compiled.test

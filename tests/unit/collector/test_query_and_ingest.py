@@ -1,0 +1,128 @@
+"""Query helpers and the collector's ingest path, without a broker."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import msgpack
+import pytest
+
+from gridbus import bus, wire
+from gridbus.agent import Call
+from gridbus.agents.collector import Collector
+from gridbus.agents.collector.query import name_lookup, projector, select
+from gridbus.status import MethodError, Status
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ('Name == "slot1@h"', ("slot1@h", False)),
+        ('(MY.Name =?= "slot1@h")', ("slot1@h", True)),
+        ('"a@b" == name', ("a@b", False)),
+        ('Name == "a" && Cpus > 1', None),
+        ('Name == "a" || true', None),
+        ('Machine == "a"', None),
+        ("true", None),
+    ],
+)
+def test_name_lookup_only_for_a_plain_name_test(text, want):
+    assert name_lookup(text) == want
+
+
+def test_projection_is_case_insensitive_and_keeps_the_ads_spelling():
+    project = projector(["name", "Cpus", "Absent"])
+    assert project({"Name": "a", "Cpus": 2, "Memory": 3}) == {"Name": "a", "Cpus": 2}
+    assert projector([]) is None
+    with pytest.raises(MethodError, match="attribute names"):
+        projector(["Name", 3])
+
+
+def test_select_honours_the_limit():
+    ads = [{"i": i} for i in range(10)]
+    assert [a["i"] for a in select(ads, lambda a: a["i"] % 2 == 0, 3)] == [0, 2, 4]
+    assert len(list(select(ads, lambda a: True, -1))) == 10
+    assert list(select(ads, lambda a: True, 0)) == []
+
+
+def machine(name, seq=1, **attrs):
+    return {"MyType": "Machine", "Name": name, "UpdateSequenceNumber": seq, "DaemonStartTime": 1,
+            "ClassAdLifetime": 60, "MyAddress": "startd@h", **attrs}
+
+
+@pytest.fixture
+def coll():
+    return Collector("c1", "amqp://daemon:pw@127.0.0.1:5672/", private_readers=["negotiator-acct"])
+
+
+def test_ingest_counts_ads_out_of_order_and_refusals(coll, caplog):
+    body = wire.encode({"ads": [machine("a", 2), machine("b", 2), {"Name": "no-type"}, {"MyType": "Machine"}]})
+    assert coll.ingest(body, wire.MSGPACK, bus.T_AD, "machine.h") == 2
+    assert coll.ingest(wire.encode({"ads": [machine("a", 1)]}), wire.MSGPACK, bus.T_AD, "machine.h") == 0
+    assert coll.ingest(b"\xc1garbage", wire.MSGPACK, bus.T_AD, "machine.h") == 0
+    assert coll.ingest(wire.encode([1, 2]), wire.MSGPACK, bus.T_AD, "machine.h") == 0
+    # JSON is accepted too (the management UI's "Publish message" form).
+    assert coll.ingest(json.dumps({"ads": [machine("c")]}).encode(), wire.JSON, bus.T_AD, "machine.h") == 1
+    stats = coll.collector_statistics()
+    assert stats["AdsHeld"] == 3 and stats["UpdatesOutOfOrder"] == 1
+    assert stats["UpdatesRejected"] == 4 and stats["UpdatesTotal"] == 3
+    assert "without a MyType" in caplog.text
+    assert coll.daemon_ad()["MachineAds"] == 3
+
+
+def test_ingest_invalidations_by_name(coll):
+    coll.ingest(wire.encode({"ads": [machine("a"), machine("b")]}), wire.MSGPACK, bus.T_AD, "machine.h")
+    coll.ingest(wire.encode({"mytype": "Machine", "names": ["a"]}), wire.MSGPACK, bus.T_INVALIDATE, "machine.h")
+    assert [e.ad["Name"] for e in coll.store.entries()] == ["b"]
+    coll.ingest(wire.encode({"names": ["b"]}), wire.MSGPACK, bus.T_INVALIDATE, "machine.h")
+    assert coll.rejected == 1 and len(coll.store) == 1
+
+
+def test_private_ads_arrive_apart_and_need_the_negotiators_identity(coll):
+    coll.ingest(wire.encode({"ads": [machine("a")]}), wire.MSGPACK, bus.T_AD, "machine.h")
+    secret = {"MyType": "Machine", "Name": "a", "ClaimId": "<1.2.3.4:5>#1#2", "DaemonStartTime": 1}
+    assert coll.ingest(wire.encode({"ads": [secret]}), wire.MSGPACK, bus.T_AD, "private.machine.h") == 1
+
+    def query(user, private):
+        call = Call(user, "collector@c1", "Query", {})
+        gen = coll.Query(call, AdTypes=["Machine"], Constraint="true", Projection=[], Limit=-1, Private=private)
+
+        async def run():
+            return [ad for chunk in [c async for c in gen] for ad in chunk["Ads"]]
+
+        return asyncio.run(run())
+
+    (public,) = query("alice", False)
+    assert "ClaimId" not in public
+    (merged,) = query("negotiator-acct", True)
+    assert merged["ClaimId"] == secret["ClaimId"]
+    with pytest.raises(MethodError) as err:
+        query("alice", True)
+    assert err.value.status == Status.FORBIDDEN and "alice" in err.value.text and "negotiator-acct" in err.value.text
+
+
+def test_query_streams_chunks_and_answers_an_empty_result_with_one_chunk():
+    coll = Collector("c2", "amqp://guest:guest@127.0.0.1:5672/", query_chunk=4)
+    coll.ingest(wire.encode({"ads": [machine(f"s{i}") for i in range(10)]}), wire.MSGPACK, bus.T_AD, "machine.h")
+
+    async def chunks(**args):
+        call = Call("guest", "collector@c2", "Query", {})
+        base = {"AdTypes": [], "Constraint": "true", "Projection": [], "Limit": -1, "Private": False}
+        return [c["Ads"] async for c in coll.Query(call, **{**base, **args})]
+
+    assert [len(c) for c in asyncio.run(chunks())] == [4, 4, 2]
+    assert asyncio.run(chunks(AdTypes=["Scheduler"])) == [[]]
+    assert [len(c) for c in asyncio.run(chunks(Limit=5))] == [4, 1]
+    assert asyncio.run(chunks(Constraint='Name == "S7"', Projection=["Name"])) == [[{"Name": "s7"}]]
+
+
+def test_msgpack_of_random_bytes_never_raises(coll):
+    import random
+
+    rnd = random.Random(7)
+    for _ in range(300):
+        body = bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 40)))
+        coll.ingest(body, wire.MSGPACK, rnd.choice([bus.T_AD, bus.T_INVALIDATE, None]), "x.y")
+    coll.ingest(msgpack.packb({"ads": [None, 3, "x", {"MyType": 1, "Name": "a"}]}), wire.MSGPACK, bus.T_AD, "x.y")
+    assert coll.rejected >= 4
