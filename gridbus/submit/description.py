@@ -1,0 +1,339 @@
+"""`Submit`: HTCondor's submit description, mirroring htcondor2.Submit, and the job ads it makes.
+
+    from gridbus.submit import Submit
+    sub = Submit("executable = /bin/echo\\narguments = $(Item)\\nqueue Item in (a, b)")
+    sub.getQArgs(), list(sub.itemdata()), sub.expand("arguments")
+    built = sub.build(cluster_id=7)            # the ads a schedd stores
+    built.cluster_ad, built.proc_ads           # common attributes; per-proc differences (with ProcId)
+
+The schedd's contract: `cluster_ad(...)` is the cluster's common attributes as a plain dict (values
+are literals or `gridbus.classad.ExprTree`), `proc_ads(...)` the per-proc differences after the queue
+statement's items are expanded, each with its `ProcId`. A cluster id is needed only when the
+description refers to `$(Cluster)`; `uses_cluster_id()` says whether it does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import warnings
+from collections.abc import Iterable, Iterator, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gridbus.submit import commands, lines, queue
+from gridbus.submit.errors import SubmitError, SubmitWarning
+from gridbus.submit.jobad import build_job_ad
+from gridbus.submit.macros import Expander
+
+SUBMIT_METHOD_CONDOR_SUBMIT = 0
+SUBMIT_METHOD_PYTHON = 2
+SUBMIT_METHOD_HTCONDOR_JOB = 3
+_RESERVED_METHOD_LIMIT = 100
+
+_PER_PROC = {"process", "procid", "step", "row", "itemindex", "item", "node"}
+_CLUSTER = {"cluster", "clusterid"}
+
+
+@dataclass
+class Built:
+    """The ads of one cluster: what every proc shares, and what each proc adds or changes."""
+
+    cluster_ad: dict[str, Any]
+    proc_ads: list[dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)
+
+    def jobs(self) -> list[dict[str, Any]]:
+        return [{**self.cluster_ad, **p} for p in self.proc_ads]
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and (a == b if not hasattr(a, "eval") else str(a) == str(b))
+
+
+class Submit(MutableMapping[str, str]):
+    """A submit description (htcondor2.Submit): a case-insensitive mapping of commands to values."""
+
+    def __init__(self, input: str | dict[str, str] | None = None, queue: str | None = None, **kwargs: str):
+        # key (lower-case, `+X` as `my.x`) -> (key as written, value, line number or None)
+        self._entries: dict[str, tuple[str, str, int | None]] = {}
+        self._qargs: str | None = None
+        self._qlineno: int | None = None
+        self._submit_method = SUBMIT_METHOD_PYTHON
+        self._warnings: list[str] = []
+        self.cwd: str | None = None  # directory relative paths are read against (default: os.getcwd())
+        if isinstance(input, str):
+            parsed = lines.parse(input)
+            for st in parsed.statements:
+                self._entries[st.key.lower()] = (st.key, st.value, st.lineno)
+            self._qargs, self._qlineno = parsed.queue_args, parsed.queue_lineno
+            for st in parsed.trailing:
+                self._warnings.append(
+                    f"line {st.lineno}: {st.key!r} comes after the queue statement (line {parsed.queue_lineno}) and applies to no job"
+                )
+        elif isinstance(input, dict):
+            for k, v in input.items():
+                self[k] = v
+        elif input is not None:
+            raise TypeError(f"Submit() takes a submit description string or a dict, not {type(input).__name__}")
+        for k, v in kwargs.items():
+            self[k] = v
+        if queue is not None:
+            self.setQArgs(queue)
+        self._check_commands(raise_unknown=isinstance(input, str))
+        for w in self._warnings:
+            warnings.warn(w, SubmitWarning, stacklevel=2)
+
+    # ------------------------------------------------------------------ mapping
+    @staticmethod
+    def _norm(key: str) -> str:
+        if not isinstance(key, str) or not key.strip():
+            raise KeyError(f"a submit command name must be a non-empty string, not {key!r}")
+        return lines.canonical_key(key.strip()).lower()
+
+    def __getitem__(self, key: str) -> str:
+        return self._entries[self._norm(key)][1]
+
+    def __setitem__(self, key: str, value: str) -> None:
+        if not isinstance(value, str):
+            raise TypeError(f"the value of submit command {key!r} must be a string, not {type(value).__name__}")
+        k = self._norm(key)
+        written = self._entries[k][0] if k in self._entries else lines.canonical_key(key.strip())
+        self._entries[k] = (written, value, None)
+
+    def __delitem__(self, key: str) -> None:
+        del self._entries[self._norm(key)]
+
+    def __iter__(self) -> Iterator[str]:
+        return (written for written, _, _ in self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and bool(key.strip()) and self._norm(key) in self._entries
+
+    def __str__(self) -> str:
+        body = "".join(f"{k} = {v}\n" for k, v, _ in self._entries.values())
+        if self._qargs is None:
+            return body + "queue\n"
+        return body + (f"queue {self._qargs}\n" if self._qargs else "queue\n")
+
+    def __repr__(self) -> str:
+        return f"Submit({str(self)!r})"
+
+    # ------------------------------------------------------------------ htcondor2 methods
+    def getQArgs(self) -> str:
+        return self._qargs or ""
+
+    def setQArgs(self, args: str) -> None:
+        if not isinstance(args, str):
+            raise TypeError("setQArgs() takes the text after 'queue' as a string")
+        text = args.strip()
+        if text[:5].lower() == "queue" and (len(text) == 5 or text[5].isspace()):
+            text = text[5:].strip()
+        queue.parse_queue(text)  # raises on a bad statement
+        self._qargs, self._qlineno = text, None
+
+    def getSubmitMethod(self) -> int:
+        return self._submit_method
+
+    def setSubmitMethod(self, method_value: int = -1, allow_reserved_values: bool = False) -> None:
+        if not isinstance(method_value, int):
+            raise TypeError("the submit method is an integer")
+        if method_value < _RESERVED_METHOD_LIMIT and not allow_reserved_values:
+            raise ValueError(f"submit methods below {_RESERVED_METHOD_LIMIT} are reserved; pass allow_reserved_values=True")
+        self._submit_method = method_value
+
+    def expand(self, attr: str) -> str:
+        """A command's value with its macros expanded (Cluster 1, Process 0, as htcondor2 does)."""
+        if attr not in self:
+            return ""
+        return self._expander(1, {"process": "0", "procid": "0"}).expand(self[attr])
+
+    def itemdata(self, qargs: str | None = None) -> Iterator[dict[str, str]] | None:
+        """The queue statement's items as dicts (None when it has none). As in htcondor2, no slice."""
+        qa = queue.parse_queue(self._expanded_qargs(qargs), self._qlineno)
+        rows = queue.raw_items(qa, self._cwd(), self._qlineno)
+        return None if rows is None else iter(rows)
+
+    def jobs(
+        self, count: int = 0, itemdata: Iterable[Any] | None = None, clusterid: int = 1, procid: int = 0,
+        qdate: int = 0, owner: str = "",
+    ) -> list[Any]:
+        """Every job's whole ad, as htcondor (v1) `Submit.jobs()` makes them offline."""
+        from gridbus.classad import ClassAd
+
+        built = self.build(cluster_id=clusterid, count=count, itemdata=itemdata, qdate=qdate, owner=owner or None, first_proc=procid)
+        return [ClassAd(ad) for ad in built.jobs()]
+
+    def procs(
+        self, count: int = 0, itemdata: Iterable[Any] | None = None, clusterid: int = 1, procid: int = 0,
+        qdate: int = 0, owner: str = "",
+    ) -> list[Any]:
+        """The cluster ad, then each proc's differences (htcondor v1 `Submit.procs()`)."""
+        from gridbus.classad import ClassAd
+
+        built = self.build(cluster_id=clusterid, count=count, itemdata=itemdata, qdate=qdate, owner=owner or None, first_proc=procid)
+        return [ClassAd(built.cluster_ad), *(ClassAd(p) for p in built.proc_ads)]
+
+    # ------------------------------------------------------------------ the schedd's contract
+    def cluster_ad(self, cluster_id: int = 1, qdate: int | None = None, owner: str | None = None,
+                   count: int = 0, itemdata: Iterable[Any] | None = None) -> dict[str, Any]:
+        return self.build(cluster_id=cluster_id, count=count, itemdata=itemdata, qdate=qdate, owner=owner).cluster_ad
+
+    def proc_ads(self, count: int = 0, itemdata: Iterable[Any] | None = None, cluster_id: int = 1,
+                 qdate: int | None = None) -> list[dict[str, Any]]:
+        return self.build(cluster_id=cluster_id, count=count, itemdata=itemdata, qdate=qdate).proc_ads
+
+    def uses_cluster_id(self) -> bool:
+        """True when some value refers to $(Cluster)/$(ClusterId), so ads need the real cluster id."""
+        texts = [v for _, v, _ in self._entries.values()] + [self._qargs or ""]
+        return bool(commands.referenced_macros(texts) & _CLUSTER)
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self._warnings)
+
+    def build(self, cluster_id: int = 1, count: int = 0, itemdata: Iterable[Any] | None = None,
+              qdate: int | None = None, owner: str | None = None, first_proc: int = 0) -> Built:
+        """The cluster's ads. count/itemdata as htcondor2's Schedd.submit: 0/None use the queue statement."""
+        if not isinstance(cluster_id, int) or cluster_id < 0:
+            raise SubmitError(f"cluster id must be a non-negative integer, not {cluster_id!r}")
+        if not isinstance(count, int) or count < 0:
+            raise SubmitError(f"count must be a non-negative integer, not {count!r}")
+        self._check_commands(raise_unknown=True)
+        qdate = int(time.time()) if qdate is None else int(qdate)
+        plan = list(self._plan(count, itemdata))
+        if not plan:
+            raise SubmitError("the queue statement makes no jobs")
+        user_keys = [(written[3:], k) for k, (written, _, _) in self._entries.items() if k.startswith("my.")]
+        first_ad, used = self._one(cluster_id, first_proc, plan[0], qdate, owner, user_keys)
+        per_proc = _PER_PROC | {n.lower() for n in self._queue_names()}
+        if not (used & per_proc):
+            cluster = dict(first_ad)
+            cluster.pop("ProcId", None)
+            procs = [{"ProcId": first_proc + i} for i in range(len(plan))]
+            return Built(cluster, procs, self.warnings)
+        ads = [first_ad] + [
+            self._one(cluster_id, first_proc + i, step, qdate, owner, user_keys)[0] for i, step in enumerate(plan[1:], start=1)
+        ]
+        keys = list(dict.fromkeys(k for ad in ads for k in ad))
+        common = {
+            k: first_ad[k] for k in keys
+            if k != "ProcId" and all(k in ad and _same(ad[k], first_ad[k]) for ad in ads)
+        }
+        procs = [{"ProcId": ad["ProcId"], **{k: v for k, v in ad.items() if k not in common and k != "ProcId"}} for ad in ads]
+        return Built(common, procs, self.warnings)
+
+    # ------------------------------------------------------------------ internals
+    def _cwd(self) -> str:
+        return self.cwd or os.getcwd()
+
+    def _queue_names(self) -> list[str]:
+        try:
+            return queue.parse_queue(self._qargs or "", self._qlineno).names
+        except SubmitError:
+            return []
+
+    def _expanded_qargs(self, qargs: str | None) -> str:
+        text = ((self._qargs or "") if qargs is None else qargs).strip()
+        if text[:5].lower() == "queue" and (len(text) == 5 or text[5].isspace()):
+            text = text[5:].strip()
+        # Only the part before an inline item list is macro-expanded (the count, the file name).
+        m = re.search(r"(?<!\$)\(", text)
+        head, tail = (text[: m.start()], text[m.start() :]) if m else (text, "")
+        return self._expander(1, {}).expand(head) + tail
+
+    def _plan(self, count: int, itemdata: Iterable[Any] | None) -> Iterator[tuple[int, int, dict[str, str]]]:
+        """(step, row number, item row) for every proc, in proc order."""
+        qa = queue.parse_queue(self._expanded_qargs(None), self._qlineno)
+        if itemdata is not None:
+            names = qa.names or ["Item"]
+            per_item = count or 1
+            for row_no, item in enumerate(itemdata):
+                row = self._item_row(item, names)
+                for step in range(per_item):
+                    yield step, row_no, row
+            return
+        n = count or queue.count_of(qa, self._qlineno)
+        rows = queue.raw_items(qa, self._cwd(), self._qlineno)
+        if rows is None:
+            for step in range(n):
+                yield step, 0, {}
+            return
+        for row_no, row in queue.sliced(qa, rows):
+            for step in range(n):
+                yield step, row_no, row
+
+    @staticmethod
+    def _item_row(item: Any, names: list[str]) -> dict[str, str]:
+        if isinstance(item, dict):
+            return {str(k): str(v) for k, v in item.items()}
+        if isinstance(item, str):
+            # htcondor2 serialises a row's fields with \x1F; a plain line splits like a `from` row.
+            if "\x1f" in item:
+                return dict(zip(names, item.split("\x1f"), strict=False))
+            return queue._split_row(item, names)
+        raise SubmitError(f"each itemdata entry must be a dict or a string, not {type(item).__name__}")
+
+    def _expander(self, cluster_id: int, extra: dict[str, str]) -> Expander:
+        entries = self._entries
+        builtins = {"cluster": str(cluster_id), "clusterid": str(cluster_id), **extra}
+
+        def lookup(name: str) -> str | None:
+            if name in builtins:
+                return builtins[name]
+            entry = entries.get(name)
+            return entry[1] if entry else None
+
+        return Expander(lookup)
+
+    def _one(self, cluster_id: int, proc_id: int, plan_step: tuple[int, int, dict[str, str]], qdate: int,
+             owner: str | None, user_keys: list[tuple[str, str]]) -> tuple[dict[str, Any], set[str]]:
+        step, row_no, row = plan_step
+        extra = {"process": str(proc_id), "procid": str(proc_id), "node": str(proc_id), "step": str(step),
+                 "row": str(row_no), "itemindex": str(row_no)}
+        extra.update({k.lower(): v for k, v in row.items()})
+        extra.setdefault("item", "")
+        expander = self._expander(cluster_id, extra)
+        cache: dict[str, str | None] = {}
+
+        def get(command: str) -> str | None:
+            if command not in cache:
+                entry = self._entries.get(command)
+                cache[command] = None if entry is None else expander.expand(entry[1])
+            return cache[command]
+
+        user_attrs = tuple((name, expander.expand(self._entries[key][1])) for name, key in user_keys)
+        try:
+            ad = build_job_ad(get, cwd=self._cwd(), cluster_id=cluster_id, proc_id=proc_id, qdate=qdate,
+                              submit_method=self._submit_method, owner=owner, user_attrs=user_attrs)
+        except SubmitError as exc:
+            if exc.lineno is None:
+                raise SubmitError(exc.reason, self._line_of(exc.reason)) from None
+            raise
+        return ad, expander.used
+
+    def _line_of(self, message: str) -> int | None:
+        """The line of the command an error message starts with, when the description came as text."""
+        head = message.split(":", 1)[0].split(" ", 1)[0].lower()
+        entry = self._entries.get(head)
+        return entry[2] if entry else None
+
+    def _check_commands(self, raise_unknown: bool) -> None:
+        texts = [v for _, v, _ in self._entries.values()] + [self._qargs or ""]
+        referenced = commands.referenced_macros(texts) | {n.lower() for n in self._queue_names()}
+        for key, (written, _, lineno) in self._entries.items():
+            if key.startswith("my.") or key in commands.USED or key in referenced or key in commands.BUILTIN_MACROS:
+                continue
+            if key in commands.KNOWN_UNUSED:
+                where = f"line {lineno}: " if lineno else ""
+                msg = f"{where}gridbus accepts {written!r} but does not act on it (recorded in the job ad where HTCondor records it)"
+                if msg not in self._warnings:
+                    self._warnings.append(msg)
+                continue
+            if raise_unknown:
+                raise SubmitError(f"unknown submit command {written!r}", lineno)
+

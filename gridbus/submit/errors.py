@@ -1,0 +1,16 @@
+"""What the submit language raises and warns with."""
+
+from __future__ import annotations
+
+
+class SubmitError(ValueError):
+    """A submit description that cannot make jobs; the message names the line when there is one."""
+
+    def __init__(self, message: str, lineno: int | None = None):
+        self.lineno = lineno
+        self.reason = message
+        super().__init__(f"line {lineno}: {message}" if lineno else message)
+
+
+class SubmitWarning(UserWarning):
+    """A command HTCondor knows and gridbus accepts but does not act on, and similar advice."""

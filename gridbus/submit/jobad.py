@@ -1,0 +1,367 @@
+"""Build one job's ad from its expanded submit commands, with condor_submit's attributes and defaults.
+
+`build_job_ad(get, ...)` takes `get(command) -> expanded value or None` so that it knows nothing of
+macros; the caller expands per proc. Expressions come out as `gridbus.classad.ExprTree`, literals as
+Python values, as HTCondor's own submit code makes them (checked in tests/unit/submit against
+htcondor 24's `Submit.jobs()`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import re
+import socket
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+from gridbus.submit.errors import SubmitError
+from gridbus.submit.quoting import arguments_attrs, environment_attr, is_v2, join_v2, split_v2
+from gridbus.submit.units import disk_kib, memory_mib
+
+Getter = Callable[[str], "str | None"]
+
+UNIVERSES = {"vanilla": 5, "local": 12, "scheduler": 7}
+UNSUPPORTED_UNIVERSES = {"standard", "grid", "java", "vm", "parallel", "docker", "container", "mpi", "pvm"}
+NOTIFICATION = {"never": 0, "always": 1, "complete": 2, "error": 3}
+
+DEFAULT_REQUEST_MEMORY = "ifthenelse(MemoryUsage =!= undefined,MemoryUsage,(ImageSize + 1023) / 1024)"
+HOLD_REASON_SUBMITTED_ON_HOLD = 15
+
+# condor_submit's constant attributes (reference/HTCONDOR-NOTES.md 1.5), in the order it prints them.
+CONSTANT_ATTRS: dict[str, Any] = {
+    "MyType": "Job",
+    "TargetType": "Machine",
+    "JobStatus": 1,
+    "JobPrio": 0,
+    "NumJobStarts": 0,
+    "NumJobCompletions": 0,
+    "NumRestarts": 0,
+    "NumSystemHolds": 0,
+    "NumCkpts": 0,
+    "ExitBySignal": False,
+    "ExitStatus": 0,
+    "CurrentHosts": 0,
+    "MinHosts": 1,
+    "MaxHosts": 1,
+    "JobNotification": 0,
+    "LeaveJobInQueue": False,
+    "ShouldTransferFiles": "IF_NEEDED",
+    "WhenToTransferOutput": "ON_EXIT",
+    "JobLeaseDuration": 2400,
+    "TransferIn": False,
+    "TransferOut": False,
+    "TransferErr": False,
+    "TransferInputSizeMB": 0,
+    "RemoteUserCpu": 0.0,
+    "RemoteSysCpu": 0.0,
+    "RemoteWallClockTime": 0.0,
+    "CumulativeRemoteUserCpu": 0.0,
+    "CumulativeRemoteSysCpu": 0.0,
+    "CumulativeSlotTime": 0,
+    "CommittedTime": 0,
+    "CommittedSlotTime": 0,
+    "CommittedSuspensionTime": 0,
+    "CumulativeSuspensionTime": 0,
+    "TotalSuspensions": 0,
+    "LastSuspensionTime": 0,
+}
+
+
+def expr(text: str) -> Any:
+    """A ClassAd expression value (gridbus.classad.ExprTree), imported late so this module stays light."""
+    from gridbus.classad import ExprTree
+
+    return ExprTree(text)
+
+
+_INT = re.compile(r"^[+-]?\d+$")
+_REAL = re.compile(r"^[+-]?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][+-]?\d+)?$")
+_STRING = re.compile(r'^"((?:[^"\\]|\\.)*)"$', re.S)
+
+
+def classad_value(text: str) -> Any:
+    """A `+Attr` value: a Python literal when it is one (as HTCondor stores it), else an expression."""
+    t = text.strip()
+    if _INT.match(t):
+        return int(t)
+    if _REAL.match(t):
+        return float(t)
+    if t.lower() in ("true", "false"):
+        return t.lower() == "true"
+    m = _STRING.match(t)
+    if m:
+        return re.sub(r"\\(.)", lambda g: {"n": "\n", "t": "\t"}.get(g.group(1), g.group(1)), m.group(1))
+    if not t:
+        raise SubmitError("an attribute value cannot be empty")
+    return expr(t)
+
+
+def truth(text: str, command: str) -> bool:
+    t = text.strip().lower()
+    if t in ("true", "t", "yes", "y", "1"):
+        return True
+    if t in ("false", "f", "no", "n", "0", ""):
+        return False
+    raise SubmitError(f"{command} must be true or false, not {text!r}")
+
+
+def integer(text: str, command: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise SubmitError(f"{command} must be a whole number, not {text!r}") from None
+
+
+@lru_cache(maxsize=1)
+def filesystem_domain() -> str:
+    # HTCondor's FILESYSTEM_DOMAIN defaults to the full host name.
+    name = socket.getfqdn()
+    return socket.gethostname() if name.startswith("localhost") else name
+
+
+@lru_cache(maxsize=1)
+def arch() -> str:
+    machine = platform.machine().upper()
+    return {"AMD64": "X86_64", "AARCH64": "AARCH64"}.get(machine, machine)
+
+
+_STRLIT = re.compile(r'"(?:[^"\\]|\\.)*"')
+_IDENT = re.compile(r"(?:\b(MY|TARGET)\s*\.\s*)?\b([A-Za-z_][A-Za-z0-9_]*)\b(\s*\()?", re.I)
+
+
+def machine_refs(requirements: str) -> set[str]:
+    """Lower-cased attribute names an expression may read from the slot (anything not MY.-scoped)."""
+    out: set[str] = set()
+    for m in _IDENT.finditer(_STRLIT.sub('""', requirements)):
+        scope, name, call = m.group(1), m.group(2), m.group(3)
+        if call or (scope and scope.upper() == "MY"):
+            continue
+        out.add(name.lower())
+    return out
+
+
+def default_requirements(user: str | None, universe: int, cpus_requested: bool, transfer: str) -> str:
+    """condor_submit's Requirements: the user's clause, then the clauses it does not already cover."""
+    refs = machine_refs(user) if user else set()
+    clauses: list[str] = []
+    if user:
+        clauses.append(f"({user})")
+    if "arch" not in refs:
+        clauses.append(f'(TARGET.Arch == "{arch()}")')
+    if "opsys" not in refs:
+        clauses.append('(TARGET.OpSys == "LINUX")')
+    clauses.append("(TARGET.Disk >= RequestDisk)")
+    clauses.append("(TARGET.Memory >= RequestMemory)")
+    if cpus_requested and "cpus" not in refs:
+        clauses.append("(TARGET.Cpus >= RequestCpus)")
+    if universe not in (UNIVERSES["local"], UNIVERSES["scheduler"]):
+        fsd, hft = "filesystemdomain" in refs, "hasfiletransfer" in refs
+        if transfer == "NO":
+            if not fsd:
+                clauses.append("(TARGET.FileSystemDomain == MY.FileSystemDomain)")
+        elif transfer == "YES":
+            if not hft:
+                clauses.append("(TARGET.HasFileTransfer)")
+        elif not fsd and not hft:
+            clauses.append("((TARGET.FileSystemDomain == MY.FileSystemDomain) || (TARGET.HasFileTransfer))")
+        elif fsd and not hft:
+            clauses.append("(TARGET.HasFileTransfer)")
+    return " && ".join(clauses)
+
+
+def _size_kib(path: str) -> int:
+    try:
+        return int(math.ceil(os.stat(path).st_size / 1024))
+    except OSError:
+        return 0
+
+
+def universe_of(get: Getter) -> int:
+    name = (get("universe") or "vanilla").strip().lower()
+    if name in UNIVERSES:
+        return UNIVERSES[name]
+    if name in UNSUPPORTED_UNIVERSES:
+        raise SubmitError(f"universe {name!r} is not run by gridbus (it runs vanilla, local and scheduler)")
+    raise SubmitError(f"unknown universe {name!r} (gridbus runs vanilla, local and scheduler)")
+
+
+def build_job_ad(
+    get: Getter,
+    *,
+    cwd: str,
+    cluster_id: int,
+    proc_id: int,
+    qdate: int,
+    submit_method: int,
+    owner: str | None = None,
+    user_attrs: tuple[tuple[str, str], ...] = (),
+) -> dict[str, Any]:
+    """The whole ad of one job; `get` answers a command's expanded value (None when not given)."""
+    ad: dict[str, Any] = dict(CONSTANT_ATTRS)
+    ad["ClusterId"] = cluster_id
+    ad["ProcId"] = proc_id
+    ad["QDate"] = qdate
+    ad["EnteredCurrentStatus"] = qdate
+    ad["JobSubmitMethod"] = submit_method
+    if owner:
+        ad["Owner"] = owner
+    universe = universe_of(get)
+    ad["JobUniverse"] = universe
+
+    iwd_text = next((v for v in (get("initialdir"), get("initial_dir"), get("iwd")) if v), None)
+    iwd = os.path.normpath(os.path.join(cwd, iwd_text)) if iwd_text else cwd
+    if not os.path.isdir(iwd):
+        raise SubmitError(f"initialdir: no such directory: {iwd}")
+    ad["Iwd"] = iwd
+
+    executable = get("executable")
+    if not executable:
+        raise SubmitError("no executable given: add 'executable = /path/to/program'")
+    # condor_submit resolves a relative executable against the submit directory, not initialdir.
+    cmd = os.path.normpath(os.path.join(cwd, executable.strip()))
+    ad["Cmd"] = cmd
+    size = _size_kib(cmd)
+    ad["ExecutableSize"] = ad["ImageSize"] = ad["DiskUsage"] = size
+
+    ad.update(arguments_attrs(get("arguments")))
+    env_value = get("environment")
+    if env_value is None:
+        env_value = get("env")
+    environment = environment_attr(env_value)
+    if get("getenv") and truth(get("getenv") or "", "getenv"):
+        # getenv = true: the submitter's environment, under what the description sets itself.
+        own = {}
+        for entry in split_v2(environment, "environment"):
+            name, _, value = entry.partition("=")
+            own[name] = value
+        merged = {**os.environ, **own}
+        environment = join_v2([f"{k}={merged[k]}" for k in sorted(merged)])
+    ad["Environment"] = environment
+
+    for command, attr in (("input", "In"), ("output", "Out"), ("error", "Err")):
+        value = get(command)
+        ad[attr] = value.strip() if value else "/dev/null"
+    log = get("log")
+    if log:
+        ad["UserLog"] = os.path.normpath(os.path.join(iwd, log.strip()))
+
+    cpus_text = get("request_cpus")
+    if cpus_text:
+        ad["RequestCpus"] = int(cpus_text) if _INT.match(cpus_text.strip()) else expr(cpus_text)
+    else:
+        ad["RequestCpus"] = 1
+    mem_text = get("request_memory")
+    if mem_text:
+        mib = memory_mib(mem_text)
+        ad["RequestMemory"] = mib if mib is not None else expr(mem_text)
+    else:
+        ad["RequestMemory"] = expr(DEFAULT_REQUEST_MEMORY)
+    disk_text = get("request_disk")
+    if disk_text:
+        kib = disk_kib(disk_text)
+        ad["RequestDisk"] = kib if kib is not None else expr(disk_text)
+    else:
+        ad["RequestDisk"] = expr("DiskUsage")
+
+    transfer = (get("should_transfer_files") or "IF_NEEDED").strip().upper()
+    if transfer not in ("YES", "NO", "IF_NEEDED"):
+        raise SubmitError(f"should_transfer_files must be YES, NO or IF_NEEDED, not {transfer!r}")
+    ad["ShouldTransferFiles"] = transfer
+    ad["FileSystemDomain"] = filesystem_domain()
+    # condor_submit adds the Cpus clause only for a request other than its default of one.
+    cpus_requested = bool(cpus_text) and ad["RequestCpus"] != 1
+    ad["Requirements"] = expr(default_requirements(get("requirements"), universe, cpus_requested, transfer))
+    rank = get("rank")
+    ad["Rank"] = expr(rank) if rank else 0.0
+
+    prio = get("priority") or get("prio")
+    if prio:
+        ad["JobPrio"] = integer(prio, "priority")
+    if get("hold") and truth(get("hold") or "", "hold"):
+        ad["JobStatus"] = 5
+        ad["HoldReason"] = "submitted on hold at user's request"
+        ad["HoldReasonCode"] = HOLD_REASON_SUBMITTED_ON_HOLD
+        ad["HoldReasonSubCode"] = 0
+
+    for command, attr in (
+        ("periodic_hold", "PeriodicHold"),
+        ("periodic_release", "PeriodicRelease"),
+        ("periodic_remove", "PeriodicRemove"),
+        ("on_exit_hold", "OnExitHold"),
+    ):
+        value = get(command)
+        if value:
+            ad[attr] = expr(value)
+    for command, attr in (
+        ("periodic_hold_reason", "PeriodicHoldReason"),
+        ("periodic_hold_subcode", "PeriodicHoldSubCode"),
+        ("on_exit_hold_reason", "OnExitHoldReason"),
+        ("on_exit_hold_subcode", "OnExitHoldSubCode"),
+    ):
+        value = get(command)
+        if value:
+            ad[attr] = classad_value(value)
+    success = get("success_exit_code")
+    if success:
+        ad["JobSuccessExitCode"] = integer(success, "success_exit_code")
+    retries = get("max_retries")
+    on_exit_remove = get("on_exit_remove")
+    if retries:
+        ad["JobMaxRetries"] = integer(retries, "max_retries")
+        code = "JobSuccessExitCode" if success else "0"
+        text = f"NumJobCompletions > JobMaxRetries || ExitCode is {code}"
+        ad["OnExitRemove"] = expr(f"{text} || {on_exit_remove}" if on_exit_remove else text)
+        if "OnExitHold" not in ad:
+            ad["OnExitHold"] = False  # condor_submit writes it with max_retries
+    elif on_exit_remove:
+        ad["OnExitRemove"] = expr(on_exit_remove)
+
+    limits = get("concurrency_limits")
+    if limits:
+        names = sorted({n.lower() for n in re.split(r"[\s,]+", limits.strip()) if n})
+        ad["ConcurrencyLimits"] = ",".join(names)
+    batch = get("batch_name")
+    if batch:
+        ad["JobBatchName"] = batch.strip()[1:-1] if is_v2(batch) else batch.strip()
+    max_idle = get("max_idle") or get("materialize_max_idle")
+    if max_idle:
+        ad["JobMaterializeMaxIdle"] = integer(max_idle, "max_idle")
+    max_mat = get("max_materialize")
+    if max_mat:
+        ad["JobMaterializeLimit"] = integer(max_mat, "max_materialize")
+    vacate = get("job_max_vacate_time")
+    if vacate:
+        ad["JobMaxVacateTime"] = int(vacate) if _INT.match(vacate.strip()) else expr(vacate)
+    kill_sig = get("kill_sig")
+    if kill_sig:
+        ad["KillSig"] = kill_sig.strip()
+
+    # Recorded as HTCondor records them, though gridbus does not act on them.
+    notification = get("notification")
+    if notification:
+        key = notification.strip().lower()
+        if key not in NOTIFICATION:
+            raise SubmitError(f"notification must be one of {', '.join(NOTIFICATION)}, not {notification!r}")
+        ad["JobNotification"] = NOTIFICATION[key]
+    for command, attr in (
+        ("when_to_transfer_output", "WhenToTransferOutput"),
+        ("transfer_input_files", "TransferInput"),
+        ("transfer_output_files", "TransferOutput"),
+        ("notify_user", "NotifyUser"),
+        ("accounting_group", "AcctGroup"),
+        ("accounting_group_user", "AcctGroupUser"),
+    ):
+        value = get(command)
+        if value:
+            ad[attr] = value.strip().upper() if attr == "WhenToTransferOutput" else value.strip()
+    for command, attr in (("stream_output", "StreamOut"), ("stream_error", "StreamErr"), ("leave_in_queue", "LeaveJobInQueue")):
+        value = get(command)
+        if value:
+            ad[attr] = truth(value, command) if command != "leave_in_queue" or value.strip().lower() in ("true", "false") else expr(value)
+
+    for name, value in user_attrs:
+        ad[name] = classad_value(value)
+    return ad
