@@ -262,6 +262,7 @@ class Agent:
     async def start(self) -> None:
         self._ads_wanted = asyncio.Event()
         self.ready = asyncio.Event()
+        self._config_baseline()
         self._connection = await aio_pika.connect_robust(
             self.url.url,
             client_properties={"connection_name": f"gridbus {self.address}"},
@@ -338,6 +339,41 @@ class Agent:
             await (stop.wait() if stop else asyncio.Future())
         finally:
             await self.stop()
+
+    # ------------------------------------------------------------------ reconfiguration
+    # The configuration the agent runs with (gridbus.config.Config); a daemon's build() may set
+    # it, else start() loads the daemon's section, so a later reconfig knows what changed.
+    config: Any = None
+
+    def _config_baseline(self) -> None:
+        if self.config is None:
+            from gridbus.config import Config
+
+            try:
+                self.config = Config.load(daemon=self.kind)
+            except Exception:  # an agent built from arguments runs on without a readable file
+                self.log.warning("no configuration baseline for reconfig", exc_info=True)
+
+    async def reconfig(self) -> list[str]:
+        """Re-read the configuration (SIGHUP, the master's Reconfig); return the changed knob names.
+
+        The base applies UPDATE_INTERVAL (and a lifetime of three intervals follows it). A daemon
+        with knobs of its own overrides this, calls ``await super().reconfig()`` and applies the
+        names it gets back that it can change without a restart.
+        """
+        from gridbus.config import Config
+
+        old = self.config
+        new = old.reload() if old is not None else Config.load(daemon=self.kind)
+        changed = old.changed(new) if old is not None else []
+        self.config = new
+        if "UPDATE_INTERVAL" in changed:
+            was_default_lifetime = self.lifetime == 3 * self.update_interval
+            self.update_interval = float(new.get("UPDATE_INTERVAL"))
+            if was_default_lifetime:
+                self.lifetime = 3 * self.update_interval
+            self.ads_changed()
+        return changed
 
     # ------------------------------------------------------------------ requests
     def is_admin(self, user: str | None) -> bool:

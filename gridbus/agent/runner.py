@@ -14,13 +14,24 @@ from pathlib import Path
 from gridbus.agent.core import Agent
 
 
-def setup_logging(name: str, log_dir: str | None, foreground: bool, level: str = "INFO") -> None:
-    """One rotated log file per daemon (like HTCondor's SchedLog), and stderr in the foreground."""
+def setup_logging(
+    name: str,
+    log_dir: str | None,
+    foreground: bool,
+    level: str = "INFO",
+    *,
+    max_bytes: int = 10_000_000,
+    backups: int = 2,
+) -> None:
+    """One rotated log file per daemon (like HTCondor's SchedLog), and stderr in the foreground.
+
+    ``max_bytes``/``backups`` are the knobs MAX_DAEMON_LOG and MAX_NUM_DAEMON_LOG.
+    """
     handlers: list[logging.Handler] = []
     fmt = logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s")
     if log_dir:
         Path(log_dir).mkdir(parents=True, exist_ok=True)
-        fh = logging.handlers.RotatingFileHandler(Path(log_dir) / name, maxBytes=10_000_000, backupCount=2)
+        fh = logging.handlers.RotatingFileHandler(Path(log_dir) / name, maxBytes=max_bytes, backupCount=backups)
         fh.setFormatter(fmt)
         handlers.append(fh)
     if foreground or not handlers:
@@ -42,7 +53,11 @@ def base_parser(kind: str) -> argparse.ArgumentParser:
 
 
 def run(make_agent: Callable[[], Agent]) -> None:
-    """Run the agent until SIGTERM/SIGINT, then stop it gracefully (ads invalidated)."""
+    """Run the agent until SIGTERM/SIGINT, then stop it gracefully (ads invalidated).
+
+    SIGHUP makes it re-read its configuration (``Agent.reconfig``), as HTCondor's daemons do on
+    condor_reconfig; the master sends it to its daemons on Reconfig.
+    """
 
     async def main() -> None:
         agent = make_agent()
@@ -50,9 +65,22 @@ def run(make_agent: Callable[[], Agent]) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(signal.SIGHUP, lambda: _reconfig(agent))
         await agent.run(stop)
 
     try:
         asyncio.run(main())
     except KeyboardInterrupt:
         pass
+
+
+def _reconfig(agent: Agent) -> None:
+    async def apply() -> None:
+        changed = await agent.reconfig()
+        logging.getLogger("gridbus.runner").info(
+            "%s reconfigured on SIGHUP; changed: %s", agent.address, ", ".join(changed) or "nothing"
+        )
+
+    if agent.ready is None or not agent.ready.is_set():
+        return  # not serving yet: it read the configuration moments ago
+    agent.spawn(apply(), "reconfig")
