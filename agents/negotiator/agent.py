@@ -403,11 +403,15 @@ class Negotiator(Agent):
             for req in batch:
                 job = req["Ad"]
                 wanted = parse_limits(get(job, "ConcurrencyLimits"))
-
-                def allow(wanted: dict[str, float] = wanted) -> bool:
-                    return all(limits_used.get(n, 0.0) + a <= self.accountant.limit_max(n) for n, a in wanted.items())
-
-                found, reason = mm.match(job, req["Left"], budget - spent, allow if wanted else None)
+                # How many more jobs of this request the concurrency limits let run.
+                cap = req["Left"]
+                for n, a in wanted.items():
+                    if a > 0:
+                        room = self.accountant.limit_max(n) - limits_used.get(n, 0.0)
+                        cap = min(cap, max(0, math.floor(room / a + 1e-9)))
+                found, reason = mm.match(job, cap, budget - spent) if cap > 0 else ([], None)
+                if reason is None and cap < req["Left"]:
+                    reason = REJECT_LIMIT
                 for m in found:
                     for n, a in wanted.items():
                         limits_used[n] = limits_used.get(n, 0.0) + a

@@ -14,7 +14,7 @@ among the matching groups the best by job Rank, then by slot Rank, is taken firs
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,7 @@ from gridbus import classad
 
 REJECT_NO_MATCH = "no match found"
 REJECT_PRIORITY = "insufficient priority"
-REJECT_LIMIT = "concurrency limit reached"
+REJECT_LIMIT = "concurrency limit reached"  # decided by the caller, which knows the limits
 
 
 def get(ad: dict[str, Any], name: str, default: Any = None) -> Any:
@@ -50,14 +50,13 @@ def refs_of(value: Any) -> set[str] | None:
     if not _is_expr(value) and not isinstance(value, str):
         return set()
     try:
-        raw = _compiled(value).refs
+        compiled = _compiled(value)
     except Exception:
         return None
-    names: set[str] = set()
-    for r in raw or ():
-        text = r if isinstance(r, str) else ".".join(str(p) for p in r) if isinstance(r, tuple) else str(r)
-        names.add(text.rsplit(".", 1)[-1].lower())
-    return names
+    # `refs` holds the unscoped and MY. names, `target_refs` the TARGET. ones (lower-case); either
+    # may name an attribute of the other ad, so a key takes both.
+    raw = set(getattr(compiled, "refs", ()) or ()) | set(getattr(compiled, "target_refs", ()) or ())
+    return {str(r).rsplit(".", 1)[-1].lower() for r in raw}
 
 
 def closure(ad: dict[str, Any], roots: Iterable[str]) -> set[str] | None:
@@ -254,15 +253,15 @@ class Matchmaker:
         job: dict[str, Any],
         count: int,
         budget: float = math.inf,
-        allow: Callable[[], bool] | None = None,
     ) -> tuple[list[SlotMatch], str | None]:
         """Up to ``count`` slots for the request ``job`` within ``budget`` slot weight.
 
-        ``allow`` is asked before each match (concurrency limits); a False stops the request.
         Returns the matches and, if fewer than ``count`` were made, the reason why.
         """
         matches: list[SlotMatch] = []
         spent = 0.0
+        if not self.has_free():
+            return matches, REJECT_PRIORITY  # the pool is busy: others hold every slot
         groups = self.candidates(job)
         if not groups:
             return matches, REJECT_NO_MATCH
@@ -282,8 +281,6 @@ class Matchmaker:
                     weight = slot.weight
                 if spent + weight > budget + 1e-9:
                     return matches, REJECT_PRIORITY
-                if allow is not None and not allow():
-                    return matches, REJECT_LIMIT
                 matches.append(SlotMatch(slot, dict(slot.ad), weight))
                 spent += weight
                 if slot.partitionable:
@@ -294,7 +291,11 @@ class Matchmaker:
                     slot.taken = True
             if len(matches) >= count:
                 return matches, None
-        return matches, (REJECT_NO_MATCH if len(matches) < count else None)
+        if len(matches) >= count:
+            return matches, None
+        # Fewer than wanted: the matching slots ran out. If no slot at all is left, others hold
+        # them (priority); otherwise what is left does not suit this request.
+        return matches, (REJECT_PRIORITY if not self.has_free() else REJECT_NO_MATCH)
 
     def _fits(self, slot: Slot, job: dict[str, Any], need: tuple[float, float, float]) -> bool:
         cpus, memory, disk = need

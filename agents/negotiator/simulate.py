@@ -1,0 +1,135 @@
+"""A simulated pool for the negotiator: Machine and Submitter ads, and schedds that answer
+GetResourceRequests and Match in process (no broker, no processes).
+
+Used by the unit tests and by bench/bench_negotiation.py to drive `Negotiator.negotiate_with`
+exactly as a cycle does, with the broker round trips replaced by direct calls.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from gridbus import classad
+from gridbus.agents.schedd.autocluster import AutoClusters
+from gridbus.rpc import MethodResult
+
+ARCHES = ("X86_64", "aarch64")
+SYSTEMS = ("LINUX", "LINUX", "LINUX", "WINDOWS")
+
+
+def machine_ads(n: int, kinds: int = 10, seed: int = 1, partitionable: int = 0) -> list[dict[str, Any]]:
+    """``n`` unclaimed static slots of ``kinds`` hardware kinds (each with a ClaimId, as a private
+    query returns them), plus ``partitionable`` partitionable slots of 8 cpus."""
+    rng = random.Random(seed)
+    kinds_ = [
+        {"Arch": ARCHES[k % 2], "OpSys": SYSTEMS[k % 4], "Memory": 1024 * (1 + k % 8), "Disk": 10_000_000 * (1 + k % 3),
+         "HasDocker": k % 3 == 0, "KFlops": 1_000_000 + 50_000 * k}
+        for k in range(kinds)
+    ]
+    out = []
+    for i in range(n):
+        kind = kinds_[rng.randrange(kinds)]
+        host = f"node{i // 4}.sim"
+        out.append({
+            "MyType": "Machine", "Name": f"slot{i % 4 + 1}@{host}", "Machine": host, "MyAddress": f"startd@{host}",
+            "SlotType": "Static", "PartitionableSlot": False, "Cpus": 1, **kind, "State": "Unclaimed", "Activity": "Idle",
+            "Start": True, "Requirements": classad.ExprTree("START"), "Rank": 0.0,
+            "UpdateSequenceNumber": 1, "ClaimId": f"claim-{i}-{rng.getrandbits(64):016x}",
+        })
+    for j in range(partitionable):
+        host = f"big{j}.sim"
+        out.append({
+            "MyType": "Machine", "Name": f"slot1@{host}", "Machine": host, "MyAddress": f"startd@{host}",
+            "SlotType": "Partitionable", "PartitionableSlot": True, "Cpus": 8, "Memory": 32768, "Disk": 100_000_000,
+            "Arch": "X86_64", "OpSys": "LINUX", "State": "Unclaimed", "Activity": "Idle", "Start": True,
+            "Requirements": classad.ExprTree("START && TARGET.RequestCpus <= MY.Cpus && TARGET.RequestMemory <= MY.Memory"),
+            "UpdateSequenceNumber": 1, "ClaimId": f"pclaim-{j}",
+        })
+    return out
+
+
+def job_ads(owner: str, autoclusters: int, jobs_per_cluster: int, first_cluster: int = 1) -> list[dict[str, Any]]:
+    """Idle jobs of ``owner`` in ``autoclusters`` distinct autoclusters (distinct memory needs)."""
+    jobs = []
+    for a in range(autoclusters):
+        for p in range(jobs_per_cluster):
+            jobs.append({
+                "ClusterId": first_cluster + a, "ProcId": p, "Owner": owner, "JobStatus": 1, "JobPrio": 0,
+                "QDate": 1_700_000_000 + a, "RequestCpus": 1, "RequestMemory": 128 + a, "RequestDisk": 1024,
+                "Requirements": classad.ExprTree(
+                    'TARGET.Arch == "X86_64" && TARGET.OpSys == "LINUX" && TARGET.Memory >= MY.RequestMemory'
+                    " && TARGET.Disk >= MY.RequestDisk"
+                ),
+                "Rank": classad.ExprTree("TARGET.KFlops"),
+            })
+    return jobs
+
+
+@dataclass
+class SimSchedd:
+    """A schedd as the negotiator sees it: jobs per owner, autoclusters, accepted matches."""
+
+    name: str
+    jobs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    matched: list[dict[str, Any]] = field(default_factory=list)
+    calls: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.autoclusters = AutoClusters()
+        self._taken: set[tuple[int, int]] = set()
+        self._groups: dict[str, Any] = {}
+
+    @property
+    def address(self) -> str:
+        return f"schedd@{self.name}"
+
+    def submitter_ads(self) -> list[dict[str, Any]]:
+        return [
+            {"MyType": "Submitter", "Name": f"{owner}@{self.name}", "Owner": owner, "ScheddName": self.name,
+             "MyAddress": self.address, "IdleJobs": sum(1 for j in jobs if self._key(j) not in self._taken),
+             "RunningJobs": 0, "HeldJobs": 0}
+            for owner, jobs in self.jobs.items()
+        ]
+
+    @staticmethod
+    def _key(job: dict[str, Any]) -> tuple[int, int]:
+        return (job["ClusterId"], job["ProcId"])
+
+    def answer(self, method: str, args: dict[str, Any]) -> MethodResult:
+        self.calls[method] = self.calls.get(method, 0) + 1
+        if method == "GetResourceRequests":
+            owner = args["Owner"]
+            if args.get("After", -1) < 0 or owner not in self._groups:
+                idle = (j for j in self.jobs.get(owner, []) if self._key(j) not in self._taken)
+                self._groups[owner] = self.autoclusters.group(idle)
+            return MethodResult(0, "OK", {"Requests": self.autoclusters.page(self._groups[owner], args["Limit"], args.get("After", -1))})
+        if method == "Match":
+            accepted = 0
+            for m in args["Matches"]:
+                for _owner, groups in self._groups.items():
+                    for acid, _ad, ids in groups:
+                        if acid != m["AutoClusterId"]:
+                            continue
+                        free = [i for i in ids if i not in self._taken]
+                        if free:
+                            self._taken.add(free[0])
+                            self.matched.append({**m, "Job": free[0]})
+                            accepted += 1
+            return MethodResult(0, "OK", {"Accepted": accepted})
+        return MethodResult(2, f"the simulated schedd has no method {method}")
+
+
+class SimClient:
+    """Stands in for the negotiator's AsyncClient: routes calls to simulated schedds."""
+
+    def __init__(self, schedds: list[SimSchedd]):
+        self.schedds = {s.address: s for s in schedds}
+
+    async def call(self, address: str, method: str, args: dict[str, Any] | None = None, *, obj: str | None = None,
+                   timeout: float = 30.0) -> MethodResult:
+        schedd = self.schedds.get(address)
+        if schedd is None:
+            return MethodResult(1, f"no simulated agent {address}")
+        return schedd.answer(method, args or {})

@@ -1,0 +1,102 @@
+"""Whole negotiation cycles over a simulated pool: fair share, rounds, request paging, limits."""
+
+from __future__ import annotations
+
+import asyncio
+
+from gridbus.agents.negotiator.agent import Negotiator
+from gridbus.agents.negotiator.simulate import SimClient, SimSchedd, job_ads, machine_ads
+
+
+def negotiator(tmp_path, schedds, **kw):
+    neg = Negotiator("test", "amqp://guest:guest@127.0.0.1:5672/", spool=tmp_path, **kw)
+    neg._client = SimClient(schedds)  # the cycle's schedd calls go to the simulated schedds
+    return neg
+
+
+def cycle(neg, machines, schedds):
+    ads = [a for s in schedds for a in s.submitter_ads()]
+    return asyncio.run(neg.negotiate_with(machines, ads))
+
+
+def owners_of(schedd):
+    out = {}
+    for m in schedd.matched:
+        owner = "alice" if m["Job"][0] < 1000 else "bob"
+        out[owner] = out.get(owner, 0) + 1
+    return out
+
+
+def test_equal_priorities_split_the_pool_evenly(tmp_path):
+    s = SimSchedd("s1", {"alice": job_ads("alice", 1, 100), "bob": job_ads("bob", 1, 100, first_cluster=1000)})
+    neg = negotiator(tmp_path, [s])
+    stats = cycle(neg, machine_ads(4, kinds=1, seed=3), [s])
+    assert stats.matches == 4 and owners_of(s) == {"alice": 2, "bob": 2}
+    assert stats.rejections == {"insufficient priority": 196}
+
+
+def test_priority_factor_shifts_the_split(tmp_path):
+    s = SimSchedd("s1", {"alice": job_ads("alice", 1, 100), "bob": job_ads("bob", 1, 100, first_cluster=1000)})
+    neg = negotiator(tmp_path, [s])
+    neg.accountant.set_factor("bob", 3.0)
+    cycle(neg, machine_ads(4, kinds=1, seed=3), [s])
+    assert owners_of(s) == {"alice": 3, "bob": 1}
+
+
+def test_leftover_slots_go_to_whoever_still_wants_them(tmp_path):
+    s = SimSchedd("s1", {"alice": job_ads("alice", 1, 1), "bob": job_ads("bob", 1, 50, first_cluster=1000)})
+    neg = negotiator(tmp_path, [s])
+    stats = cycle(neg, machine_ads(10, kinds=1), [s])
+    assert owners_of(s) == {"alice": 1, "bob": 9} and stats.rounds >= 2
+
+
+def test_requests_are_paged_many_per_round_trip(tmp_path):
+    s = SimSchedd("s1", {"alice": job_ads("alice", 45, 1)})
+    neg = negotiator(tmp_path, [s], request_list_size=20)
+    stats = cycle(neg, machine_ads(100, kinds=3), [s])
+    assert stats.matches == 45 and stats.requests == 45
+    assert s.calls["GetResourceRequests"] == 3  # 20 + 20 + 5
+    assert s.calls["Match"] == 3  # one Match call per batch
+    assert len({m["ClaimId"] for m in s.matched}) == 45
+    assert all("ClaimId" not in m["SlotAd"] for m in s.matched)
+
+
+def test_matched_slots_stay_out_until_re_advertised(tmp_path):
+    s = SimSchedd("s1", {"alice": job_ads("alice", 1, 10)})
+    neg = negotiator(tmp_path, [s])
+    machines = machine_ads(4, kinds=1)
+    assert cycle(neg, machines, [s]).matches == 4
+    assert cycle(neg, machines, [s]).matches == 0  # same ads, same sequence numbers: held back
+    fresh = [{**m, "UpdateSequenceNumber": 2} for m in machines]
+    assert cycle(neg, fresh, [s]).matches == 4
+
+
+def test_concurrency_limits_cap_matches(tmp_path):
+    jobs = job_ads("alice", 1, 10)
+    for j in jobs:
+        j["ConcurrencyLimits"] = "license"
+    s = SimSchedd("s1", {"alice": jobs})
+    neg = negotiator(tmp_path, [s], limits={"license": 3})
+    stats = cycle(neg, machine_ads(10, kinds=1), [s])
+    assert stats.matches == 3 and stats.rejections == {"concurrency limit reached": 7}
+
+
+def test_usage_is_charged_from_claimed_slots_and_persisted(tmp_path):
+    s = SimSchedd("s1", {})
+    neg = negotiator(tmp_path, [s], halflife=1.0)
+    claimed = [{**m, "State": "Claimed", "RemoteOwner": "alice@s1"} for m in machine_ads(3, kinds=1)]
+    cycle(neg, claimed, [s])
+    neg.accountant.last_update -= 1.0  # one half-life ago
+    cycle(neg, claimed, [s])
+    rec = neg.accountant.user("alice")
+    assert rec.ResourcesUsed == 3 and 1.6 < rec.Priority < 1.8 and rec.AccumulatedUsage > 2.9
+    again = Negotiator("test", "amqp://guest:guest@127.0.0.1:5672/", spool=tmp_path)
+    assert again.accountant.user("alice").Priority == rec.Priority
+
+
+def test_partitionable_slots_serve_several_requests(tmp_path):
+    s = SimSchedd("s1", {"alice": job_ads("alice", 2, 10)})
+    neg = negotiator(tmp_path, [s])
+    stats = cycle(neg, machine_ads(0, partitionable=1), [s])
+    assert stats.matches == 8  # 8 cpus, one per job
+    assert {m["Slot"] for m in s.matched} == {"slot1@big0.sim"}
