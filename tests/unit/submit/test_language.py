@@ -1,0 +1,177 @@
+"""The submit language's own rules: errors name their line, known-but-unused commands warn, the
+htcondor2 mapping API, queue statements and item data, the schedd's cluster_ad/proc_ads contract."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+from gridbus.submit import Submit, SubmitError, SubmitWarning, parse_queue
+from gridbus.submit.quoting import arguments_attrs, environment_attr, join_v2, split_v2
+from gridbus.submit.units import disk_kib, memory_mib
+
+WORKDIR = Path(__file__).with_name("corpus") / "workdir"
+
+
+def test_unknown_command_is_an_error_with_its_line():
+    with pytest.raises(SubmitError, match=r"^line 3: unknown submit command 'excutable'") as info:
+        Submit("# typo below\narguments = 1\nexcutable = /bin/true\nqueue\n")
+    assert info.value.lineno == 3
+
+
+def test_a_macro_that_is_referred_to_is_not_unknown():
+    sub = Submit("data = /scratch\nexecutable = /bin/ls\narguments = $(data)\nqueue\n")
+    assert sub.build(qdate=0).cluster_ad["Args"] == "/scratch"
+
+
+def test_known_but_unused_command_warns_with_its_line():
+    with pytest.warns(SubmitWarning, match=r"line 2: gridbus accepts 'transfer_input_files' but does not act on it"):
+        sub = Submit("executable = /bin/true\ntransfer_input_files = a.dat\nqueue\n")
+    assert sub.build(qdate=0).cluster_ad["TransferInput"] == "a.dat"
+
+
+def test_unreadable_line_and_second_queue_statement_are_errors():
+    with pytest.raises(SubmitError, match=r"line 2: cannot read 'this is not a command'"):
+        Submit("executable = /bin/true\nthis is not a command\nqueue\n")
+    with pytest.raises(SubmitError, match=r"line 3: gridbus takes one queue statement .* line 2"):
+        Submit("executable = /bin/true\nqueue\nqueue 2\n")
+
+
+def test_commands_after_the_queue_statement_warn():
+    with pytest.warns(SubmitWarning, match=r"line 3: 'arguments' comes after the queue statement"):
+        Submit("executable = /bin/true\nqueue\narguments = 1\n")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("arguments = 1\nqueue", "no executable given"),
+        ("executable = /bin/true\nuniverse = java\nqueue", "universe 'java' is not run by gridbus"),
+        ("executable = /bin/true\nuniverse = nonsense\nqueue", "unknown universe 'nonsense'"),
+        ("executable = /bin/true\npriority = high\nqueue", "priority must be a whole number"),
+        ("executable = /bin/true\nhold = maybe\nqueue", "hold must be true or false"),
+        ("executable = /bin/true\ninitialdir = /no/such/dir\nqueue", "initialdir: no such directory"),
+        ('executable = /bin/true\narguments = a "b" c\nqueue', "unescaped double quote"),
+        ("executable = /bin/true\nqueue Item in [::0] (a b)", "slice step cannot be zero"),
+        ("executable = /bin/true\nqueue a b c", "cannot read the queue statement"),
+        ("executable = /bin/true\nqueue x from no-such-file.txt", "cannot read the queue item file"),
+        ("executable = /bin/true\nqueue 0", "makes no jobs"),
+        ("a = $(b)\nb = $(a)\nexecutable = /bin/true\narguments = $(a)\nqueue", "refers to itself"),
+    ],
+)
+def test_bad_descriptions_say_what_is_wrong(text: str, message: str, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(WORKDIR)
+    with pytest.raises(SubmitError, match=message):
+        Submit(text).build(qdate=0)
+
+
+def test_error_from_a_command_names_its_line():
+    with pytest.raises(SubmitError, match=r"^line 2: priority must be a whole number"):
+        Submit("executable = /bin/true\npriority = high\nqueue").build(qdate=0)
+
+
+def test_mapping_api_mirrors_htcondor2():
+    sub = Submit('executable = /bin/echo\nArguments = $(Item) x\n+Foo = "bar"\nMY.Baz = 1\nrequest_memory = 1GB\nqueue 2 Item in (alpha, beta)\n')
+    assert list(sub.keys()) == ["executable", "Arguments", "MY.Foo", "MY.Baz", "request_memory"]
+    assert sub["arguments"] == "$(Item) x" and sub["+Foo"] == '"bar"' and "my.baz" in sub
+    assert str(sub) == 'executable = /bin/echo\nArguments = $(Item) x\nMY.Foo = "bar"\nMY.Baz = 1\nrequest_memory = 1GB\nqueue 2 Item in (alpha, beta)\n'
+    assert sub.getQArgs() == "2 Item in (alpha, beta)"
+    assert list(sub.itemdata()) == [{"Item": "alpha"}, {"Item": "beta"}]
+    assert sub.expand("Arguments") == " x"
+    assert sub.getSubmitMethod() == 2
+    sub["arguments"] = "changed"
+    assert sub["Arguments"] == "changed" and list(sub.keys())[1] == "Arguments"
+    with pytest.raises(TypeError):
+        sub["x"] = 3  # type: ignore[assignment]
+    kw = Submit({"executable": "/bin/true", "+Foo": '"x"'}, queue="3")
+    assert str(kw) == 'executable = /bin/true\nMY.Foo = "x"\nqueue 3\n'
+    assert str(Submit(executable="/bin/true", arguments="1")) == "executable = /bin/true\narguments = 1\nqueue\n"
+    with pytest.raises(ValueError, match="reserved"):
+        sub.setSubmitMethod(5)
+    sub.setSubmitMethod(0, allow_reserved_values=True)
+    assert sub.build(qdate=0).cluster_ad["JobSubmitMethod"] == 0
+
+
+def test_itemdata_forms(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(WORKDIR)
+    sub = Submit("executable = /bin/true\nqueue 5\n")
+    assert sub.itemdata() is None
+    assert list(sub.itemdata("queue x,y from (\n 1 2\n 3 4\n)")) == [{"x": "1", "y": "2"}, {"x": "3", "y": "4"}]
+    assert list(sub.itemdata("queue f matching (*.dat)")) == [{"f": "a.dat"}, {"f": "b.dat"}]
+    assert list(sub.itemdata("queue a,b from items.txt")) == [
+        {"a": "x1", "b": "y1"}, {"a": "x2", "b": "y2"}, {"a": "x3", "b": "y3 z3"},
+    ]
+    assert list(sub.itemdata("queue from printf '1\\n2\\n' |")) == [{"Item": "1"}, {"Item": "2"}]
+    # As in htcondor2, itemdata() does not apply the slice (jobs do).
+    assert len(list(sub.itemdata("queue i in [0:2] (a b c)"))) == 3
+
+
+def test_parse_queue_forms():
+    qa = parse_queue("3 a, b from [1:4:2] items.txt")
+    assert (qa.count, qa.variables, qa.mode, qa.slice, qa.source) == ("3", ["a", "b"], "from", (1, 4, 2), "items.txt")
+    qa = parse_queue("matching dirs (*)")
+    assert (qa.names, qa.matching_kind, qa.inline) == (["Item"], "dirs", "*")
+    qa = parse_queue("from ls |")
+    assert qa.command and qa.source == "ls"
+
+
+def test_contract_cluster_ad_and_proc_ads():
+    sub = Submit("executable = /bin/echo\narguments = $(Item)\noutput = $(Cluster).$(Process).out\nqueue 2 Item in (a, b)\n")
+    assert sub.uses_cluster_id()
+    cluster = sub.cluster_ad(cluster_id=9, qdate=100, owner="alice")
+    assert cluster["ClusterId"] == 9 and cluster["Owner"] == "alice" and cluster["QDate"] == 100
+    assert "Args" not in cluster and "ProcId" not in cluster and "Out" not in cluster
+    procs = sub.proc_ads(cluster_id=9, qdate=100)
+    assert procs == [
+        {"ProcId": 0, "Args": "a", "Out": "9.0.out"}, {"ProcId": 1, "Args": "a", "Out": "9.1.out"},
+        {"ProcId": 2, "Args": "b", "Out": "9.2.out"}, {"ProcId": 3, "Args": "b", "Out": "9.3.out"},
+    ]
+    # count= and itemdata= override the queue statement, as in htcondor2's Schedd.submit.
+    assert [j["Args"] for j in sub.build(itemdata=[{"Item": "z"}], qdate=0).jobs()] == ["z"]
+    assert [p["Args"] for p in sub.proc_ads(count=1, itemdata=["p", "q"], qdate=0)] == ["p", "q"]
+    plain = Submit("executable = /bin/true\nqueue 3\n")
+    assert not plain.uses_cluster_id()
+    assert plain.proc_ads(qdate=0) == [{"ProcId": 0}, {"ProcId": 1}, {"ProcId": 2}]
+    assert len(plain.proc_ads(count=5, qdate=0)) == 5
+
+
+def test_a_million_proc_cluster_is_cheap_when_procs_do_not_differ():
+    built = Submit("executable = /bin/true\nmax_idle = 100\nqueue 100000\n").build(qdate=0)
+    assert len(built.proc_ads) == 100000 and built.cluster_ad["JobMaterializeMaxIdle"] == 100
+
+
+def test_default_requirements_match_a_slot_like_htcondors():
+    ad = Submit("executable = /bin/true\nrequest_cpus = 2\nqueue\n").build(qdate=0).cluster_ad
+    text = str(ad["Requirements"])
+    for clause in ("TARGET.Arch ==", 'TARGET.OpSys == "LINUX"', "TARGET.Disk >= RequestDisk",
+                   "TARGET.Memory >= RequestMemory", "TARGET.Cpus >= RequestCpus"):
+        assert clause in text
+
+
+def test_quoting_round_trips():
+    words = ["a b", "it's", "", 'q"uote', "plain"]
+    assert split_v2(join_v2(words), "t") == words
+    assert arguments_attrs('"one ""two"" \'three four\'"') == {"Arguments": "one \"two\" three' 'four"}
+    assert arguments_attrs("-n x") == {"Args": "-n x"}
+    assert arguments_attrs(None) == {"Arguments": ""}
+    assert environment_attr('"B=2 A=\'x y\'"') == "A=x' 'y B=2"
+    assert environment_attr("A=1;B=2") == "A=1 B=2"
+    with pytest.raises(SubmitError, match="not NAME=VALUE"):
+        environment_attr("novalue")
+
+
+@pytest.mark.parametrize(
+    "text, mib, kib",
+    [("1GB", 1024, 1048576), ("1.5G", 1536, 1572864), ("2048K", 2, 2048), ("10 M", 10, 10240),
+     ("100", 100, 100), ("0.5", 1, 1), ("1T", 1048576, 1073741824), ("MY.x * 2", None, None)],
+)
+def test_units(text: str, mib: int | None, kib: int | None):
+    assert memory_mib(text) == mib and disk_kib(text) == kib
+
+
+def test_no_warning_for_a_clean_description():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Submit("executable = /bin/true\nrequest_memory = 1G\nqueue\n").build(qdate=0)
