@@ -1,1 +1,48 @@
-"""gridbus."""
+"""The startd (condor_startd + condor_starter): a machine's slots, their claims and job processes.
+
+``python -m gridbus.agents.startd`` runs it (see `main`); its address is ``startd@<name>``.
+Modules: `detect` (the machine's attributes), `settings` (knobs), `slots` (static, partitionable
+and dynamic slots, claims), `starter` (job processes), `arguments` (HTCondor's argument and
+environment syntax), `accounts` (the run-as policy), `proctree` (a job's processes from /proc),
+`reports` (batched JobReports to the schedds), `agent` (the agent and its methods).
+"""
+
+from __future__ import annotations
+
+import socket
+
+from gridbus.agents.startd.agent import CLAIM_BUSY, CLAIM_REFUSED, Startd
+from gridbus.agents.startd.settings import StartdSettings
+from gridbus.config import Config, knob
+
+knob("STARTD_NAME", "", "the startd's name (its address is startd@<name>, its slots slotN@<name>); empty: the host's full name")
+knob("UPDATE_INTERVAL", 300.0, "seconds between a daemon's ad updates")
+
+__all__ = ["CLAIM_BUSY", "CLAIM_REFUSED", "Startd", "StartdSettings", "build", "main"]
+
+
+def build(cfg: Config, name: str | None = None, url: str | None = None) -> Startd:
+    """A startd configured from ``cfg`` (arguments given here win)."""
+    startd = Startd(
+        name or str(cfg.get("STARTD_NAME")) or socket.getfqdn(),
+        url or cfg.url(),
+        settings=StartdSettings.from_config(cfg),
+        update_interval=float(cfg.get("UPDATE_INTERVAL")),
+    )
+    startd.config = cfg
+    return startd
+
+
+def main(argv: list[str] | None = None) -> None:
+    import sys
+
+    from gridbus.agent.runner import base_parser, run, setup_logging
+
+    args = base_parser("startd").parse_args(argv)
+    try:
+        cfg = Config.load(daemon="startd")
+        StartdSettings.from_config(cfg).validate()
+    except (ValueError, KeyError) as exc:
+        sys.exit(f"gridbus startd: bad configuration: {exc}")
+    setup_logging("StartLog", args.log_dir, args.foreground)
+    run(lambda: build(cfg, args.name, args.url))

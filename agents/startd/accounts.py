@@ -1,0 +1,148 @@
+"""Which account a job runs as: the run-as policy of the starter.
+
+HTCondor's rule, made explicit with knobs: a startd running as root runs a job as its Owner when
+that account exists here (STARTER_ALLOW_RUNAS_OWNER); otherwise as a fixed unprivileged account
+(STARTER_UNPRIVILEGED_USER, e.g. ``nobody``) if one is configured; otherwise the job is refused
+with a hold reason. A job never runs as root unless STARTER_ALLOW_ROOT_JOBS says so. A startd that
+is not root cannot switch accounts, so jobs run as the startd's own user (a personal pool).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import time
+from dataclasses import dataclass
+
+# HTCondor's HoldReasonCode FailedToAccessUserAccount.
+HOLD_USER_ACCOUNT = 23
+
+
+@dataclass(frozen=True)
+class Account:
+    name: str
+    uid: int
+    gid: int
+    groups: tuple[int, ...]
+    home: str
+
+    @property
+    def switch(self) -> bool:
+        """True when the job must run under another uid than the startd's."""
+        return self.uid != os.geteuid()
+
+
+class RunAsRefused(Exception):
+    """The policy forbids running the job; ``reason`` is the hold reason the schedd records."""
+
+    def __init__(self, reason: str, code: int = HOLD_USER_ACCOUNT):
+        super().__init__(reason)
+        self.reason = reason
+        self.code = code
+
+
+@dataclass(frozen=True)
+class RunAsPolicy:
+    allow_runas_owner: bool = True
+    unprivileged_user: str = ""
+    allow_root_jobs: bool = False
+    _cache_seconds: float = 60.0
+
+    def account_for(self, owner: str | None) -> Account:
+        if os.geteuid() != 0:
+            return _current()
+        if owner and owner != "root" and self.allow_runas_owner:
+            found = _lookup(owner, self._cache_seconds)
+            if found is not None:
+                return found
+        if owner == "root" and self.allow_root_jobs:
+            return _lookup("root", self._cache_seconds) or _current()
+        if self.unprivileged_user:
+            found = _lookup(self.unprivileged_user, self._cache_seconds)
+            if found is None:
+                raise RunAsRefused(
+                    f"STARTER_UNPRIVILEGED_USER {self.unprivileged_user!r} has no account on this machine"
+                )
+            if found.uid == 0 and not self.allow_root_jobs:
+                raise RunAsRefused(
+                    f"STARTER_UNPRIVILEGED_USER {self.unprivileged_user!r} is root; set STARTER_ALLOW_ROOT_JOBS to allow that"
+                )
+            return found
+        if self.allow_root_jobs:
+            return _lookup("root", self._cache_seconds) or _current()
+        why = (
+            "STARTER_ALLOW_RUNAS_OWNER is false"
+            if not self.allow_runas_owner
+            else f"Owner {owner!r} has no account on this machine"
+            if owner and owner != "root"
+            else "the job's Owner is root"
+            if owner
+            else "the job has no Owner"
+        )
+        raise RunAsRefused(
+            f"the startd runs as root and will not run this job as root: {why}, and no "
+            "STARTER_UNPRIVILEGED_USER is configured (STARTER_ALLOW_ROOT_JOBS would allow root)"
+        )
+
+
+_CACHE: dict[str, tuple[float, Account | None]] = {}
+
+
+def _lookup(name: str, ttl: float) -> Account | None:
+    """The account called ``name``, cached for ``ttl`` seconds (a job start must stay cheap)."""
+    now = time.monotonic()
+    hit = _CACHE.get(name)
+    if hit is not None and now - hit[0] < ttl:
+        return hit[1]
+    try:
+        pw = pwd.getpwnam(name)
+        account: Account | None = Account(
+            pw.pw_name, pw.pw_uid, pw.pw_gid, tuple(os.getgrouplist(pw.pw_name, pw.pw_gid)), pw.pw_dir
+        )
+    except KeyError:
+        account = None
+    _CACHE[name] = (now, account)
+    return account
+
+
+def _current() -> Account:
+    uid = os.geteuid()
+    try:
+        pw = pwd.getpwuid(uid)
+        name, home = pw.pw_name, pw.pw_dir
+    except KeyError:
+        name, home = str(uid), "/"
+    return Account(name, uid, os.getegid(), tuple(os.getgroups()), home)
+
+
+def may_access(path: str, account: Account, write: bool) -> bool:
+    """Whether ``account`` may open ``path`` for reading or writing (create in its directory).
+
+    The startd opens a job's In/Out/Err for it before the job's process changes uid, so it checks
+    the job account's rights from the mode bits rather than opening files as root for anyone.
+    """
+    if not account.switch or account.uid == 0:
+        return True
+    try:
+        st = os.stat(path)
+        return _mode_allows(st, account, 2 if write else 4)
+    except FileNotFoundError:
+        if not write:
+            return False
+        parent = os.path.dirname(os.path.abspath(path)) or "/"
+        try:
+            return _mode_allows(os.stat(parent), account, 3)
+        except OSError:
+            return False
+    except OSError:
+        return False
+
+
+def _mode_allows(st: os.stat_result, account: Account, bits: int) -> bool:
+    if st.st_uid == account.uid:
+        granted = (st.st_mode >> 6) & 7
+    elif st.st_gid == account.gid or st.st_gid in account.groups:
+        granted = (st.st_mode >> 3) & 7
+    else:
+        granted = st.st_mode & 7
+    return granted & bits == bits

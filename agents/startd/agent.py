@@ -1,0 +1,552 @@
+"""The startd agent: advertises the slots, grants and keeps claims, runs jobs through the starter.
+
+Execution resources have the final say (seed 003): RequestClaim and every activation re-check
+both Requirements. The claim protocol is in docs/protocols.md, "Claiming and running". Two rules
+from HTCondor's history shape the code:
+
+- A job's exit is reported at once and frees the claim for the next activation at once: the
+  claim is idle before the exit report is even queued, and nothing (usage sampling, cleaning,
+  ads) runs in front of the report (seed 000: a starter still busy talking after its job ended
+  made every claim reuse wait).
+- Only an explicit "claim unknown" from the schedd ends a claim early; silence ends it only when
+  its lease runs out (seed 002).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gridbus.agent import Agent, Call, method
+from gridbus.agents.startd import slots as sl
+from gridbus.agents.startd.accounts import RunAsPolicy
+from gridbus.agents.startd.arguments import lookup
+from gridbus.agents.startd.detect import detect, load_average
+from gridbus.agents.startd.reports import Reporter
+from gridbus.agents.startd.settings import StartdSettings
+from gridbus.agents.startd.starter import Job, Starter, StartFailed
+from gridbus.status import MethodError, Status, app_error, forbidden, invalid
+
+# Application statuses (Status.USER + n), each answered with a sentence.
+CLAIM_REFUSED = 1  # the slot will not take this job: Requirements, resources, draining
+CLAIM_BUSY = 2  # the claim is running a job already
+
+log = logging.getLogger("gridbus.startd")
+
+
+@dataclass
+class DrainState:
+    request_id: str
+    how: str  # graceful, quick, fast
+    on_completion: str  # nothing, resume
+    reason: str
+    started: float
+
+
+class Startd(Agent):
+    kind = "startd"
+    classes = ("startd",)
+    my_type = "Machine"
+
+    def __init__(self, name: str | None = None, url: str | None = None, *,
+                 settings: StartdSettings | None = None, **kw: Any):
+        super().__init__(name or socket.getfqdn(), url, **kw)
+        self.settings = settings or StartdSettings()
+        self.settings.validate()
+        self.machine = detect(self.settings.execute, self.settings.overrides)
+        self.table = sl.SlotTable(
+            self.name, self.machine.cpus, self.machine.memory, self.machine.disk, self.machine.gpus,
+            self.settings.num_slots, self.settings.partitionable, self.settings.slot_share,
+        )
+        self.claims: dict[str, sl.Claim] = {}
+        self.drain: DrainState | None = None
+        self.defaults = sl.Request(self.settings.default_request_cpus, self.settings.default_request_memory,
+                                   self.settings.default_request_disk)
+        self.starter = Starter(
+            self.settings.execute,
+            RunAsPolicy(self.settings.allow_runas_owner, self.settings.unprivileged_user, self.settings.allow_root_jobs),
+            killing_timeout=self.settings.killing_timeout,
+            enforce_memory=self.settings.enforce_memory,
+            on_exit=self._on_exit,
+            on_usage=self._on_usage,
+            usage_interval=self.settings.update_interval,
+            check_interval=self.settings.memory_check_interval,
+        )
+        self.reporter: Reporter | None = None
+        self.counters = {"JobsStarted": 0, "JobsExited": 0}
+        self._ending: dict[str, asyncio.Future] = {}  # claims being ended, done when they are
+        self._exprs: dict[str, Any] | None = None
+        self._machine_attrs = self.machine.attributes()
+
+    # ------------------------------------------------------------------ management object
+    def object_properties(self) -> dict[str, Any]:
+        return {
+            **super().object_properties(),
+            "Machine": self.machine.machine,
+            "Draining": self.drain is not None,
+            "DrainRequestId": self.drain.request_id if self.drain else "",
+        }
+
+    def object_statistics(self) -> dict[str, Any]:
+        return {
+            **super().object_statistics(),
+            **self.counters,
+            "JobsRunning": len(self.starter.running),
+            "ClaimsActive": len(self.claims),
+            "ReportsSent": self.reporter.sent if self.reporter else 0,
+            "ReportCallsFailed": self.reporter.failures if self.reporter else 0,
+        }
+
+    # ------------------------------------------------------------------ lifecycle
+    async def on_start(self) -> None:
+        self.reporter = Reporter(
+            self._call_job_reports,
+            timeout=self.settings.report_timeout,
+            retry=self.settings.report_retry,
+            is_live=lambda cid: cid in self.claims,
+            on_unknown=self._on_unknown,
+            on_answered=self._on_answered,
+        )
+        self.spawn(self.starter.monitor(), "starter monitor")
+        self.spawn(self._lease_loop(), "claim leases")
+
+    async def on_stop(self) -> None:
+        await self.starter.shutdown()
+        if self.reporter is not None:
+            await self.reporter.close()
+
+    async def _call_job_reports(self, schedd: str, batch: list[dict[str, Any]], timeout: float) -> Any:
+        return await self.client.call(schedd, "JobReports", {"Reports": batch}, timeout=timeout)
+
+    # ------------------------------------------------------------------ ads
+    def exprs(self) -> dict[str, Any]:
+        if self._exprs is None:
+            from gridbus.classad import ExprTree
+
+            wrl = sl.WITHIN_RESOURCE_LIMITS + (sl.WITHIN_GPU_LIMITS if self.machine.gpus else "")
+            self._exprs = {
+                "Start": ExprTree(self.settings.start),
+                "WithinResourceLimits": ExprTree(wrl),
+                "Requirements": ExprTree(sl.REQUIREMENTS),
+                "Rank": ExprTree(self.settings.rank),
+            }
+        return self._exprs
+
+    def slot_ad(self, slot: sl.Slot, load: float | None = None) -> dict[str, Any]:
+        ad: dict[str, Any] = {
+            "MyType": "Machine",
+            "TargetType": "Job",
+            "Name": slot.name,
+            "MyAddress": self.address,
+            **self._machine_attrs,
+            "SlotID": slot.slot_id,
+            "SlotTypeID": 1 if slot.kind != sl.STATIC else 0,
+            "SlotType": slot.kind,
+            "PartitionableSlot": slot.kind == sl.PARTITIONABLE,
+            "Cpus": slot.cpus,
+            "Memory": slot.memory,
+            "Disk": slot.disk,
+            "TotalSlotCpus": slot.total_cpus if slot.kind != sl.DYNAMIC else slot.cpus,
+            "TotalSlotMemory": slot.total_memory if slot.kind != sl.DYNAMIC else slot.memory,
+            "TotalSlotDisk": slot.total_disk if slot.kind != sl.DYNAMIC else slot.disk,
+            "TotalSlots": len(self.table.slots),
+            "State": slot.state,
+            "Activity": slot.activity,
+            "EnteredCurrentState": slot.entered_state,
+            "EnteredCurrentActivity": slot.entered_activity,
+            "LoadAvg": load if load is not None else load_average(),
+            "StartdName": self.name,
+            **self.exprs(),
+        }
+        if self.machine.gpus:
+            ad["GPUs"] = slot.gpus
+        if slot.kind == sl.DYNAMIC:
+            ad["DynamicSlot"] = True
+            ad["SlotTypeID"] = -1
+        if slot.kind == sl.PARTITIONABLE:
+            children = sorted(slot.children.values(), key=lambda s: s.sub_id)
+            ad["NumDynamicSlots"] = len(children)
+            ad["ChildCpus"] = [c.cpus for c in children]
+            ad["ChildMemory"] = [c.memory for c in children]
+            ad["ChildName"] = [c.name for c in children]
+        claim = slot.claim
+        if claim is not None:
+            ad["RemoteOwner"] = claim.owner
+            ad["RemoteUser"] = claim.user
+            ad["ClientMachine"] = claim.schedd
+            if claim.job is not None:
+                job_ad = claim.job.ad
+                ad["JobStart"] = int(claim.job.started)
+                cluster, proc = lookup(job_ad, "ClusterId"), lookup(job_ad, "ProcId")
+                if cluster is not None:
+                    ad["JobId"] = f"{cluster}.{proc}"
+                if lookup(job_ad, "GlobalJobId") is not None:
+                    ad["GlobalJobId"] = lookup(job_ad, "GlobalJobId")
+        if self.drain is not None:
+            ad["DrainReason"] = self.drain.reason
+        return ad
+
+    def ads(self) -> list[dict[str, Any]]:
+        load = load_average()
+        return [self.slot_ad(s, load) for s in self.table.slots.values()]
+
+    def private_ads(self) -> list[dict[str, Any]]:
+        # Only claim ids the negotiator may hand out: unclaimed static slots and partitionable
+        # slots, and none while draining. A claimed slot's id stays between startd and schedd.
+        if self.drain is not None:
+            return []
+        return [
+            {"MyType": "Machine", "Name": s.name, "ClaimId": s.claim_id}
+            for s in self.table.slots.values()
+            if s.kind == sl.PARTITIONABLE or (s.kind == sl.STATIC and s.claim is None and s.state == sl.UNCLAIMED)
+        ]
+
+    # ------------------------------------------------------------------ matching
+    def _job_for_match(self, job: Mapping[str, Any]) -> dict[str, Any]:
+        ad = dict(job)
+        for attr, value in (("RequestCpus", self.defaults.cpus), ("RequestMemory", self.defaults.memory),
+                            ("RequestDisk", self.defaults.disk)):
+            if lookup(ad, attr) is None:
+                ad[attr] = value
+        return ad
+
+    def _mismatch(self, slot_ad: Mapping[str, Any], job: Mapping[str, Any]) -> str | None:
+        """Why the slot and the job do not match (both Requirements), or None if they do."""
+        from gridbus import classad
+
+        if not classad.compile(sl.REQUIREMENTS).test(slot_ad, job):
+            return (f"{slot_ad['Name']} does not accept this job: its Requirements (START && WithinResourceLimits) "
+                    f"are not met (Cpus={slot_ad['Cpus']}, Memory={slot_ad['Memory']}, Disk={slot_ad['Disk']}; "
+                    f"job asks RequestCpus={lookup(job, 'RequestCpus')}, RequestMemory={lookup(job, 'RequestMemory')}, "
+                    f"RequestDisk={lookup(job, 'RequestDisk')})")
+        req = lookup(job, "Requirements")
+        if req is None or req is True:
+            return None
+        if req is False or isinstance(req, str):
+            return f"the job's Requirements ({req!r}) are not an expression that can be true"
+        if not classad.compile(str(req)).test(job, slot_ad):
+            return f"the job's Requirements ({req}) are false for {slot_ad['Name']}"
+        return None
+
+    # ------------------------------------------------------------------ claim lookup
+    def _claim(self, claim_id: str, what: str) -> sl.Claim:
+        claim = self.claims.get(claim_id)
+        if claim is None:
+            slot = self.table.by_claim_id(claim_id)
+            if slot is not None and slot.kind == sl.PARTITIONABLE:
+                raise forbidden(f"{what}: {claim_id[:6]}... is the partitionable slot's id; RequestClaim carves a dynamic slot and gives its claim id")
+            if slot is not None:
+                raise forbidden(f"{what}: {slot.name} has not been claimed with this id; call RequestClaim first")
+            raise forbidden(f"{what}: claim id {claim_id[:6]}... is not a claim of {self.address} (forged, or ended)")
+        return claim
+
+    # ------------------------------------------------------------------ methods: claims
+    @method("startd")
+    async def RequestClaim(self, call: Call, ClaimId: str, JobAd: dict, Schedd: str, LeaseDuration: int) -> dict:
+        if not Schedd or "@" not in Schedd:
+            raise invalid(f"RequestClaim: Schedd must be the schedd's agent address (kind@name), not {Schedd!r}")
+        if LeaseDuration <= 0:
+            raise invalid("RequestClaim: LeaseDuration must be a positive number of seconds")
+        existing = self.claims.get(ClaimId)
+        if existing is not None:  # a retry of a call whose answer was lost: same answer
+            if existing.schedd != Schedd:
+                raise forbidden(f"RequestClaim: {existing.slot.name} is claimed by another schedd")
+            existing.renew()
+            return {"ClaimId": existing.id, "Slot": existing.slot.name, "SlotAd": self.slot_ad(existing.slot)}
+        slot = self.table.by_claim_id(ClaimId)
+        if slot is None:
+            raise forbidden(f"RequestClaim: claim id {ClaimId[:6]}... is not one {self.address} issued (forged or stale)")
+        if self.drain is not None:
+            raise app_error(CLAIM_REFUSED, f"RequestClaim: {self.address} is draining ({self.drain.how}) and takes no new claims")
+        if slot.state == sl.OWNER:
+            raise app_error(CLAIM_REFUSED, f"RequestClaim: {slot.name} is in the Owner state (START is false)")
+        job = self._job_for_match(JobAd)
+        ad = self.slot_ad(slot)
+        if slot.kind == sl.STATIC:
+            why = self._mismatch(ad, job)
+            if why:
+                raise app_error(CLAIM_REFUSED, f"RequestClaim refused: {why}")
+            claim = self.table.claim(slot, Schedd, float(LeaseDuration), JobAd)
+        else:  # partitionable: carve a dynamic slot of the request
+            try:
+                req = self.table.request_of(job, ad, self.defaults)
+            except ValueError as exc:
+                raise invalid(f"RequestClaim: {exc}") from None
+            job = {**job, "RequestCpus": req.cpus, "RequestMemory": req.memory, "RequestDisk": req.disk}
+            why = self._mismatch(ad, job)
+            if why:
+                raise app_error(CLAIM_REFUSED, f"RequestClaim refused: {why}")
+            if req.cpus < 1 or req.memory < 1:
+                raise app_error(CLAIM_REFUSED, "RequestClaim refused: a dynamic slot needs at least 1 cpu and 1 MiB")
+            child = self.table.carve(slot, req)
+            claim = self.table.claim(child, Schedd, float(LeaseDuration), JobAd)
+            slot = child
+        self.claims[claim.id] = claim
+        log.info("%s claimed by %s for %s (lease %d s)", slot.name, Schedd, claim.owner or "?", LeaseDuration)
+        self.ads_changed()
+        return {"ClaimId": claim.id, "Slot": slot.name, "SlotAd": self.slot_ad(slot)}
+
+    @method("startd")
+    async def ActivateClaims(self, call: Call, Activations: list) -> dict:
+        results = []
+        for i, entry in enumerate(Activations):
+            cid = entry.get("ClaimId") if isinstance(entry, dict) else None
+            try:
+                if not isinstance(entry, dict) or not isinstance(cid, str) or not isinstance(entry.get("JobAd"), dict):
+                    raise invalid(f"ActivateClaims: activation {i} must be a map with ClaimId (string) and JobAd (map)")
+                self._activate(cid, entry["JobAd"])
+                results.append({"ClaimId": cid, "Status": 0, "Text": "OK"})
+            except MethodError as exc:
+                results.append({"ClaimId": cid, "Status": exc.status, "Text": exc.text})
+        return {"Results": results}
+
+    @method("startd")
+    async def ActivateClaim(self, call: Call, ClaimId: str, JobAd: dict) -> dict:
+        return {"Slot": self._activate(ClaimId, JobAd)}
+
+    def _activate(self, claim_id: str, job_ad: dict) -> str:
+        claim = self._claim(claim_id, "ActivateClaim")
+        slot = claim.slot
+        if claim.retiring or claim_id in self._ending:
+            raise app_error(CLAIM_REFUSED, f"ActivateClaim: the claim on {slot.name} is retiring (draining or ending); no new job starts on it")
+        if claim.job is not None:
+            raise app_error(CLAIM_BUSY, f"ActivateClaim: {slot.name} is still running job {_job_id(claim.job.ad)}")
+        claim.renew()
+        ad = self.slot_ad(slot)
+        job = self._job_for_match(job_ad)
+        why = self._mismatch(ad, job)
+        if why:
+            raise app_error(CLAIM_REFUSED, f"ActivateClaim refused: {why}")
+        try:
+            memory = self.table.request_of(job, ad, self.defaults).memory if lookup(job_ad, "RequestMemory") is not None else slot.memory
+        except ValueError as exc:
+            raise invalid(f"ActivateClaim: {exc}") from None
+        claim.last_ad = job_ad
+        try:
+            started = self.starter.start(claim.id, job_ad, slot.name, {"OMP_NUM_THREADS": str(slot.cpus)}, memory)
+        except StartFailed as exc:
+            # The protocol's one path for "it did not run": an exit report with the hold reason.
+            log.info("job %s could not start on %s: %s", _job_id(job_ad), slot.name, exc.reason)
+            self._report(claim, job_ad, "exit", {"HoldReason": exc.reason, "HoldReasonCode": exc.code,
+                                                  "HoldReasonSubCode": exc.subcode})
+            return slot.name
+        claim.job = started
+        self.counters["JobsStarted"] += 1
+        slot.set(activity=sl.BUSY)
+        self._report(claim, job_ad, "execute", {"Slot": slot.name, "RemoteHost": slot.name})
+        self.ads_changed()
+        return slot.name
+
+    @method("startd")
+    async def DeactivateClaim(self, call: Call, ClaimId: str, Graceful: bool) -> dict:
+        claim = self._claim(ClaimId, "DeactivateClaim")
+        claim.renew()
+        job = claim.job
+        if job is not None:
+            await self._stop_job(job, Graceful, "deactivate")
+        return {}
+
+    @method("startd")
+    async def ReleaseClaim(self, call: Call, ClaimId: str) -> dict:
+        claim = self._claim(ClaimId, "ReleaseClaim")
+        await self._end_claim(claim, graceful=True, reason="release")
+        return {}
+
+    @method("startd")
+    async def Alive(self, call: Call, ClaimIds: list) -> dict:
+        unknown = []
+        for cid in ClaimIds:
+            if not isinstance(cid, str):
+                raise invalid(f"Alive: ClaimIds must be strings, got {type(cid).__name__}")
+            claim = self.claims.get(cid)
+            if claim is None:
+                unknown.append(cid)
+            else:
+                claim.renew()
+        return {"Unknown": unknown}
+
+    @method("startd")
+    async def GetSlots(self, call: Call) -> dict:
+        return {"Slots": self.ads()}
+
+    # ------------------------------------------------------------------ methods: drain, vacate
+    @method("startd")
+    async def Drain(self, call: Call, HowFast: str, OnCompletion: str, Reason: str) -> dict:
+        how = HowFast.strip().lower()
+        if how not in ("graceful", "quick", "fast"):
+            raise invalid(f"Drain: HowFast must be graceful, quick or fast, not {HowFast!r}")
+        on_completion = OnCompletion.strip().lower()
+        if on_completion not in ("nothing", "resume"):
+            raise invalid(f"Drain: OnCompletion must be nothing or resume, not {OnCompletion!r}")
+        if self.drain is not None:
+            raise app_error(CLAIM_REFUSED, f"Drain: {self.address} is already draining (request {self.drain.request_id}); cancel it first")
+        self.drain = DrainState(secrets.token_hex(8), how, on_completion, Reason or f"drain requested by {call.user}", time.time())
+        log.info("draining (%s) at the request of %s: %s", how, call.user, self.drain.reason)
+        for claim in list(self.claims.values()):
+            claim.retiring = True
+            if claim.job is None:
+                self.spawn(self._end_claim(claim, graceful=True, reason="drain"), "drain idle claim")
+            elif how == "graceful":
+                claim.slot.set(activity=sl.RETIRING)
+            else:
+                self.spawn(self._end_claim(claim, graceful=how == "quick", reason="drain"), "drain claim")
+        for slot in self.table.slots.values():
+            if slot.claim is None:
+                slot.set(sl.DRAINED, sl.RETIRING)
+        self._check_drained()
+        self.ads_changed()
+        return {"RequestId": self.drain.request_id}
+
+    @method("startd")
+    async def CancelDrain(self, call: Call, RequestId: str) -> dict:
+        if self.drain is None:
+            raise app_error(CLAIM_REFUSED, f"CancelDrain: {self.address} is not draining")
+        if RequestId and RequestId != self.drain.request_id:
+            raise invalid(f"CancelDrain: the drain in effect is {self.drain.request_id}, not {RequestId!r}")
+        self._cancel_drain()
+        return {}
+
+    def _cancel_drain(self) -> None:
+        log.info("drain %s cancelled", self.drain.request_id if self.drain else "?")
+        self.drain = None
+        for slot in self.table.slots.values():
+            if slot.claim is None:
+                slot.set(sl.UNCLAIMED, sl.IDLE)
+            else:
+                slot.claim.retiring = False
+                slot.set(activity=sl.BUSY if slot.claim.job is not None else sl.IDLE)
+        self.ads_changed()
+
+    def _check_drained(self) -> None:
+        if self.drain is None or self.claims:
+            return
+        for slot in self.table.slots.values():
+            slot.set(sl.DRAINED, sl.IDLE)
+        log.info("drained")
+        if self.drain.on_completion == "resume":
+            self._cancel_drain()
+        self.ads_changed()
+
+    @method("startd")
+    async def Vacate(self, call: Call, Slot: str, Graceful: bool) -> dict:
+        if Slot and Slot not in self.table.slots:
+            raise invalid(f"Vacate: {self.address} has no slot {Slot!r} (slots: {', '.join(self.table.slots)})")
+        chosen = [
+            c for c in self.claims.values()
+            if not Slot or c.slot.name == Slot or (c.slot.parent is not None and c.slot.parent.name == Slot)
+        ]
+        await asyncio.gather(*(self._end_claim(c, graceful=Graceful, reason="vacate") for c in chosen))
+        return {"Count": len(chosen)}
+
+    # ------------------------------------------------------------------ ending claims
+    async def _stop_job(self, job: Job, graceful: bool, reason: str) -> None:
+        deadline = (self.settings.killing_timeout if graceful else 0) + 10
+        try:
+            await asyncio.wait_for(self.starter.stop_and_wait(job, graceful, reason), deadline)
+        except TimeoutError:
+            log.error("job %s on %s did not die within %.0f s of SIGKILL", _job_id(job.ad), job.slot, deadline)
+
+    async def _end_claim(self, claim: sl.Claim, *, graceful: bool, reason: str) -> None:
+        """Stop the claim's job (if any), then free its slot. Idempotent."""
+        if claim.id in self._ending:  # someone else is ending it: wait for that
+            await asyncio.shield(self._ending[claim.id])
+            return
+        done = asyncio.get_running_loop().create_future()
+        self._ending[claim.id] = done
+        try:
+            if claim.job is not None:
+                claim.slot.set(sl.PREEMPTING, sl.VACATING if graceful else sl.KILLING)
+                self.ads_changed()
+                await self._stop_job(claim.job, graceful, reason)
+            self.claims.pop(claim.id, None)
+            self.table.free(claim.slot)
+            if self.drain is not None and claim.slot.kind == sl.STATIC:
+                claim.slot.set(sl.DRAINED, sl.RETIRING)
+            log.info("claim on %s ended (%s)", claim.slot.name, reason)
+        finally:
+            self._ending.pop(claim.id, None)
+            done.set_result(None)
+        self._check_drained()
+        self.ads_changed()
+
+    async def _lease_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._lease_check_interval())
+            now = time.monotonic()
+            for claim in list(self.claims.values()):
+                if claim.id not in self._ending and claim.expired(now):
+                    log.warning("claim on %s: lease of %.0f s ran out with no word from %s; ending it",
+                                claim.slot.name, claim.lease, claim.schedd)
+                    self.spawn(self._end_claim(claim, graceful=True, reason="lease"), "lease expired")
+
+    def _lease_check_interval(self) -> float:
+        leases = [c.lease for c in self.claims.values()]
+        return max(0.1, min([1.0, *(lease / 10 for lease in leases)]))
+
+    # ------------------------------------------------------------------ reports
+    def _report(self, claim: sl.Claim, job_ad: Mapping[str, Any], event: str, extra: dict[str, Any]) -> None:
+        report = {
+            "ClaimId": claim.id,
+            "GlobalJobId": lookup(job_ad, "GlobalJobId"),
+            "ClusterId": lookup(job_ad, "ClusterId"),
+            "ProcId": lookup(job_ad, "ProcId"),
+            "Event": event,
+            "Time": time.time(),
+            **extra,
+        }
+        assert self.reporter is not None
+        self.reporter.add(claim.schedd, report)
+
+    def _on_exit(self, job: Job) -> None:
+        """The starter reaped a job: free the claim for the next job, then report, at once."""
+        self.counters["JobsExited"] += 1
+        claim = self.claims.get(job.key)
+        if claim is None or claim.job is not job:
+            log.info("job %s exited after its claim ended; nobody to report to", _job_id(job.ad))
+            return
+        claim.job = None
+        extra = dict(job.exit or {})
+        if job.stop_reason and job.stop_reason != "memory":
+            extra["Evicted"] = True
+            extra["EvictReason"] = job.stop_reason
+        ending = claim.retiring or claim.id in self._ending
+        if ending:
+            extra["ClaimEnded"] = True
+        self._report(claim, job.ad, "exit", extra)
+        if not ending:
+            claim.slot.set(activity=sl.IDLE)
+        elif claim.id not in self._ending:  # graceful drain: the retired claim ends now
+            self.spawn(self._end_claim(claim, graceful=True, reason="drain"), "retire claim")
+        self.ads_changed()
+
+    def _on_usage(self, jobs: list[Job]) -> None:
+        for job in jobs:
+            claim = self.claims.get(job.key)
+            if claim is not None and claim.job is job:
+                self._report(claim, job.ad, "usage", job.usage())
+
+    def _on_answered(self, claim_ids: list[str]) -> None:
+        for cid in claim_ids:
+            claim = self.claims.get(cid)
+            if claim is not None:
+                claim.renew()
+
+    def _on_unknown(self, claim_ids: list[str]) -> None:
+        for cid in claim_ids:
+            claim = self.claims.get(cid)
+            if claim is not None:
+                log.warning("%s no longer knows the claim on %s: ending it", claim.schedd, claim.slot.name)
+                self.spawn(self._end_claim(claim, graceful=True, reason="unknown to the schedd"), "claim unknown")
+
+
+def _job_id(ad: Mapping[str, Any]) -> str:
+    return f"{lookup(ad, 'ClusterId')}.{lookup(ad, 'ProcId')}"
+
+
+__all__ = ["CLAIM_BUSY", "CLAIM_REFUSED", "Startd", "Status"]

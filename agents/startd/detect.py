@@ -1,0 +1,167 @@
+"""What the machine has: HTCondor's machine attributes, detected here and overridable in config.
+
+Cpus and memory come from the kernel, disk from the file system of the execute directory (KiB,
+as HTCondor counts it), the platform from ``uname`` and ``/etc/os-release``, GPUs from the NVIDIA
+device nodes. Every value can be overridden (the knobs ``NUM_CPUS``, ``MEMORY``, ``DISK``,
+``ARCH``, ``OPSYS``, ``OPSYSANDVER``, ``UID_DOMAIN``, ``FILESYSTEM_DOMAIN``, ``NUM_GPUS``, ...):
+a test can pretend a 2-core box has 4 cores, as HTCondor's NUM_CPUS lets an admin do.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import platform
+import shutil
+import socket
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The machine as the startd advertises it (before slots divide it)."""
+
+    machine: str  # fully qualified host name
+    arch: str
+    opsys: str
+    opsys_and_ver: str
+    opsys_name: str
+    opsys_major_ver: int
+    detected_cpus: int
+    detected_memory: int  # MiB
+    cpus: int
+    memory: int  # MiB
+    disk: int  # KiB free on the execute directory's file system
+    uid_domain: str
+    filesystem_domain: str
+    gpus: int = 0
+    gpu_ids: tuple[str, ...] = field(default_factory=tuple)
+
+    def attributes(self) -> dict[str, Any]:
+        ad: dict[str, Any] = {
+            "Machine": self.machine,
+            "Arch": self.arch,
+            "OpSys": self.opsys,
+            "OpSysAndVer": self.opsys_and_ver,
+            "OpSysName": self.opsys_name,
+            "OpSysMajorVer": self.opsys_major_ver,
+            "DetectedCpus": self.detected_cpus,
+            "DetectedMemory": self.detected_memory,
+            "TotalCpus": self.cpus,
+            "TotalMemory": self.memory,
+            "TotalDisk": self.disk,
+            "UidDomain": self.uid_domain,
+            "FileSystemDomain": self.filesystem_domain,
+        }
+        if self.gpus:
+            ad["DetectedGPUs"] = self.gpus
+            ad["TotalGPUs"] = self.gpus
+            ad["AssignedGPUs"] = ",".join(self.gpu_ids)
+        return ad
+
+
+def _arch() -> str:
+    # HTCondor's names: X86_64, INTEL (32-bit x86), aarch64, ppc64le.
+    m = platform.machine()
+    return {"x86_64": "X86_64", "amd64": "X86_64", "i686": "INTEL", "i386": "INTEL"}.get(m.lower(), m)
+
+
+def _os_release() -> tuple[str, int]:
+    """(OpSysName, OpSysMajorVer) as HTCondor forms them, e.g. ("Ubuntu", 22)."""
+    info: dict[str, str] = {}
+    try:
+        with open("/etc/os-release") as fh:
+            for line in fh:
+                key, sep, value = line.strip().partition("=")
+                if sep:
+                    info[key] = value.strip().strip('"')
+    except OSError:
+        return platform.system() or "Unknown", 0
+    name = info.get("NAME", "Linux").split()[0]
+    try:
+        major = int(info.get("VERSION_ID", "0").split(".")[0])
+    except ValueError:
+        major = 0
+    return name, major
+
+
+def _memory_mib() -> int:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError):
+        pass
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024))
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # what this process may use, as in a container
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def disk_kib(path: str) -> int:
+    """Free KiB on the file system holding ``path`` (the nearest existing parent)."""
+    probe = os.path.abspath(path)
+    while not os.path.exists(probe) and probe != "/":
+        probe = os.path.dirname(probe)
+    return shutil.disk_usage(probe).free // 1024
+
+
+def _gpus() -> tuple[str, ...]:
+    return tuple(sorted(f"GPU-{os.path.basename(p)[6:]}" for p in glob.glob("/dev/nvidia[0-9]*")))
+
+
+def detect(execute_dir: str, overrides: dict[str, Any] | None = None) -> Machine:
+    """Detect the machine; ``overrides`` maps knob names (NUM_CPUS, MEMORY, ...) to values."""
+    o = {k.upper(): v for k, v in (overrides or {}).items() if v is not None}
+    name, major = _os_release()
+    fqdn = socket.getfqdn()
+    cpus, memory = _cpus(), _memory_mib()
+    gpu_ids = _gpus()
+    found = Machine(
+        machine=fqdn,
+        arch=_arch(),
+        opsys="LINUX" if platform.system() == "Linux" else platform.system().upper(),
+        opsys_and_ver=f"{name}{major}",
+        opsys_name=name,
+        opsys_major_ver=major,
+        detected_cpus=cpus,
+        detected_memory=memory,
+        cpus=cpus,
+        memory=memory,
+        disk=disk_kib(execute_dir),
+        uid_domain=fqdn,
+        filesystem_domain=fqdn,
+        gpus=len(gpu_ids),
+        gpu_ids=gpu_ids,
+    )
+    changes: dict[str, Any] = {}
+    for knob_name, attr, kind in (
+        ("NUM_CPUS", "cpus", int),
+        ("MEMORY", "memory", int),
+        ("DISK", "disk", int),
+        ("ARCH", "arch", str),
+        ("OPSYS", "opsys", str),
+        ("OPSYSANDVER", "opsys_and_ver", str),
+        ("MACHINE", "machine", str),
+        ("UID_DOMAIN", "uid_domain", str),
+        ("FILESYSTEM_DOMAIN", "filesystem_domain", str),
+        ("NUM_GPUS", "gpus", int),
+    ):
+        if knob_name in o:
+            changes[attr] = kind(o[knob_name])
+    if "gpus" in changes:
+        changes["gpu_ids"] = tuple(f"GPU-{i}" for i in range(changes["gpus"]))
+    return replace(found, **changes)
+
+
+def load_average() -> float:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return 0.0

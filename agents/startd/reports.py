@@ -1,0 +1,123 @@
+"""Reports to the schedds: batched JobReports calls that only an explicit "unknown" can end.
+
+Every report made in one loop iteration for one schedd goes in one call (a burst of exits is one
+message). An unanswered call (a timeout, a lost connection, a garbled or failed answer) is
+retried, in order and merged with what came meanwhile, every STARTD_REPORT_RETRY seconds while the
+claim's lease lasts; a usage report is not retried (the next one supersedes it). Only the schedd's
+answer ``Unknown=[claim ids]`` ends a claim (seed 002: a communication failure taken for "claim
+unknown" killed running jobs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from gridbus.rpc import MethodResult
+
+log = logging.getLogger("gridbus.startd.reports")
+
+MAX_IN_FLIGHT = 16  # concurrent JobReports calls per schedd while it answers
+
+
+class _Outbox:
+    def __init__(self) -> None:
+        self.pending: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.backoff = False  # a call failed: one retry at a time until one is answered
+        self.waiting = False  # a retry is timed: nothing leaves before it
+
+
+class Reporter:
+    def __init__(
+        self,
+        call: Callable[[str, list[dict[str, Any]], float], Awaitable[MethodResult]],
+        *,
+        timeout: float,
+        retry: float,
+        is_live: Callable[[str], bool],
+        on_unknown: Callable[[list[str]], None],
+        on_answered: Callable[[list[str]], None],
+    ):
+        self._call = call
+        self.timeout = timeout
+        self.retry = retry
+        self._is_live = is_live
+        self._on_unknown = on_unknown
+        self._on_answered = on_answered
+        self._boxes: dict[str, _Outbox] = {}
+        self._scheduled = False
+        self._tasks: set[asyncio.Task] = set()
+        self.sent = 0  # reports delivered (answered), for statistics
+        self.failures = 0  # calls that went unanswered
+
+    def add(self, schedd: str, report: dict[str, Any]) -> None:
+        """Queue a report; it leaves with the others of this loop iteration."""
+        self._boxes.setdefault(schedd, _Outbox()).pending.append(report)
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def pending(self) -> int:
+        return sum(len(b.pending) for b in self._boxes.values())
+
+    def _flush(self) -> None:
+        self._scheduled = False
+        for schedd, box in list(self._boxes.items()):
+            if not box.pending or box.waiting or box.in_flight >= MAX_IN_FLIGHT or (box.backoff and box.in_flight):
+                continue
+            batch, box.pending = box.pending, []
+            box.in_flight += 1
+            task = asyncio.get_running_loop().create_task(self._send(schedd, box, batch), name=f"JobReports {schedd}")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _send(self, schedd: str, box: _Outbox, batch: list[dict[str, Any]]) -> None:
+        failure = ""
+        try:
+            result = await self._call(schedd, batch, self.timeout)
+            if result.status != 0:
+                failure = f"answered status {result.status}: {result.text}"
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a timeout, a lost connection: never taken for "unknown"
+            failure = f"{type(exc).__name__}: {exc}"
+        box.in_flight -= 1
+        if not failure:
+            unknown = result.outArgs.get("Unknown", [])
+            if not isinstance(unknown, list):
+                unknown = []
+            unknown = [c for c in unknown if isinstance(c, str)]
+            box.backoff = False
+            self.sent += len(batch)
+            if unknown:
+                self._on_unknown(unknown)
+            unknown_set = set(unknown)
+            self._on_answered([r["ClaimId"] for r in batch if r.get("ClaimId") not in unknown_set])
+            if box.pending:
+                self._schedule_flush()
+            return
+        self.failures += 1
+        keep = [r for r in batch if r.get("Event") != "usage" and self._is_live(str(r.get("ClaimId")))]
+        log.warning("JobReports to %s unanswered (%s); %d report(s) retried in %.1f s", schedd, failure, len(keep), self.retry)
+        box.pending[:0] = keep  # in front: the order of one claim's reports is kept
+        box.backoff = True
+        box.waiting = True
+        asyncio.get_running_loop().call_later(self.retry, self._retry, box)
+
+    def _retry(self, box: _Outbox) -> None:
+        box.waiting = False
+        box.pending = [r for r in box.pending if self._is_live(str(r.get("ClaimId")))]
+        self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -1,0 +1,149 @@
+"""The startd's knobs (HTCondor's names where HTCondor has one) and the settings built from them.
+
+The agent takes a `StartdSettings`; `StartdSettings.from_config(Config.load(daemon="startd"))`
+reads them in `main()`, tests build one directly. The slot layout follows HTCondor's knobs:
+``NUM_SLOTS`` static slots sharing the machine equally, or slot type 1 (``SLOT_TYPE_1``,
+``NUM_SLOTS_TYPE_1``, ``SLOT_TYPE_1_PARTITIONABLE``) when ``NUM_SLOTS_TYPE_1`` is set.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from gridbus.config import Config, knob
+
+knob("NUM_CPUS", 0, "cpus the startd advertises; 0 means detect")
+knob("MEMORY", 0, "MiB of memory the startd advertises; 0 means detect")
+knob("DISK", 0, "KiB of disk the startd advertises; 0 means the free space of EXECUTE")
+knob("NUM_GPUS", -1, "GPUs the startd advertises; -1 means detect (NVIDIA device nodes)")
+knob("ARCH", "", "Arch to advertise instead of the detected one")
+knob("OPSYS", "", "OpSys to advertise instead of the detected one")
+knob("OPSYSANDVER", "", "OpSysAndVer to advertise instead of the detected one")
+knob("UID_DOMAIN", "", "UidDomain; empty means the machine's fully qualified name")
+knob("FILESYSTEM_DOMAIN", "", "FileSystemDomain; empty means the machine's fully qualified name")
+knob("RANK", "0", "the slots' Rank expression: which jobs the machine prefers")
+knob("KILLING_TIMEOUT", 30.0, "seconds between SIGTERM and SIGKILL when a job is stopped gracefully")
+knob("STARTER_UPDATE_INTERVAL", 300.0, "seconds between usage reports of a running job to its schedd")
+knob("STARTER_MEMORY_CHECK_INTERVAL", 1.0, "seconds between samples of a running job's memory and cpu use")
+knob("STARTER_ENFORCE_MEMORY_LIMIT", True, "kill a job whose resident memory exceeds its RequestMemory")
+knob("STARTER_ALLOW_RUNAS_OWNER", True, "when the startd runs as root, run each job as its Owner if that account exists")
+knob("STARTER_UNPRIVILEGED_USER", "", "account for jobs whose Owner cannot be used (e.g. nobody); empty: refuse such jobs")
+knob("STARTER_ALLOW_ROOT_JOBS", False, "let a job run as root when no other account applies (never the default)")
+knob("STARTD_REPORT_TIMEOUT", 10.0, "seconds a JobReports call to a schedd may take before it is retried")
+knob("STARTD_REPORT_RETRY", 1.0, "seconds between retries of an unanswered JobReports call")
+knob("JOB_DEFAULT_REQUESTCPUS", 1, "cpus a job without RequestCpus gets")
+knob("JOB_DEFAULT_REQUESTMEMORY", 128, "MiB a job without RequestMemory gets")
+knob("JOB_DEFAULT_REQUESTDISK", 1024, "KiB a job without RequestDisk gets")
+
+
+@dataclass(frozen=True)
+class SlotShare:
+    """One slot type's share of the machine: a fraction (0..1] or an absolute amount each."""
+
+    cpus: float | int = 1.0
+    memory: float | int = 1.0
+    disk: float | int = 1.0
+
+    @staticmethod
+    def parse(text: str) -> SlotShare:
+        """HTCondor's SLOT_TYPE_<N> syntax: ``cpus=2, memory=1024, disk=50%`` or ``25%``."""
+        text = text.strip()
+        if not text:
+            return SlotShare()
+        if re.fullmatch(r"\d+(\.\d+)?%", text):
+            frac = float(text[:-1]) / 100
+            return SlotShare(frac, frac, frac)
+        values: dict[str, float | int] = {}
+        for part in re.split(r"[,\s]+", text):
+            if not part:
+                continue
+            name, sep, value = part.partition("=")
+            name = name.strip().lower()
+            if not sep or name not in ("cpus", "cpu", "memory", "mem", "ram", "disk"):
+                raise ValueError(f"slot type {text!r}: {part!r} is not cpus=, memory= or disk=")
+            key = {"cpu": "cpus", "mem": "memory", "ram": "memory"}.get(name, name)
+            value = value.strip()
+            try:
+                values[key] = float(value[:-1]) / 100 if value.endswith("%") else int(value)
+            except ValueError:
+                raise ValueError(f"slot type {text!r}: {value!r} is not a number or a percentage") from None
+        return SlotShare(**values)
+
+
+@dataclass(frozen=True)
+class StartdSettings:
+    execute: str = "/tmp/gridbus-execute"
+    num_slots: int = 0  # static slots; 0 means one per detected cpu
+    partitionable: bool = False  # one partitionable slot of the whole machine (slot type 1)
+    slot_share: SlotShare = field(default_factory=SlotShare)
+    start: str = "TRUE"
+    rank: str = "0"
+    overrides: dict[str, Any] = field(default_factory=dict)  # NUM_CPUS, MEMORY, ... for detect()
+    killing_timeout: float = 30.0
+    update_interval: float = 300.0  # STARTER_UPDATE_INTERVAL
+    memory_check_interval: float = 1.0
+    enforce_memory: bool = True
+    allow_runas_owner: bool = True
+    unprivileged_user: str = ""
+    allow_root_jobs: bool = False
+    report_timeout: float = 10.0
+    report_retry: float = 1.0
+    default_request_cpus: int = 1
+    default_request_memory: int = 128
+    default_request_disk: int = 1024
+
+    @classmethod
+    def from_config(cls, cfg: Config) -> StartdSettings:
+        overrides: dict[str, Any] = {}
+        for name in ("NUM_CPUS", "MEMORY", "DISK"):
+            if cfg.get(name) > 0:
+                overrides[name] = cfg.get(name)
+        if cfg.get("NUM_GPUS") >= 0:
+            overrides["NUM_GPUS"] = cfg.get("NUM_GPUS")
+        for name in ("ARCH", "OPSYS", "OPSYSANDVER", "UID_DOMAIN", "FILESYSTEM_DOMAIN"):
+            if cfg.get(name):
+                overrides[name] = cfg.get(name)
+        typed = cfg.get("NUM_SLOTS_TYPE_1") > 0
+        num_slots = cfg.get("NUM_SLOTS_TYPE_1") if typed else cfg.get("NUM_SLOTS")
+        if not typed and "NUM_SLOTS" not in _explicit(cfg):
+            num_slots = 0  # HTCondor: one static slot per cpu, counted after NUM_CPUS applies
+        return cls(
+            execute=str(cfg.get("EXECUTE")),
+            num_slots=int(num_slots),
+            partitionable=bool(typed and cfg.get("SLOT_TYPE_1_PARTITIONABLE")),
+            slot_share=SlotShare.parse(cfg.get("SLOT_TYPE_1")) if typed else SlotShare(),
+            start=str(cfg.get("START")),
+            rank=str(cfg.get("RANK")),
+            overrides=overrides,
+            killing_timeout=cfg.get("KILLING_TIMEOUT"),
+            update_interval=cfg.get("STARTER_UPDATE_INTERVAL"),
+            memory_check_interval=cfg.get("STARTER_MEMORY_CHECK_INTERVAL"),
+            enforce_memory=cfg.get("STARTER_ENFORCE_MEMORY_LIMIT"),
+            allow_runas_owner=cfg.get("STARTER_ALLOW_RUNAS_OWNER"),
+            unprivileged_user=cfg.get("STARTER_UNPRIVILEGED_USER"),
+            allow_root_jobs=cfg.get("STARTER_ALLOW_ROOT_JOBS"),
+            report_timeout=cfg.get("STARTD_REPORT_TIMEOUT"),
+            report_retry=cfg.get("STARTD_REPORT_RETRY"),
+            default_request_cpus=cfg.get("JOB_DEFAULT_REQUESTCPUS"),
+            default_request_memory=cfg.get("JOB_DEFAULT_REQUESTMEMORY"),
+            default_request_disk=cfg.get("JOB_DEFAULT_REQUESTDISK"),
+        )
+
+    def validate(self) -> None:
+        if self.num_slots < 0:
+            raise ValueError(f"NUM_SLOTS must be 0 or more, not {self.num_slots}")
+        if self.killing_timeout < 0:
+            raise ValueError(f"KILLING_TIMEOUT must not be negative, not {self.killing_timeout}")
+        for name in ("update_interval", "memory_check_interval", "report_timeout", "report_retry"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, not {getattr(self, name)}")
+        if not os.path.isabs(self.execute):
+            raise ValueError(f"EXECUTE must be an absolute path, not {self.execute!r}")
+
+
+def _explicit(cfg: Config) -> set[str]:
+    """Knobs set in the file or the environment rather than left at their default."""
+    return {name for name in ("NUM_SLOTS",) if cfg.source(name) != "default"}

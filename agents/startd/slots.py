@@ -1,0 +1,232 @@
+"""Slots and claims: how a startd divides its machine, and who holds which part.
+
+Static slots share the machine in fixed parts (NUM_SLOTS). A partitionable slot holds the whole
+machine (or its slot type's share) and is carved, claim by claim, into dynamic slots of the
+request's RequestCpus, RequestMemory and RequestDisk; a dynamic slot that goes away gives its
+resources back. Names follow HTCondor: ``slotN@name`` and ``slotN_M@name``.
+
+A claim id is a random secret. An unclaimed static slot and a partitionable slot each have one,
+published only in the private ad, for the negotiator to hand to the schedd it matches. A claimed
+slot's id is known only to the startd and the claiming schedd; when a claim ends, the slot gets a
+fresh id so the old one is stale (status 6) from then on.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gridbus.agents.startd.arguments import lookup
+
+if TYPE_CHECKING:
+    from gridbus.agents.startd.starter import Job
+
+STATIC, PARTITIONABLE, DYNAMIC = "Static", "Partitionable", "Dynamic"
+
+# HTCondor's states and activities (machine-attrs: State, Activity).
+UNCLAIMED, CLAIMED, OWNER, PREEMPTING, DRAINED = "Unclaimed", "Claimed", "Owner", "Preempting", "Drained"
+IDLE, BUSY, RETIRING, VACATING, KILLING = "Idle", "Busy", "Retiring", "Vacating", "Killing"
+
+# Reqexp.cpp: a slot takes a job only when the job's requests fit what the slot has.
+WITHIN_RESOURCE_LIMITS = (
+    "MY.Cpus > 0 && TARGET.RequestCpus <= MY.Cpus && MY.Memory > 0 && TARGET.RequestMemory <= MY.Memory "
+    "&& MY.Disk > 0 && TARGET.RequestDisk <= MY.Disk"
+)
+WITHIN_GPU_LIMITS = " && (TARGET.RequestGPUs =?= undefined || TARGET.RequestGPUs <= MY.GPUs)"
+REQUIREMENTS = "START && WithinResourceLimits"
+
+
+def new_claim_id() -> str:
+    return secrets.token_urlsafe(24)
+
+
+@dataclass
+class Claim:
+    id: str
+    slot: Slot
+    schedd: str  # the address reports go to
+    lease: float  # seconds
+    owner: str
+    user: str
+    renewed: float = field(default_factory=time.monotonic)
+    since: float = field(default_factory=time.time)
+    job: Job | None = None
+    last_ad: Mapping[str, Any] | None = None  # the job ad of the current or last activation
+    retiring: bool = False  # draining: no new activation; released when idle
+
+    def renew(self) -> None:
+        self.renewed = time.monotonic()
+
+    def expired(self, now: float) -> bool:
+        return now - self.renewed > self.lease
+
+
+@dataclass
+class Slot:
+    name: str
+    slot_id: int
+    kind: str
+    cpus: int
+    memory: int  # MiB
+    disk: int  # KiB
+    gpus: int = 0
+    sub_id: int = 0
+    parent: Slot | None = None
+    children: dict[str, Slot] = field(default_factory=dict)
+    total_cpus: int = 0  # a partitionable slot's whole share
+    total_memory: int = 0
+    total_disk: int = 0
+    total_gpus: int = 0
+    next_child: int = 1
+    claim_id: str = field(default_factory=new_claim_id)
+    claim: Claim | None = None
+    state: str = UNCLAIMED
+    activity: str = IDLE
+    entered_state: int = field(default_factory=lambda: int(time.time()))
+    entered_activity: int = field(default_factory=lambda: int(time.time()))
+
+    def set(self, state: str | None = None, activity: str | None = None) -> bool:
+        """Change state and/or activity, stamping the times; True if anything changed."""
+        now = int(time.time())
+        changed = False
+        if state is not None and state != self.state:
+            self.state, self.entered_state, changed = state, now, True
+            if activity is None:
+                activity = self.activity
+            self.entered_activity = now
+        if activity is not None and activity != self.activity:
+            self.activity, self.entered_activity, changed = activity, now, True
+        return changed
+
+    @property
+    def short(self) -> str:
+        return self.name.split("@", 1)[0]
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a job asks of a slot, evaluated against it (defaults for what the job leaves out)."""
+
+    cpus: int
+    memory: int
+    disk: int
+    gpus: int = 0
+
+
+class SlotTable:
+    """All slots of one startd and the index of claim ids."""
+
+    def __init__(self, startd_name: str, total_cpus: int, total_memory: int, total_disk: int,
+                 total_gpus: int, num_slots: int, partitionable: bool, share: Any = None):
+        self.startd_name = startd_name
+        self.slots: dict[str, Slot] = {}
+        self._by_claim: dict[str, Slot] = {}
+        if partitionable:
+            cpus = _part(total_cpus, getattr(share, "cpus", 1.0))
+            memory = _part(total_memory, getattr(share, "memory", 1.0))
+            disk = _part(total_disk, getattr(share, "disk", 1.0))
+            slot = Slot(f"slot1@{startd_name}", 1, PARTITIONABLE, cpus, memory, disk, total_gpus,
+                        total_cpus=cpus, total_memory=memory, total_disk=disk, total_gpus=total_gpus)
+            self._add(slot)
+        else:
+            n = num_slots or total_cpus
+            for i in range(1, n + 1):
+                # HTCondor divides cpus, memory and disk evenly among static slots.
+                cpus = max(1, total_cpus // n)
+                memory = max(1, total_memory // n)
+                disk = max(1, total_disk // n)
+                gpus = total_gpus // n if total_gpus >= n else (1 if i <= total_gpus else 0)
+                self._add(Slot(f"slot{i}@{startd_name}", i, STATIC, cpus, memory, disk, gpus,
+                               total_cpus=cpus, total_memory=memory, total_disk=disk, total_gpus=gpus))
+
+    def _add(self, slot: Slot) -> None:
+        self.slots[slot.name] = slot
+        self._by_claim[slot.claim_id] = slot
+
+    def by_claim_id(self, claim_id: str) -> Slot | None:
+        return self._by_claim.get(claim_id)
+
+    def claims(self) -> list[Claim]:
+        return [s.claim for s in self.slots.values() if s.claim is not None]
+
+    def rekey(self, slot: Slot) -> None:
+        """Give a slot a fresh claim id; the old one is stale from now on."""
+        self._by_claim.pop(slot.claim_id, None)
+        slot.claim_id = new_claim_id()
+        self._by_claim[slot.claim_id] = slot
+
+    def claim(self, slot: Slot, schedd: str, lease: float, job_ad: Mapping[str, Any]) -> Claim:
+        claim = Claim(slot.claim_id, slot, schedd, lease, str(lookup(job_ad, "Owner") or ""),
+                      str(lookup(job_ad, "User") or lookup(job_ad, "Owner") or ""))
+        slot.claim = claim
+        slot.set(CLAIMED, IDLE)
+        return claim
+
+    def carve(self, parent: Slot, req: Request) -> Slot:
+        """A dynamic slot of ``req`` out of a partitionable slot (the caller checked it fits)."""
+        sub = parent.next_child
+        parent.next_child += 1
+        child = Slot(f"slot{parent.slot_id}_{sub}@{self.startd_name}", parent.slot_id, DYNAMIC,
+                     req.cpus, req.memory, req.disk, req.gpus, sub_id=sub, parent=parent,
+                     total_cpus=parent.total_cpus, total_memory=parent.total_memory,
+                     total_disk=parent.total_disk, total_gpus=parent.total_gpus)
+        parent.cpus -= req.cpus
+        parent.memory -= req.memory
+        parent.disk -= req.disk
+        parent.gpus -= req.gpus
+        parent.children[child.name] = child
+        self._add(child)
+        return child
+
+    def free(self, slot: Slot) -> None:
+        """End a slot's claim: a dynamic slot goes away (its resources return), a static one is
+        unclaimed again with a fresh claim id."""
+        slot.claim = None
+        if slot.kind == DYNAMIC and slot.parent is not None:
+            parent = slot.parent
+            parent.cpus += slot.cpus
+            parent.memory += slot.memory
+            parent.disk += slot.disk
+            parent.gpus += slot.gpus
+            parent.children.pop(slot.name, None)
+            self.slots.pop(slot.name, None)
+            self._by_claim.pop(slot.claim_id, None)
+            return
+        self.rekey(slot)
+        slot.set(UNCLAIMED, IDLE)
+
+    def request_of(self, job_ad: Mapping[str, Any], slot_ad: Mapping[str, Any], defaults: Request) -> Request:
+        """The job's RequestCpus/Memory/Disk/GPUs, evaluated with the slot as TARGET."""
+        return Request(
+            cpus=_requested(job_ad, "RequestCpus", slot_ad, defaults.cpus),
+            memory=_requested(job_ad, "RequestMemory", slot_ad, defaults.memory),
+            disk=_requested(job_ad, "RequestDisk", slot_ad, defaults.disk),
+            gpus=_requested(job_ad, "RequestGPUs", slot_ad, 0),
+        )
+
+
+def _part(total: int, share: float | int) -> int:
+    if isinstance(share, float) and share <= 1.0:
+        return max(1, int(total * share))
+    return max(1, min(total, int(share)))
+
+
+def _requested(job_ad: Mapping[str, Any], attr: str, slot_ad: Mapping[str, Any], default: int) -> int:
+    value = lookup(job_ad, attr)
+    if value is None:
+        return default
+    if isinstance(value, str):
+        raise ValueError(f"{attr} is a string ({value!r}), not a number or an expression")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        from gridbus import classad
+
+        value = classad.compile(str(value)).eval(job_ad, slot_ad)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{attr} does not evaluate to a number (got {value!r})")
+    if value < 0:
+        raise ValueError(f"{attr} is negative ({value})")
+    return int(math.ceil(value))

@@ -1,0 +1,412 @@
+"""The starter: runs each job as a child process of the startd and watches it to the end.
+
+No shell and no process per job on the startd's side: the job is spawned directly (Cmd and its
+arguments, Iwd, environment, In/Out/Err, as the account the run-as policy picks) as the leader of
+its own session, and its exit is noticed through a pidfd on the event loop (as
+``asyncio.PidfdChildWatcher`` does), so a short job costs one fork/exec and two system calls.
+
+When the leader exits, what is left of its process group is killed while the leader is still a
+zombie (its pid, which names the group, cannot have been reused yet), the exit is handed to the
+startd at once, and only then is the scratch directory cleaned. Usage and the memory limit are
+sampled for all running jobs in one scan of /proc every STARTER_MEMORY_CHECK_INTERVAL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import math
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gridbus.agents.startd import proctree
+from gridbus.agents.startd.accounts import Account, RunAsPolicy, RunAsRefused, may_access
+from gridbus.agents.startd.arguments import ArgumentError, job_argv, job_environment, lookup
+
+# HTCondor's HoldReasonCode values for what the starter can run into.
+HOLD_FAILED_TO_CREATE_PROCESS = 6
+HOLD_UNABLE_TO_OPEN_OUTPUT = 7
+HOLD_UNABLE_TO_OPEN_INPUT = 8
+HOLD_IWD = 14
+HOLD_JOB_OUT_OF_RESOURCES = 34
+
+log = logging.getLogger("gridbus.startd.starter")
+
+
+class StartFailed(Exception):
+    """The job could not be started; the schedd holds it with this reason and code."""
+
+    def __init__(self, reason: str, code: int, subcode: int = 0):
+        super().__init__(reason)
+        self.reason = reason
+        self.code = code
+        self.subcode = subcode
+
+
+@dataclass
+class Job:
+    """One job process, from spawn to reaped exit."""
+
+    key: str  # the claim id it runs on
+    ad: Mapping[str, Any]
+    slot: str
+    pid: int
+    proc: subprocess.Popen
+    pidfd: int
+    scratch: str
+    account: Account
+    memory_limit_kib: int | None
+    kill_signal: int = signal.SIGTERM
+    started: float = field(default_factory=time.time)
+    peak_rss_kib: int = 0
+    peak_vsize_kib: int = 0
+    user_cpu: float = 0.0
+    sys_cpu: float = 0.0
+    memory_exceeded: bool = False
+    stop_reason: str | None = None  # deactivate, release, vacate, lease, shutdown, memory
+    exit: dict[str, Any] | None = None
+    ended: float = 0.0
+    kill_timer: asyncio.TimerHandle | None = None
+    last_usage_report: float = field(default_factory=time.monotonic)
+    done: asyncio.Future | None = None
+
+    def usage(self) -> dict[str, Any]:
+        """HTCondor's usage attributes: cpu seconds, sizes in KiB, MemoryUsage in MiB."""
+        return {
+            "RemoteUserCpu": round(self.user_cpu, 3),
+            "RemoteSysCpu": round(self.sys_cpu, 3),
+            "ImageSize": self.peak_vsize_kib,
+            "ResidentSetSize": self.peak_rss_kib,
+            "MemoryUsage": math.ceil(self.peak_rss_kib / 1024),
+        }
+
+
+class Starter:
+    """Launches, watches and stops the job processes of one startd, on its event loop."""
+
+    def __init__(
+        self,
+        execute: str,
+        policy: RunAsPolicy,
+        *,
+        killing_timeout: float = 30.0,
+        enforce_memory: bool = True,
+        on_exit: Callable[[Job], None],
+        on_usage: Callable[[list[Job]], None] | None = None,
+        usage_interval: float = 300.0,
+        check_interval: float = 1.0,
+    ):
+        self.execute = execute
+        self.policy = policy
+        self.killing_timeout = killing_timeout
+        self.enforce_memory = enforce_memory
+        self.on_exit = on_exit
+        self.on_usage = on_usage
+        self.usage_interval = usage_interval
+        self.check_interval = check_interval
+        self.running: dict[str, Job] = {}  # by claim id
+        self._seq = itertools.count(1)
+        self._finished_sessions: dict[int, tuple[int, float]] = {}  # sid -> (end ticks, forget at)
+        self._to_clean: list[str] = []
+        self._clean_scheduled = False
+        os.makedirs(execute, mode=0o755, exist_ok=True)
+
+    # ------------------------------------------------------------------ start
+    def start(self, key: str, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
+              memory_limit_mib: int | None) -> Job:
+        """Spawn the job; raises StartFailed with the hold reason when it cannot run."""
+        loop = asyncio.get_running_loop()
+        try:
+            account = self.policy.account_for(_str(ad, "Owner"))
+        except RunAsRefused as exc:
+            raise StartFailed(exc.reason, exc.code) from None
+        cmd = _str(ad, "Cmd")
+        if not cmd:
+            raise StartFailed("the job ad has no Cmd: the starter does not know what to run", HOLD_FAILED_TO_CREATE_PROCESS)
+        try:
+            args = job_argv(ad)
+            job_env = job_environment(ad)
+        except ArgumentError as exc:
+            raise StartFailed(f"cannot parse the job's arguments or environment: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
+        scratch = os.path.join(self.execute, f"dir_{os.getpid()}_{next(self._seq)}")
+        try:
+            os.mkdir(scratch, 0o700)
+            if account.switch:
+                os.chown(scratch, account.uid, account.gid)
+        except OSError as exc:
+            raise StartFailed(f"cannot make the scratch directory {scratch}: {exc.strerror}", HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0) from None
+        fds: list[int] = []
+        try:
+            iwd = _str(ad, "Iwd") or scratch
+            if not os.path.isabs(iwd):
+                raise StartFailed(f"Iwd {iwd!r} is not an absolute path", HOLD_IWD)
+            executable = cmd if os.path.isabs(cmd) else os.path.join(iwd, cmd)
+            stdin = self._open(ad, "In", iwd, account, write=False, fds=fds)
+            stdout = self._open(ad, "Out", iwd, account, write=True, fds=fds)
+            err_path = _str(ad, "Err")
+            out_path = _str(ad, "Out")
+            if err_path and out_path and _resolve(err_path, iwd) == _resolve(out_path, iwd):
+                stderr = stdout  # one file for both, so the two streams interleave in order
+            else:
+                stderr = self._open(ad, "Err", iwd, account, write=True, fds=fds)
+            env = {
+                "_CONDOR_SCRATCH_DIR": scratch,
+                "_CONDOR_SLOT": slot.split("@", 1)[0],
+                "TMPDIR": scratch,
+                "TMP": scratch,
+                "TEMP": scratch,
+                "BATCH_SYSTEM": "HTCondor",
+                **env_extra,
+                **job_env,
+            }
+            switch = {"user": account.uid, "group": account.gid, "extra_groups": list(account.groups)} if account.switch else {}
+            try:
+                proc = subprocess.Popen(
+                    [executable, *args],
+                    executable=executable,
+                    cwd=iwd,
+                    env=env,
+                    stdin=stdin,
+                    stdout=stdout,
+                    stderr=stderr,
+                    start_new_session=True,  # its own session and process group: one kill reaches them all
+                    close_fds=True,
+                    **switch,
+                )
+            except OSError as exc:
+                if exc.filename == iwd and not os.path.isdir(iwd):
+                    raise StartFailed(f"cannot enter Iwd {iwd}: {exc.strerror}", HOLD_IWD, exc.errno or 0) from None
+                raise StartFailed(
+                    f"cannot execute {executable}: {exc.strerror or exc}", HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0
+                ) from None
+            except (subprocess.SubprocessError, ValueError) as exc:
+                raise StartFailed(f"cannot start {executable}: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
+        except StartFailed:
+            self._clean_now(scratch)
+            raise
+        finally:
+            for fd in fds:
+                os.close(fd)
+        pidfd = os.pidfd_open(proc.pid)
+        job = Job(
+            key=key,
+            ad=ad,
+            slot=slot,
+            pid=proc.pid,
+            proc=proc,
+            pidfd=pidfd,
+            scratch=scratch,
+            account=account,
+            memory_limit_kib=memory_limit_mib * 1024 if (memory_limit_mib and self.enforce_memory) else None,
+            kill_signal=_kill_signal(ad),
+            done=loop.create_future(),
+        )
+        self.running[key] = job
+        loop.add_reader(pidfd, self._reap, job)
+        return job
+
+    def _open(self, ad: Mapping[str, Any], attr: str, iwd: str, account: Account, *, write: bool, fds: list[int]) -> int:
+        path = _str(ad, attr)
+        target = _resolve(path, iwd) if path else os.devnull
+        code = HOLD_UNABLE_TO_OPEN_OUTPUT if write else HOLD_UNABLE_TO_OPEN_INPUT
+        if target != os.devnull and not may_access(target, account, write):
+            raise StartFailed(f"{account.name} may not {'write' if write else 'read'} {attr} file {target}", code, 13)
+        try:
+            if write:
+                existed = os.path.exists(target)
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+                if account.switch and not existed:
+                    os.fchown(fd, account.uid, account.gid)
+            else:
+                fd = os.open(target, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise StartFailed(f"cannot open {attr} file {target}: {exc.strerror}", code, exc.errno or 0) from None
+        fds.append(fd)
+        return fd
+
+    # ------------------------------------------------------------------ exit
+    def _reap(self, job: Job) -> None:
+        loop = asyncio.get_running_loop()
+        loop.remove_reader(job.pidfd)
+        os.close(job.pidfd)
+        # Kill the rest of the group while the leader is a zombie: its pid (the group's id) is
+        # still ours, so the signal cannot reach a stranger that reused it.
+        proctree.signal_group(job.pid, signal.SIGKILL)
+        try:
+            _, status, ru = os.wait4(job.pid, 0)
+            user_cpu, sys_cpu, maxrss = ru.ru_utime, ru.ru_stime, ru.ru_maxrss
+        except ChildProcessError:  # reaped elsewhere: the status is lost
+            status, user_cpu, sys_cpu, maxrss = -1, 0.0, 0.0, 0
+        job.proc.returncode = status  # Popen must never wait for it again
+        if job.kill_timer is not None:
+            job.kill_timer.cancel()
+            job.kill_timer = None
+        job.ended = time.time()
+        job.user_cpu = max(job.user_cpu, user_cpu)
+        job.sys_cpu = max(job.sys_cpu, sys_cpu)
+        job.peak_rss_kib = max(job.peak_rss_kib, maxrss)
+        if status == -1:
+            exit_info: dict[str, Any] = {"ExitBySignal": False, "ExitCode": -1}
+        elif os.WIFSIGNALED(status):
+            exit_info = {"ExitBySignal": True, "ExitSignal": os.WTERMSIG(status)}
+        else:
+            exit_info = {"ExitBySignal": False, "ExitCode": os.WEXITSTATUS(status)}
+        exit_info.update(job.usage())
+        exit_info["MemoryExceeded"] = job.memory_exceeded
+        if job.memory_exceeded and job.memory_limit_kib:
+            exit_info["HoldReason"] = (
+                f"Job has gone over memory limit of {job.memory_limit_kib // 1024} megabytes. "
+                f"Peak usage: {math.ceil(job.peak_rss_kib / 1024)} megabytes."
+            )
+            exit_info["HoldReasonCode"] = HOLD_JOB_OUT_OF_RESOURCES
+            exit_info["HoldReasonSubCode"] = 0
+        job.exit = exit_info
+        self.running.pop(job.key, None)
+        try:
+            self.on_exit(job)  # the exit report is queued before anything else happens
+        finally:
+            try:
+                self._finished_sessions[job.pid] = (proctree.uptime_ticks(), time.monotonic() + 30)
+            except OSError:
+                pass
+            if job.done is not None and not job.done.done():
+                job.done.set_result(None)
+            self._to_clean.append(job.scratch)
+            if not self._clean_scheduled:
+                # Later than the report's publish (which starts on the next loop iteration).
+                self._clean_scheduled = True
+                loop.call_later(0.05, self._clean)
+
+    def _clean(self) -> None:
+        self._clean_scheduled = False
+        paths, self._to_clean = self._to_clean, []
+        slow = []
+        for path in paths:
+            try:
+                os.rmdir(path)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                slow.append(path)
+        if slow:
+            asyncio.get_running_loop().run_in_executor(None, _rmtree_all, slow)
+
+    def _clean_now(self, path: str) -> None:
+        shutil.rmtree(path, ignore_errors=True)
+
+    # ------------------------------------------------------------------ stop
+    def stop(self, job: Job, graceful: bool, reason: str) -> None:
+        """Stop a job: its kill signal now and SIGKILL after KILLING_TIMEOUT, or SIGKILL now."""
+        if job.exit is not None:
+            return
+        job.stop_reason = job.stop_reason or reason
+        if graceful and self.killing_timeout > 0:
+            proctree.signal_group(job.pid, job.kill_signal)
+            if job.kill_timer is None:
+                job.kill_timer = asyncio.get_running_loop().call_later(self.killing_timeout, self._hard_kill, job)
+        else:
+            self._hard_kill(job)
+
+    def _hard_kill(self, job: Job) -> None:
+        job.kill_timer = None
+        if job.exit is None:
+            proctree.signal_group(job.pid, signal.SIGKILL)
+            proctree.kill_session(job.pid)  # members that moved to another process group
+
+    async def stop_and_wait(self, job: Job, graceful: bool, reason: str) -> None:
+        self.stop(job, graceful, reason)
+        if job.done is not None:
+            await asyncio.shield(job.done)
+
+    async def shutdown(self) -> None:
+        """Kill every job (the startd is going away) and wait until they are reaped."""
+        jobs = list(self.running.values())
+        for job in jobs:
+            self.stop(job, graceful=False, reason="shutdown")
+        waits = [j.done for j in jobs if j.done is not None]
+        if waits:
+            await asyncio.wait(waits, timeout=5)
+
+    # ------------------------------------------------------------------ monitoring
+    async def monitor(self) -> None:
+        """Sample every running job's tree: usage, the memory limit, stray processes."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.check_interval)
+            now = time.monotonic()
+            for sid, (_, forget) in list(self._finished_sessions.items()):
+                if forget < now:
+                    del self._finished_sessions[sid]
+            if not self.running and not self._finished_sessions:
+                continue
+            sessions = {j.pid for j in self.running.values()} | set(self._finished_sessions)
+            tree = await loop.run_in_executor(None, proctree.scan, sessions)
+            self._apply(tree)
+
+    def _apply(self, tree: dict[int, list[proctree.ProcStat]]) -> None:
+        now = time.monotonic()
+        due: list[Job] = []
+        for job in list(self.running.values()):
+            procs = tree.get(job.pid)
+            if not procs or job.exit is not None:
+                continue
+            u = proctree.usage_of(procs)
+            job.peak_rss_kib = max(job.peak_rss_kib, u.rss_kib)
+            job.peak_vsize_kib = max(job.peak_vsize_kib, u.vsize_kib)
+            job.user_cpu = max(job.user_cpu, u.user_cpu)
+            job.sys_cpu = max(job.sys_cpu, u.sys_cpu)
+            if job.memory_limit_kib is not None and u.rss_kib > job.memory_limit_kib and not job.memory_exceeded:
+                log.info("job on %s is over its memory limit (%d KiB > %d KiB): killing it", job.slot, u.rss_kib, job.memory_limit_kib)
+                job.memory_exceeded = True
+                self.stop(job, graceful=False, reason="memory")
+                continue
+            if now - job.last_usage_report >= self.usage_interval:
+                job.last_usage_report = now
+                due.append(job)
+        # Descendants that outlived their job's leader (they left its process group).
+        for sid, (end_ticks, _) in self._finished_sessions.items():
+            for st in tree.get(sid, []):
+                if st.start_ticks <= end_ticks:
+                    try:
+                        os.kill(st.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+        if due and self.on_usage is not None:
+            self.on_usage(due)
+
+
+def _rmtree_all(paths: list[str]) -> None:
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _resolve(path: str, iwd: str) -> str:
+    return path if os.path.isabs(path) else os.path.join(iwd, path)
+
+
+def _str(ad: Mapping[str, Any], name: str) -> str | None:
+    value = lookup(ad, name)
+    return value if isinstance(value, str) else None
+
+
+def _kill_signal(ad: Mapping[str, Any]) -> int:
+    """The job's KillSig (a name like SIGTERM or TERM, or a number); SIGTERM by default."""
+    value = lookup(ad, "KillSig")
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < signal.NSIG:
+        return value
+    if isinstance(value, str):
+        name = value.strip().upper()
+        if name.isdigit() and 0 < int(name) < signal.NSIG:
+            return int(name)
+        try:
+            return signal.Signals[name if name.startswith("SIG") else "SIG" + name].value
+        except KeyError:
+            pass
+    return signal.SIGTERM
