@@ -1,0 +1,76 @@
+"""The publishing side of the agent framework: batching, invalidation of vanished ads, jitter."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from gridbus import bus
+from gridbus.agent import Agent
+from gridbus.agent.core import ADS_PER_MESSAGE
+
+
+class Recorder(Agent):
+    kind = "rec"
+    my_type = "Generic"
+
+    def __init__(self, slots: int):
+        super().__init__("r1", "amqp://guest:guest@127.0.0.1:5672/", update_interval=10)
+        self.slots = [{"MyType": "Machine", "Name": f"slot{i}@h"} for i in range(slots)]
+        self.secrets: list[dict[str, Any]] = []
+        self.sent: list[tuple[str, Any, str]] = []
+
+    def ads(self) -> list[dict[str, Any]]:
+        return [self.daemon_ad(), *self.slots]
+
+    def private_ads(self) -> list[dict[str, Any]]:
+        return self.secrets
+
+    async def publish(self, exchange: str, key: str, body: Any, mtype: str) -> None:
+        assert exchange == bus.ADS
+        self.sent.append((key, body, mtype))
+
+
+def test_many_ads_travel_batched_by_type_with_sequence_and_lifetime():
+    a = Recorder(1200)
+    a.secrets = [{"MyType": "Machine", "Name": "slot0@h", "ClaimId": "x"}]
+    asyncio.run(a.publish_ads())
+    keys = [(k, len(b["ads"]), t) for k, b, t in a.sent]
+    assert keys == [
+        ("generic.r1", 1, bus.T_AD),
+        ("machine.r1", ADS_PER_MESSAGE, bus.T_AD),
+        ("machine.r1", ADS_PER_MESSAGE, bus.T_AD),
+        ("machine.r1", 200, bus.T_AD),
+        ("private.machine.r1", 1, bus.T_AD),
+    ]
+    every = [ad for _, b, _ in a.sent for ad in b["ads"]]
+    assert {ad["UpdateSequenceNumber"] for ad in every} == {1}
+    assert {ad["ClassAdLifetime"] for ad in every} == {30.0}
+    assert {ad["DaemonStartTime"] for ad in every} == {a.start_time}
+    a.sent.clear()
+    asyncio.run(a.publish_ads())
+    assert {ad["UpdateSequenceNumber"] for _, b, _ in a.sent for ad in b["ads"]} == {2}
+
+
+def test_an_ad_gone_since_the_last_round_is_invalidated_and_a_stop_invalidates_all():
+    a = Recorder(3)
+    asyncio.run(a.publish_ads())
+    a.slots.pop(1)
+    a.sent.clear()
+    asyncio.run(a.publish_ads())
+    invalidations = [(k, b) for k, b, t in a.sent if t == bus.T_INVALIDATE]
+    assert invalidations == [("machine.r1", {"mytype": "Machine", "names": ["slot1@h"]})]
+    a.sent.clear()
+    asyncio.run(a.invalidate_ads())
+    got = {b["mytype"]: sorted(b["names"]) for _, b, t in a.sent if t == bus.T_INVALIDATE}
+    assert got == {"Generic": ["r1"], "Machine": ["slot0@h", "slot2@h"]}
+
+
+def test_update_waits_spread_over_the_interval_then_stay_close_to_it():
+    a = Recorder(0)
+    firsts = [a._next_update_wait(True) for _ in range(2000)]
+    later = [a._next_update_wait(False) for _ in range(2000)]
+    assert 1.0 <= min(firsts) and max(firsts) <= 10.0
+    # Spread: the first waits cover the interval (no herd), later ones keep a 10% jitter.
+    assert min(firsts) < 2.0 and max(firsts) > 9.0
+    assert 9.0 <= min(later) and max(later) <= 10.0 and max(later) - min(later) > 0.5
