@@ -1,0 +1,111 @@
+"""Run every bench/bench_*.py's ``run()`` and rewrite bench/RESULTS.md (``make bench``).
+
+Each benchmark module exposes ``run(quick: bool = False) -> dict`` of its figures (and, where it
+has a peer, the peer's figures and the ratio, measured in the same run). This script imports them
+one after another in this process, records the figures, the date, the machine and the command,
+and writes RESULTS.md. A benchmark that fails is reported with its error; the others still run.
+
+    .venv/bin/python bench/run_all.py [--quick] [--only NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib.util
+import os
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+
+def discover() -> list[Path]:
+    return sorted(HERE.glob("bench_*.py"))
+
+
+def load(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(f"bench_{path.stem}", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_one(path: Path, quick: bool) -> tuple[dict[str, Any] | None, str, float, str]:
+    """(figures, error text, seconds, the module's first docstring line)."""
+    started = time.monotonic()
+    try:
+        module = load(path)
+        doc = (module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else ""
+        run = getattr(module, "run", None)
+        if run is None:
+            return None, "the module has no run(quick=False) function", time.monotonic() - started, doc
+        figures = run(quick=quick)
+        if not isinstance(figures, dict):
+            return None, f"run() returned {type(figures).__name__}, not a dict", time.monotonic() - started, doc
+        return figures, "", time.monotonic() - started, doc
+    except Exception:
+        return None, traceback.format_exc(limit=5), time.monotonic() - started, locals().get("doc", "")
+
+
+def render(results: list[tuple[str, dict | None, str, float, str]], command: str) -> str:
+    now = dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    lines = [
+        "# gridbus benchmark results",
+        "",
+        f"- date: {now}",
+        f"- command: `{command}`",
+        f"- machine: {platform.node()}, {os.cpu_count()} cpus, {platform.platform()}, Python {platform.python_version()}",
+        "",
+        "Rewritten by `bench/run_all.py` (`make bench`); every figure below was measured in that run.",
+        "Peers (Celery, seed figures) are given beside gridbus's own, with their ratio.",
+        "",
+    ]
+    for name, figures, error, seconds, doc in results:
+        lines += [f"## {name}", ""]
+        if doc:
+            lines += [doc, ""]
+        if error:
+            lines += ["FAILED:", "", "```", error.rstrip(), "```", ""]
+            continue
+        lines += ["| figure | value |", "|---|---|"]
+        for key, value in (figures or {}).items():
+            lines.append(f"| {key} | {value} |")
+        lines += ["", f"({seconds:.1f} s)", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="smaller runs (smoke test)")
+    p.add_argument("--only", nargs="*", default=[], help="benchmark names (e.g. bench_pool) to run")
+    p.add_argument("--output", default=str(HERE / "RESULTS.md"))
+    args = p.parse_args(argv)
+    results = []
+    failed = 0
+    for path in discover():
+        if args.only and path.stem not in args.only:
+            continue
+        print(f"== {path.stem}", flush=True)
+        figures, error, seconds, doc = run_one(path, args.quick)
+        if error:
+            failed += 1
+            print(error, flush=True)
+        else:
+            for k, v in figures.items():
+                print(f"   {k:40} {v}", flush=True)
+        results.append((path.stem, figures, error, seconds, doc))
+    command = " ".join([".venv/bin/python", "bench/run_all.py", *(argv if argv is not None else sys.argv[1:])])
+    Path(args.output).write_text(render(results, command))
+    print(f"wrote {args.output}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
