@@ -1,1 +1,33 @@
-"""gridbus."""
+"""gridbus.classad: the ClassAd language, with an API that mirrors HTCondor's ``classad2``.
+
+``import gridbus.classad as classad`` runs code written for classad2. Evaluation follows
+HTCondor's daemon semantics (classad2 after ``import htcondor2``): an unscoped name missing from MY
+is looked up in TARGET, ``==`` on strings ignores case, the HTCondor extension functions exist.
+The daemons' hot path is :func:`compile` (cached by text) and :func:`symmetric_match`.
+"""
+
+from gridbus.classad.adparse import ParserType, parseAds, parseNext, parseOne, quote, unquote
+from gridbus.classad.classad import ClassAd, symmetric_match
+from gridbus.classad.errors import ClassAdException, ClassAdParseError
+from gridbus.classad.exprtree import Compiled, ExprTree, compile
+from gridbus.classad.values import Value
+
+Parser = ParserType  # classad2 keeps the version-1 name too
+
+__all__ = [
+    "ClassAd",
+    "ClassAdException",
+    "ClassAdParseError",
+    "Compiled",
+    "ExprTree",
+    "Parser",
+    "ParserType",
+    "Value",
+    "compile",
+    "parseAds",
+    "parseNext",
+    "parseOne",
+    "quote",
+    "symmetric_match",
+    "unquote",
+]

@@ -1,0 +1,380 @@
+"""Compile a syntax tree to nested Python closures ``fn(scope, ctx) -> value``.
+
+Each node becomes one closure that calls its children's closures directly, so evaluation never
+walks or dispatches on a generic tree. Common shapes of matchmaking expressions (an attribute
+compared with a constant, conjunctions) get specialised closures with a fast path for plain
+numbers and strings that falls back to the full semantics in :mod:`operators`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from gridbus.classad import nodes as N
+from gridbus.classad import operators as O
+from gridbus.classad.scope import AdValue, Ctx, ListValue, Scope, resolve
+from gridbus.classad.values import ERROR, MISSING, UNDEFINED, AbsTime, RelTime
+
+Fn = Callable[[Scope, Ctx], Any]
+
+
+def compile_node(node: N.Node) -> Fn:
+    t = type(node)
+    if t is N.Literal:
+        return _literal(node)  # type: ignore[arg-type]
+    if t is N.AttrRef:
+        return _attr(node)  # type: ignore[arg-type]
+    if t is N.Binary:
+        return _binary(node)  # type: ignore[arg-type]
+    if t is N.Chain:
+        return _chain(node)  # type: ignore[arg-type]
+    if t is N.Unary:
+        return _unary(node)  # type: ignore[arg-type]
+    if t is N.Paren:
+        return compile_node(node.inner)  # type: ignore[attr-defined]
+    if t is N.Conditional:
+        return _conditional(node)  # type: ignore[arg-type]
+    if t is N.Elvis:
+        return _elvis(node)  # type: ignore[arg-type]
+    if t is N.Call:
+        from gridbus.classad.functions import compile_call
+
+        return compile_call(node, compile_node)  # type: ignore[arg-type]
+    if t is N.ListExpr:
+        return _list(node)  # type: ignore[arg-type]
+    if t is N.RecordExpr:
+        return _record(node)  # type: ignore[arg-type]
+    if t is N.Select:
+        return _select(node)  # type: ignore[arg-type]
+    if t is N.Subscript:
+        return _subscript(node)  # type: ignore[arg-type]
+    raise TypeError(f"cannot compile a {t.__name__}")
+
+
+def _literal(node: N.Literal) -> Fn:
+    value = node.value
+    if node.folded == "reltime":
+        # HTCondor's folded relTime("...") literal evaluates to a plain real (literals.h).
+        value = float(value.secs)
+
+    def lit(scope: Scope, ctx: Ctx) -> Any:
+        return value
+
+    lit.const = value  # type: ignore[attr-defined]
+    return lit
+
+
+def _attr(node: N.AttrRef) -> Fn:
+    name, lname = node.name, node.lname
+    if node.scope == "target":
+
+        def target_ref(scope: Scope, ctx: Ctx) -> Any:
+            t = ctx.target
+            if t is None:
+                return UNDEFINED
+            raw = t.get(name, lname)
+            if raw is MISSING:
+                return UNDEFINED
+            tr = type(raw)
+            if tr is int or tr is str or tr is float or tr is bool:
+                return raw
+            return resolve(t, lname, raw, ctx.swapped())
+
+        return target_ref
+    if node.scope == "my":
+
+        def my_ref(scope: Scope, ctx: Ctx) -> Any:
+            raw = scope.get(name, lname)
+            if raw is MISSING:
+                return UNDEFINED
+            tr = type(raw)
+            if tr is int or tr is str or tr is float or tr is bool:
+                return raw
+            return resolve(scope, lname, raw, ctx)
+
+        return my_ref
+    is_current_time = lname == "currenttime"
+
+    def ref(scope: Scope, ctx: Ctx) -> Any:
+        s: Scope | None = scope
+        while s is not None:
+            raw = s.get(name, lname)
+            if raw is not MISSING:
+                tr = type(raw)
+                if tr is int or tr is str or tr is float or tr is bool:
+                    return raw
+                return resolve(s, lname, raw, ctx)
+            s = s.parent
+        # HTCondor's daemon semantics: a name missing from MY is looked up in TARGET.
+        t = ctx.target
+        if t is not None:
+            raw = t.get(name, lname)
+            if raw is not MISSING:
+                tr = type(raw)
+                if tr is int or tr is str or tr is float or tr is bool:
+                    return raw
+                return resolve(t, lname, raw, ctx.swapped())
+        if is_current_time:
+            return int(time.time())
+        return UNDEFINED
+
+    return ref
+
+
+_ARITH = {"+", "-", "*", "/", "%"}
+_COMPARE = {"==", "!=", "<", "<=", ">", ">="}
+_BITWISE = {"&", "|", "^", "<<", ">>", ">>>"}
+
+_PY_CMP = {
+    "==": lambda x, y: x == y,
+    "!=": lambda x, y: x != y,
+    "<": lambda x, y: x < y,
+    "<=": lambda x, y: x <= y,
+    ">": lambda x, y: x > y,
+    ">=": lambda x, y: x >= y,
+}
+
+
+def _binary(node: N.Binary) -> Fn:
+    op = node.op
+    lf = compile_node(node.left)
+    rf = compile_node(node.right)
+    if op in _COMPARE:
+        return _comparison(op, lf, rf)
+    if op in _ARITH:
+        arith = O.arith
+        if op == "+":
+
+            def add(scope: Scope, ctx: Ctx) -> Any:
+                a = lf(scope, ctx)
+                b = rf(scope, ctx)
+                if type(a) is int and type(b) is int:
+                    r = a + b
+                    if -0x8000000000000000 <= r <= 0x7FFFFFFFFFFFFFFF:
+                        return r
+                return arith("+", a, b)
+
+            return add
+
+        def arith_op(scope: Scope, ctx: Ctx) -> Any:
+            return arith(op, lf(scope, ctx), rf(scope, ctx))
+
+        return arith_op
+    if op in _BITWISE:
+        bitwise = O.bitwise
+
+        def bit_op(scope: Scope, ctx: Ctx) -> Any:
+            return bitwise(op, lf(scope, ctx), rf(scope, ctx))
+
+        return bit_op
+    identical = O.identical
+    if op in ("=?=", "is"):
+
+        def is_op(scope: Scope, ctx: Ctx) -> Any:
+            return identical(lf(scope, ctx), rf(scope, ctx))
+
+        return is_op
+
+    def isnt_op(scope: Scope, ctx: Ctx) -> Any:
+        r = identical(lf(scope, ctx), rf(scope, ctx))
+        return r if r is ERROR else not r
+
+    return isnt_op
+
+
+def _comparison(op: str, lf: Fn, rf: Fn) -> Fn:
+    pycmp = _PY_CMP[op]
+    compare = O.compare
+    const = getattr(rf, "const", MISSING)
+    if type(const) in (int, float):
+        # `TARGET.Memory >= 1024`: compare plain numbers inline.
+        def cmp_const(scope: Scope, ctx: Ctx) -> Any:
+            a = lf(scope, ctx)
+            ta = type(a)
+            if ta is int or ta is float:
+                return pycmp(a, const)
+            return compare(op, a, const)
+
+        return cmp_const
+
+    def cmp(scope: Scope, ctx: Ctx) -> Any:
+        a = lf(scope, ctx)
+        b = rf(scope, ctx)
+        ta = type(a)
+        tb = type(b)
+        if (ta is int or ta is float) and (tb is int or tb is float):
+            return pycmp(a, b)
+        return compare(op, a, b)
+
+    return cmp
+
+
+def _chain(node: N.Chain) -> Fn:
+    fns = [compile_node(o) for o in node.operands]
+    first, rest = fns[0], fns[1:]
+    if node.op == "&&":
+
+        def and_chain(scope: Scope, ctx: Ctx) -> Any:
+            acc = first(scope, ctx)
+            if acc is not True and acc is not False:
+                acc = O.truth(acc)
+            for fn in rest:
+                if acc is False or acc is ERROR:
+                    return acc
+                b = fn(scope, ctx)
+                if b is True:
+                    continue  # true && true = true; undefined && true = undefined
+                if b is not False:
+                    b = O.truth(b)
+                if b is False:
+                    acc = False
+                elif b is ERROR:
+                    acc = ERROR
+                elif acc is True:
+                    acc = b
+            return acc
+
+        return and_chain
+
+    def or_chain(scope: Scope, ctx: Ctx) -> Any:
+        acc = first(scope, ctx)
+        if acc is not True and acc is not False:
+            acc = O.truth(acc)
+        for fn in rest:
+            if acc is True or acc is ERROR:
+                return acc
+            b = fn(scope, ctx)
+            if b is False:
+                continue
+            if b is not True:
+                b = O.truth(b)
+            if b is True:
+                acc = True
+            elif b is ERROR:
+                acc = ERROR
+            elif acc is False:
+                acc = b
+        return acc
+
+    return or_chain
+
+
+def _unary(node: N.Unary) -> Fn:
+    op = node.op
+    f = compile_node(node.operand)
+    unary = O.unary
+
+    def un(scope: Scope, ctx: Ctx) -> Any:
+        return unary(op, f(scope, ctx))
+
+    return un
+
+
+def _conditional(node: N.Conditional) -> Fn:
+    cf = compile_node(node.cond)
+    tf = compile_node(node.then)
+    ef = compile_node(node.other)
+
+    def cond(scope: Scope, ctx: Ctx) -> Any:
+        c = cf(scope, ctx)
+        if c is True:
+            return tf(scope, ctx)
+        if c is False:
+            return ef(scope, ctx)
+        c = O.truth(c)
+        if c is True:
+            return tf(scope, ctx)
+        if c is False:
+            return ef(scope, ctx)
+        return c
+
+    return cond
+
+
+def _elvis(node: N.Elvis) -> Fn:
+    lf = compile_node(node.left)
+    rf = compile_node(node.right)
+
+    def elvis(scope: Scope, ctx: Ctx) -> Any:
+        a = lf(scope, ctx)
+        return rf(scope, ctx) if a is UNDEFINED else a
+
+    return elvis
+
+
+def _list(node: N.ListExpr) -> Fn:
+    items = [(n, compile_node(n)) for n in node.items]
+
+    def list_value(scope: Scope, ctx: Ctx) -> Any:
+        return ListValue(items, None, scope, ctx)
+
+    return list_value
+
+
+def _record(node: N.RecordExpr) -> Fn:
+    from gridbus.classad.exprtree import ExprTree
+
+    table = {name.lower(): ExprTree._from_node(value) for name, value in node.attrs}
+
+    def record(scope: Scope, ctx: Ctx) -> Any:
+        return AdValue(Scope(table, True, scope, node), ctx)
+
+    return record
+
+
+def select_value(base: Any, name: str, lname: str) -> Any:
+    tb = type(base)
+    if tb is AdValue:
+        return base.lookup(name, lname)
+    if tb is ListValue:
+        # `{[a=1], [a=2]}.a` selects from every element.
+        out = [select_value(v, name, lname) for v in base.values()]
+        return ListValue(None, out, base.scope, base.ctx)
+    if base is UNDEFINED:
+        return UNDEFINED
+    return ERROR
+
+
+def _select(node: N.Select) -> Fn:
+    bf = compile_node(node.base)
+    name, lname = node.name, node.lname
+
+    def select(scope: Scope, ctx: Ctx) -> Any:
+        return select_value(bf(scope, ctx), name, lname)
+
+    return select
+
+
+def subscript_value(base: Any, index: Any) -> Any:
+    if base is ERROR or index is ERROR:
+        return ERROR
+    if base is UNDEFINED or index is UNDEFINED:
+        return UNDEFINED
+    tb = type(base)
+    ti = type(index)
+    if tb is ListValue:
+        if ti is not int:
+            return ERROR
+        if index < 0 or index >= len(base):
+            return ERROR
+        return base.item(index)
+    if tb is AdValue:
+        if ti is not str:
+            return ERROR
+        return base.lookup(index, index.lower())
+    return ERROR
+
+
+def _subscript(node: N.Subscript) -> Fn:
+    bf = compile_node(node.base)
+    xf = compile_node(node.index)
+
+    def subscript(scope: Scope, ctx: Ctx) -> Any:
+        return subscript_value(bf(scope, ctx), xf(scope, ctx))
+
+    return subscript
+
+
+__all__ = ["compile_node", "select_value", "subscript_value", "AbsTime", "RelTime"]

@@ -1,0 +1,135 @@
+"""The ClassAd lexer: text to tokens, each with its offset in the text."""
+
+from __future__ import annotations
+
+import re
+
+from gridbus.classad.errors import ClassAdParseError
+from gridbus.classad.values import INT_MAX
+
+# Token kinds.
+INT, REAL, STR, QNAME, NAME, OP, EOF = "int", "real", "str", "qname", "name", "op", "eof"
+
+# Longest operators first so that `=?=` is not read as `=` `?` `=`.
+_OPS = sorted(
+    [
+        "=?=", "=!=", ">>>", "==", "!=", "<=", ">=", "<<", ">>", "&&", "||",
+        "(", ")", "[", "]", "{", "}", ",", ";", ".", "?", ":", "=", "<", ">",
+        "+", "-", "*", "/", "%", "!", "~", "&", "|", "^",
+    ],
+    key=len,
+    reverse=True,
+)
+_TOKEN_RE = re.compile(
+    r"""
+    (?P<ws>(?:\s+|//[^\n]*|/\*(?:.|\n)*?\*/)+)
+  | (?P<real>(?:\d+\.\d+|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)
+  | (?P<int>\d+)
+  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<str>")
+  | (?P<qname>')
+  | (?P<op>"""
+    + "|".join(re.escape(o) for o in _OPS)
+    + r")",
+    re.VERBOSE,
+)
+
+_SIMPLE_ESCAPES = {
+    "n": 10, "t": 9, "r": 13, "b": 8, "f": 12, "v": 11, "a": 7,
+    "\\": 92, '"': 34, "'": 39, "?": 63,
+}
+
+
+class Token:
+    __slots__ = ("kind", "value", "pos", "end")
+
+    def __init__(self, kind: str, value: object, pos: int, end: int):
+        self.kind = kind
+        self.value = value
+        self.pos = pos
+        self.end = end
+
+    def __repr__(self) -> str:
+        return f"Token({self.kind}, {self.value!r}, {self.pos})"
+
+
+def _read_quoted(text: str, start: int, quote: str) -> tuple[str, int]:
+    """Read a quoted string or name starting after its opening quote; return (value, end)."""
+    out = bytearray()
+    i = start
+    n = len(text)
+    while i < n:
+        ch = text[i]
+        if ch == quote:
+            # HTCondor's strings are byte strings: octal escapes build UTF-8 sequences.
+            return out.decode("utf-8", "replace"), i + 1
+        if ch == "\\":
+            i += 1
+            if i >= n:
+                break
+            e = text[i]
+            if e in "01234567":
+                j = i
+                limit = i + (3 if e in "0123" else 2)
+                while j < n and j < limit and text[j] in "01234567":
+                    j += 1
+                out.append(int(text[i:j], 8) & 0xFF)
+                i = j
+                continue
+            code = _SIMPLE_ESCAPES.get(e)
+            if code is not None:
+                out.append(code)
+            else:  # an unknown escape stands for the character itself
+                out += e.encode("utf-8")
+            i += 1
+            continue
+        out += ch.encode("utf-8", "surrogatepass")
+        i += 1
+    what = "string" if quote == '"' else "quoted attribute name"
+    raise ClassAdParseError(f"unterminated {what}", text, start - 1)
+
+
+def tokenize(text: str) -> list[Token]:
+    """All tokens of ``text`` ending with an EOF token; raises ClassAdParseError."""
+    toks: list[Token] = []
+    pos = 0
+    n = len(text)
+    match = _TOKEN_RE.match
+    while pos < n:
+        m = match(text, pos)
+        if m is None:
+            if text.startswith("/*", pos):
+                raise ClassAdParseError("unterminated comment", text, pos)
+            raise ClassAdParseError(f"unexpected character {text[pos]!r}", text, pos)
+        kind = m.lastgroup
+        end = m.end()
+        if kind == "ws":
+            pos = end
+            continue
+        if kind == "int":
+            digits = m.group()
+            if len(digits) > 1 and digits[0] == "0":
+                # HTCondor's daemon semantics reject octal-looking integers (lexer.cpp).
+                raise ClassAdParseError("integer literal with a leading zero", text, pos)
+            if end < n and (text[end] == "." or text[end].isalpha() or text[end] == "_"):
+                raise ClassAdParseError("malformed number", text, pos)
+            value = int(digits)
+            # strtoll's overflow answer, as HTCondor's lexer leaves it.
+            toks.append(Token(INT, value if value <= INT_MAX else 0, pos, end))
+        elif kind == "real":
+            if end < n and (text[end] == "." or text[end].isalpha() or text[end] == "_"):
+                raise ClassAdParseError("malformed number", text, pos)
+            toks.append(Token(REAL, float(m.group()), pos, end))
+        elif kind == "name":
+            toks.append(Token(NAME, m.group(), pos, end))
+        elif kind == "str":
+            value, end = _read_quoted(text, end, '"')
+            toks.append(Token(STR, value, pos, end))
+        elif kind == "qname":
+            value, end = _read_quoted(text, end, "'")
+            toks.append(Token(QNAME, value, pos, end))
+        else:
+            toks.append(Token(OP, m.group(), pos, end))
+        pos = end
+    toks.append(Token(EOF, None, n, n))
+    return toks

@@ -1,0 +1,208 @@
+"""The operators' semantics on internal values (HTCondor's daemon semantics)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gridbus.classad.scope import AdValue, ListValue
+from gridbus.classad.values import ERROR, UNDEFINED, AbsTime, RelTime, wrap64
+
+_MASK64 = (1 << 64) - 1
+
+
+def _num(v: Any) -> Any:
+    """The number an operand stands for in arithmetic (booleans count as 0/1), else None."""
+    t = type(v)
+    if t is int or t is float:
+        return v
+    if t is bool:
+        return int(v)
+    return None
+
+
+def _cdiv(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def arith(op: str, a: Any, b: Any) -> Any:
+    if a is ERROR or b is ERROR:
+        return ERROR
+    if a is UNDEFINED or b is UNDEFINED:
+        return UNDEFINED
+    x = _num(a)
+    y = _num(b)
+    if x is not None and y is not None:
+        if type(x) is int and type(y) is int:
+            if op == "+":
+                return wrap64(x + y)
+            if op == "-":
+                return wrap64(x - y)
+            if op == "*":
+                return wrap64(x * y)
+            if y == 0:
+                return ERROR
+            if op == "/":
+                return wrap64(_cdiv(x, y))
+            return wrap64(x - y * _cdiv(x, y))
+        x = float(x)
+        y = float(y)
+        if op == "+":
+            return x + y
+        if op == "-":
+            return x - y
+        if op == "*":
+            return x * y
+        if op == "/":
+            if y == 0.0:
+                return ERROR
+            return x / y
+        return ERROR  # % is for integers only
+    return _time_arith(op, a, b)
+
+
+def _time_arith(op: str, a: Any, b: Any) -> Any:
+    ta, tb = type(a), type(b)
+    if ta is AbsTime:
+        if tb is AbsTime and op == "-":
+            return RelTime(float(a.secs - b.secs))
+        if tb is RelTime and op in "+-":
+            d = int(b.secs)
+            return AbsTime(a.secs + d if op == "+" else a.secs - d, a.offset)
+        return ERROR
+    if ta is RelTime:
+        if tb is RelTime and op in "+-":
+            return RelTime(a.secs + b.secs if op == "+" else a.secs - b.secs)
+        if tb is AbsTime and op == "+":
+            return AbsTime(a.secs + b.secs, b.offset)
+        n = _num(b)
+        if n is not None and op == "*":
+            return RelTime(a.secs * n)
+        if n is not None and op == "/":
+            return ERROR if n == 0 else RelTime(a.secs / n)
+        return ERROR
+    if tb is RelTime and op == "*":
+        n = _num(a)
+        if n is not None:
+            return RelTime(n * b.secs)
+    return ERROR
+
+
+def compare(op: str, a: Any, b: Any) -> Any:
+    """`< <= > >= == !=`: strict; strings compare without regard to case."""
+    if a is ERROR or b is ERROR:
+        return ERROR
+    if a is UNDEFINED or b is UNDEFINED:
+        return UNDEFINED
+    x = _num(a)
+    y = _num(b)
+    if x is None or y is None:
+        ta, tb = type(a), type(b)
+        if ta is str and tb is str:
+            x = a.lower()
+            y = b.lower()
+        elif (ta is AbsTime and tb is AbsTime) or (ta is RelTime and tb is RelTime):
+            x = a.secs
+            y = b.secs
+        else:
+            return ERROR
+    if op == "==":
+        return x == y
+    if op == "!=":
+        return x != y
+    if op == "<":
+        return x < y
+    if op == "<=":
+        return x <= y
+    if op == ">":
+        return x > y
+    return x >= y
+
+
+def identical(a: Any, b: Any) -> Any:
+    """`=?=`: same type and value, case-sensitive; never undefined."""
+    ta = type(a)
+    if ta is not type(b):
+        if ta is ListValue or ta is AdValue or type(b) is ListValue or type(b) is AdValue:
+            return ERROR
+        return False
+    if ta is ListValue or ta is AdValue:
+        return ERROR
+    if ta is float:
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if ta is AbsTime or ta is RelTime:
+        return a.secs == b.secs
+    return a is b or a == b
+
+
+def bitwise(op: str, a: Any, b: Any) -> Any:
+    if a is ERROR or b is ERROR:
+        return ERROR
+    if a is UNDEFINED or b is UNDEFINED:
+        return UNDEFINED
+    ta, tb = type(a), type(b)
+    if ta is bool and tb is bool and op in "&|^":
+        if op == "&":
+            return a and b
+        if op == "|":
+            return a or b
+        return a != b
+    if ta is not int or tb is not int:
+        return ERROR
+    if op == "&":
+        return a & b
+    if op == "|":
+        return a | b
+    if op == "^":
+        return a ^ b
+    n = b & 63  # the shift count is taken modulo 64, as the hardware does
+    if op == "<<":
+        return wrap64(a << n)
+    if op == ">>":
+        return a >> n
+    return wrap64((a & _MASK64) >> n)  # >>> shifts in zeros
+
+
+def unary(op: str, a: Any) -> Any:
+    if a is ERROR:
+        return ERROR
+    if a is UNDEFINED:
+        return UNDEFINED
+    t = type(a)
+    if op == "-":
+        if t is int:
+            return wrap64(-a)
+        if t is float:
+            return -a
+        if t is RelTime:
+            return RelTime(-a.secs)
+        return ERROR
+    if op == "+":
+        if t is int or t is float or t is RelTime:
+            return a
+        return ERROR
+    if op == "!":
+        if t is bool:
+            return not a
+        if t is int or t is float:
+            return a == 0
+        return ERROR
+    # ~
+    if t is int:
+        return ~a
+    if t is bool:
+        return not a
+    return ERROR
+
+
+def truth(v: Any) -> Any:
+    """A value as a logical operand: True/False, or UNDEFINED/ERROR."""
+    t = type(v)
+    if t is bool:
+        return v
+    if t is int or t is float:
+        return v != 0
+    if v is UNDEFINED:
+        return UNDEFINED
+    return ERROR

@@ -1,0 +1,184 @@
+"""Scopes (the ads attribute references are looked up in) and the lazily evaluated aggregate values.
+
+A :class:`Scope` wraps either a ClassAd's own case-folded table or a plain ``dict`` straight off the
+wire. For plain dicts the exact spelling is tried first (expressions usually spell attributes as
+the ad does) and a cached lower-case view is consulted only on a miss.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+from gridbus.classad.values import ERROR, MISSING, UNDEFINED, AbsTime, RelTime, Value
+
+# Lower-case views of plain dicts, keyed by id() and checked against the dict itself and its size
+# (the dict is held, so its id cannot be reused while the entry lives).
+_LOW_VIEWS: dict[int, tuple[dict, int, dict[str, Any]]] = {}
+_LOW_VIEWS_MAX = 4096
+
+
+def _low_view(d: dict) -> dict[str, Any]:
+    entry = _LOW_VIEWS.get(id(d))
+    if entry is not None and entry[0] is d and entry[1] == len(d):
+        return entry[2]
+    view = {k.lower(): v for k, v in d.items() if isinstance(k, str)}
+    if len(_LOW_VIEWS) >= _LOW_VIEWS_MAX:
+        _LOW_VIEWS.clear()
+    _LOW_VIEWS[id(d)] = (d, len(d), view)
+    return view
+
+
+class Scope:
+    """One ad in the chain of scopes: ``folded`` says whether ``d`` is keyed by lower-case names."""
+
+    __slots__ = ("d", "folded", "parent", "source")
+
+    def __init__(self, d: dict, folded: bool, parent: Scope | None = None, source: Any = None):
+        self.d = d
+        self.folded = folded
+        self.parent = parent
+        self.source = source  # what the scope was made from, for conversion back to Python
+
+    def get(self, name: str, lname: str) -> Any:
+        if self.folded:
+            return self.d.get(lname, MISSING)
+        d = self.d
+        v = d.get(name, MISSING)
+        if v is MISSING:
+            v = _low_view(d).get(lname, MISSING)
+        return v
+
+
+EMPTY_SCOPE = Scope({}, True)
+
+
+class Ctx:
+    """What one evaluation carries: the MY and TARGET ads and the attributes being evaluated
+    (to turn a circular reference into error)."""
+
+    __slots__ = ("my", "target", "busy", "_swapped")
+
+    def __init__(self, my: Scope, target: Scope | None, busy: set | None = None):
+        self.my = my
+        self.target = target
+        self.busy = set() if busy is None else busy
+        self._swapped: Ctx | None = None
+
+    def swapped(self) -> Ctx:
+        """The context for evaluating an attribute of TARGET: its MY is our TARGET and back."""
+        s = self._swapped
+        if s is None:
+            s = Ctx(self.target, self.my, self.busy)  # type: ignore[arg-type]
+            s._swapped = self
+            self._swapped = s
+        return s
+
+
+_SCALARS = (int, float, str, bool)
+
+
+def resolve(scope: Scope, lname: str, raw: Any, ctx: Ctx) -> Any:
+    """The value of attribute ``lname`` whose stored form is ``raw``, evaluated in ``scope``."""
+    t = type(raw)
+    if t is int or t is str or t is float or t is bool:
+        return raw
+    fn = getattr(raw, "_fn", None)
+    if fn is not None:  # an ExprTree
+        key = (id(scope.d), lname)
+        busy = ctx.busy
+        if key in busy:
+            return ERROR
+        busy.add(key)
+        try:
+            return fn()(scope, ctx)
+        finally:
+            busy.discard(key)
+    return from_python(raw, scope, ctx)
+
+
+def from_python(raw: Any, scope: Scope, ctx: Ctx) -> Any:
+    """An internal value for a Python value stored in an ad (or handed to the evaluator)."""
+    t = type(raw)
+    if t in _SCALARS or t is ListValue or t is AdValue or t is AbsTime or t is RelTime:
+        return raw
+    if raw is None:
+        return UNDEFINED
+    if isinstance(raw, Value):
+        return UNDEFINED if raw is UNDEFINED else ERROR
+    if isinstance(raw, (list, tuple)):
+        return ListValue(None, list(raw), scope, ctx)
+    if isinstance(raw, dict):
+        return AdValue(Scope(raw, False, scope, raw), ctx)
+    if isinstance(raw, _dt.datetime):
+        return AbsTime(_datetime_secs(raw), 0)
+    fn = getattr(raw, "_fn", None)
+    if fn is not None:
+        return fn()(scope, ctx)
+    data = getattr(raw, "_data", None)
+    if isinstance(data, dict):  # a ClassAd
+        return AdValue(Scope(data, True, scope, raw), ctx)
+    if isinstance(raw, int):  # int subclasses (IntEnum members) count as integers
+        return int(raw)
+    if isinstance(raw, float):
+        return float(raw)
+    if isinstance(raw, str):
+        return str(raw)
+    return ERROR
+
+
+def _datetime_secs(d: _dt.datetime) -> int:
+    if d.tzinfo is None or d.utcoffset() is None:
+        return int(d.timestamp())  # a naive datetime is local time, as in classad2
+    return int((d - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)).total_seconds() // 1)
+
+
+class ListValue:
+    """A list value. Elements written in an expression stay unevaluated until used, as in HTCondor
+    (``{1, 1/0}[0]`` is 1); ``nodes`` holds them with their compiled forms, ``py`` holds Python
+    values from an ad."""
+
+    __slots__ = ("nodes", "py", "scope", "ctx", "_vals")
+
+    def __init__(self, nodes: list | None, py: list | None, scope: Scope, ctx: Ctx):
+        self.nodes = nodes  # list of (node, fn)
+        self.py = py
+        self.scope = scope
+        self.ctx = ctx
+        self._vals: list | None = None
+
+    def __len__(self) -> int:
+        return len(self.nodes) if self.nodes is not None else len(self.py)  # type: ignore[arg-type]
+
+    def item(self, i: int) -> Any:
+        if self._vals is not None:
+            return self._vals[i]
+        if self.nodes is not None:
+            return self.nodes[i][1](self.scope, self.ctx)
+        return from_python(self.py[i], self.scope, self.ctx)  # type: ignore[index]
+
+    def values(self) -> list:
+        vals = self._vals
+        if vals is None:
+            if self.nodes is not None:
+                vals = [fn(self.scope, self.ctx) for _, fn in self.nodes]
+            else:
+                vals = [from_python(v, self.scope, self.ctx) for v in self.py]  # type: ignore[union-attr]
+            self._vals = vals
+        return vals
+
+
+class AdValue:
+    """A ClassAd value: its scope (whose parent is where it was written) and the context."""
+
+    __slots__ = ("scope", "ctx")
+
+    def __init__(self, scope: Scope, ctx: Ctx):
+        self.scope = scope
+        self.ctx = ctx
+
+    def lookup(self, name: str, lname: str) -> Any:
+        raw = self.scope.get(name, lname)
+        if raw is MISSING:
+            return UNDEFINED
+        return resolve(self.scope, lname, raw, self.ctx)

@@ -1,0 +1,112 @@
+"""ClassAd values as the evaluator holds them, and their conversion to and from Python.
+
+Internally a value is one of: ``Value.Undefined``, ``Value.Error``, ``bool``, ``int``, ``float``,
+``str``, :class:`ListValue`, :class:`AdValue`, :class:`AbsTime`, :class:`RelTime`. Plain Python
+scalars are used as-is so the hot path allocates nothing; ``bool`` must always be told apart from
+``int`` with ``type(v) is bool`` because Python makes bool a subclass of int.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import enum
+from typing import Any
+
+
+class Value(enum.Enum):
+    """classad2's special values (``Error = 1``, ``Undefined = 2``, as in classad2).
+
+    A plain Enum, not classad2's IntEnum: an int subclass would be packed by msgpack as a bare
+    integer and lose its meaning on the wire (gridbus.wire sends these as typed values).
+    """
+
+    Error = 1 << 0
+    Undefined = 1 << 1
+
+
+UNDEFINED = Value.Undefined
+ERROR = Value.Error
+
+# A marker for "attribute not present", distinct from an attribute whose value is undefined.
+MISSING: Any = object()
+
+INT_MIN = -(1 << 63)
+INT_MAX = (1 << 63) - 1
+_MASK64 = (1 << 64) - 1
+
+
+def wrap64(n: int) -> int:
+    """Two's-complement wrap to a signed 64-bit integer, as C's long long arithmetic does."""
+    if INT_MIN <= n <= INT_MAX:
+        return n
+    n &= _MASK64
+    return n - (1 << 64) if n > INT_MAX else n
+
+
+class AbsTime:
+    """An absolute time: seconds since the epoch plus the UTC offset it was written with."""
+
+    __slots__ = ("secs", "offset")
+
+    def __init__(self, secs: int, offset: int = 0):
+        self.secs = secs
+        self.offset = offset
+
+    def to_datetime(self) -> _dt.datetime:
+        # classad2 hands absolute times back as aware datetimes in UTC.
+        return _dt.datetime.fromtimestamp(self.secs, _dt.UTC)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AbsTime) and other.secs == self.secs
+
+    def __hash__(self) -> int:
+        return hash(self.secs)
+
+    def __repr__(self) -> str:
+        return f"AbsTime({self.secs}, {self.offset})"
+
+
+class RelTime:
+    """A relative time (a duration) in seconds."""
+
+    __slots__ = ("secs",)
+
+    def __init__(self, secs: float):
+        self.secs = secs
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RelTime) and other.secs == self.secs
+
+    def __hash__(self) -> int:
+        return hash(self.secs)
+
+    def __repr__(self) -> str:
+        return f"RelTime({self.secs})"
+
+
+def type_name(v: Any) -> str:
+    """The ClassAd type name of an internal value (used in messages and by the type tests)."""
+    t = type(v)
+    if t is bool:
+        return "boolean"
+    if t is int:
+        return "integer"
+    if t is float:
+        return "real"
+    if t is str:
+        return "string"
+    if v is UNDEFINED:
+        return "undefined"
+    if v is ERROR:
+        return "error"
+    from gridbus.classad.scope import AdValue, ListValue
+
+    if t is ListValue:
+        return "list"
+    if t is AdValue:
+        return "classad"
+    if t is AbsTime:
+        return "abstime"
+    if t is RelTime:
+        return "reltime"
+    return "error"
