@@ -33,10 +33,15 @@ import msgpack
 from gridbus import classad, wire
 from gridbus.agent import Call, method
 from gridbus.agents.schedd.autocluster import AutoClusters
+from gridbus.config import Config, knob
 from gridbus.rpc import CallTimeout
 from gridbus.status import Status, invalid
 
 RUNNING = 2
+
+knob("CLAIM_WORKLIFE", 1200.0, "seconds a claim may be reused for further jobs; then it is released")
+knob("JOB_LEASE_DURATION", 2400.0, "seconds a claim lives without word from its startd (Alive); also the lease given to RequestClaim")
+knob("SHADOW_CALL_TIMEOUT", 10.0, "seconds the schedd waits for a startd's answer to RequestClaim, ActivateClaims, Alive")
 
 # Claim states.
 CLAIMING = "claiming"  # RequestClaim sent
@@ -103,6 +108,12 @@ class ShadowMixin:
     def _shadow_init(self) -> None:
         if getattr(self, "_claims", None) is not None:
             return
+        # Knobs, unless the instance was given its own values (tests, in-process pools).
+        cfg = Config.load(daemon="schedd")
+        for attr, name in (("claim_worklife", "CLAIM_WORKLIFE"), ("lease_duration", "JOB_LEASE_DURATION"),
+                           ("shadow_call_timeout", "SHADOW_CALL_TIMEOUT")):
+            if attr not in vars(self):
+                setattr(self, attr, float(cfg.get(name)))
         self._claims: dict[str, Claim] = {}
         self._by_job: dict[tuple[int, int], Claim] = {}
         self._reserved: set[tuple[int, int]] = set()  # matched jobs not running yet
