@@ -76,7 +76,9 @@ def reference(ads: list[dict], constraint: str, projection: list[str], limit: in
     out = []
     for ad in ads:
         value = expr.eval(scope=classad2.ClassAd(ad))
-        ok = value is True or (isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0)
+        # EvalBool: true, or a non-zero number. classad2's Value (Undefined, Error) is an IntEnum.
+        number = isinstance(value, (int, float)) and not isinstance(value, (bool, classad2.Value))
+        ok = value is True or (number and value != 0)
         if not ok:
             continue
         if projection:
