@@ -1,0 +1,116 @@
+"""Job events: to `gridbus.events` (``job.<event>.<owner>``) and to each job's user log.
+
+Events leave in the order they happen through one pump task, so a handler never waits for the
+broker; user-log text for several jobs of one file goes out in one append.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from gridbus.eventlog import writer
+
+log = logging.getLogger("gridbus.schedd.events")
+
+Publish = Callable[[str, str, str, dict[str, Any]], Awaitable[None]]
+
+
+def user_log_path(ad: dict[str, Any]) -> str | None:
+    """The job's UserLog resolved against its Iwd, or None when it has none."""
+    path = ad.get("UserLog")
+    if not isinstance(path, str) or not path:
+        return None
+    if not os.path.isabs(path):
+        iwd = ad.get("Iwd")
+        if not isinstance(iwd, str):
+            return None
+        path = os.path.join(iwd, path)
+    return path
+
+
+class JobEvents:
+    def __init__(self, publish: Publish, source_host: str):
+        self._publish = publish
+        self.host = source_host
+        self._queue: asyncio.Queue[tuple[str, str, dict[str, Any]]] | None = None
+        self._logs: dict[str, list[str]] = {}
+        self.published = 0
+        self.log_errors = 0
+
+    # ------------------------------------------------------------------ recording
+    def emit(self, event: str, ad: dict[str, Any], text: str | None, extra: dict[str, Any] | None = None) -> None:
+        """Record one job event: ``text`` (user-log text, if any) and a bus event."""
+        if text:
+            path = user_log_path(ad)
+            if path:
+                self._logs.setdefault(path, []).append(text)
+        owner = str(ad.get("Owner", "unknown"))
+        body = {
+            "GlobalJobId": ad.get("GlobalJobId"),
+            "ClusterId": ad.get("ClusterId"),
+            "ProcId": ad.get("ProcId"),
+            "Owner": owner,
+            "JobStatus": ad.get("JobStatus"),
+            **(extra or {}),
+        }
+        self._enqueue(event, owner, body)
+
+    def emit_cluster(self, event: str, cluster_ad: dict[str, Any], proc_ids: list[int], texts: list[str]) -> None:
+        """A cluster's submit: one user-log append of every proc's event, one bus event for the batch."""
+        path = user_log_path(cluster_ad)
+        if path and texts:
+            self._logs.setdefault(path, []).extend(texts)
+        owner = str(cluster_ad.get("Owner", "unknown"))
+        body = {
+            "ClusterId": cluster_ad.get("ClusterId"),
+            "ProcId": proc_ids[0] if proc_ids else None,
+            "ProcIds": proc_ids,
+            "Owner": owner,
+            "GlobalJobId": None,
+        }
+        self._enqueue(event, owner, body)
+
+    def _enqueue(self, event: str, owner: str, body: dict[str, Any]) -> None:
+        if self._queue is not None:
+            self._queue.put_nowait((event, owner, body))
+
+    def write_logs(self) -> None:
+        """Append the recorded user-log text, one write per file (called after each commit)."""
+        logs, self._logs = self._logs, {}
+        for path, texts in logs.items():
+            try:
+                writer.append(path, "".join(texts))
+            except OSError as exc:
+                # A user's unwritable log must not stop the schedd; HTCondor logs it and goes on.
+                self.log_errors += 1
+                log.warning("cannot append to user log %s: %s", path, exc)
+
+    # ------------------------------------------------------------------ the pump
+    def start(self) -> None:
+        self._queue = asyncio.Queue()
+
+    async def pump(self) -> None:
+        assert self._queue is not None
+        while True:
+            event, owner, body = await self._queue.get()
+            try:
+                await self._publish("job", event, owner, body)
+                self.published += 1
+            except Exception:
+                log.warning("publishing job event %s failed", event, exc_info=True)
+            finally:
+                self._queue.task_done()
+
+    async def drain(self, timeout: float = 5.0) -> None:
+        """Wait until every recorded bus event is published (graceful stop, tests)."""
+        if self._queue is None:
+            return
+        try:
+            await asyncio.wait_for(self._queue.join(), timeout)
+        except TimeoutError:
+            log.warning("%d job events were not published in time", self._queue.qsize())
+

@@ -1,0 +1,434 @@
+"""The job queue in memory, backed by `store.Store`.
+
+What lives in memory is what matching and totals need, and little else: per cluster its ad (the
+attributes its procs share) and per proc a small slotted record with its status and its
+differences from the cluster ad (None for a proc that differs in nothing but its ProcId). A full
+job ad is built on demand by `ad()`: the cluster ad, the proc's differences, and the attributes
+computed from ids (ProcId, JobStatus, GlobalJobId).
+
+Changes are made here and written to SQLite by `flush()` in one transaction; the agent decides
+when (see agent.py: at once for Submit and actions, a few milliseconds later for the shadows).
+
+Late materialization: a cluster submitted with `JobMaterializeMaxIdle` (max_idle) or
+`JobMaterializeLimit` (max_materialize) keeps a factory (how many procs in all, the next proc id,
+and optionally the per-proc differences); proc records are created only while the cluster has
+fewer idle (or live) procs than its bound, so a cluster of a million procs costs one row.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from gridbus.agents.schedd.jobattrs import JobStatus
+from gridbus.agents.schedd.store import Batch, Store, pack, unpack
+
+IDLE = int(JobStatus.IDLE)
+
+
+class Proc:
+    """One materialized job: its status and its differences from the cluster ad."""
+
+    __slots__ = ("attrs", "cluster", "id", "status")
+
+    def __init__(self, cluster: Cluster, proc_id: int, status: int, attrs: dict[str, Any] | None):
+        self.cluster = cluster
+        self.id = proc_id
+        self.status = status
+        self.attrs = attrs or None
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """An attribute of the job (proc difference, else cluster ad); canonical case expected."""
+        if self.attrs and name in self.attrs:
+            value = self.attrs[name]
+            return default if value is None else value
+        return self.cluster.ad.get(name, default)
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.cluster.id, self.id)
+
+    def __repr__(self) -> str:
+        return f"Proc({self.cluster.id}.{self.id}, status={self.status})"
+
+
+class Cluster:
+    __slots__ = ("ad", "factory", "id", "idle", "keys", "owner", "prio", "prio_procs", "procs", "qdate")
+
+    def __init__(self, cluster_id: int, owner: str, ad: dict[str, Any], factory: dict[str, Any] | None):
+        self.id = cluster_id
+        self.owner = owner
+        self.ad = ad
+        self.factory = factory
+        self.procs: dict[int, Proc] = {}
+        self.idle: set[int] = set()
+        self.prio_procs = 0  # procs with a JobPrio of their own (rare: condor_prio on one proc)
+        self.reindex()
+
+    def reindex(self) -> None:
+        self.keys = {k.lower(): k for k in self.ad}
+        prio = self.ad.get("JobPrio", 0)
+        self.prio = prio if isinstance(prio, int) and not isinstance(prio, bool) else 0
+        qdate = self.ad.get("QDate", 0)
+        self.qdate = int(qdate) if isinstance(qdate, (int, float)) else 0
+
+    def pending(self) -> int:
+        """Procs of the factory not materialized yet."""
+        return max(0, self.factory["Total"] - self.factory["Next"]) if self.factory else 0
+
+
+class JobQueue:
+    def __init__(self, path: str | Path, schedd_name: str, *, synchronous: str = "FULL"):
+        self.name = schedd_name
+        self.store = Store(path, synchronous=synchronous)
+        self.clusters: dict[int, Cluster] = {}
+        self.by_owner: dict[str, dict[int, Cluster]] = {}
+        self.counts: dict[str, list[int]] = {}  # owner -> jobs per JobStatus (index = status)
+        self.next_cluster = 1
+        self._dirty: dict[tuple[int, int], Proc] = {}
+        self._batch = Batch()
+        self._materialized: list[Proc] = []
+        self.on_flush: list[Callable[[], None]] = []
+        self.load()
+
+    # ------------------------------------------------------------------ loading
+    def load(self) -> None:
+        """Rebuild the in-memory queue from SQLite (a restart)."""
+        self.clusters.clear()
+        self.by_owner.clear()
+        self.counts.clear()
+        for cid, owner, blob, factory in self.store.clusters():
+            c = Cluster(cid, owner, unpack(blob), unpack(factory))
+            self.clusters[cid] = c
+            self.by_owner.setdefault(owner, {})[cid] = c
+        for cid, pid, status, attrs in self.store.procs():
+            c = self.clusters.get(cid)
+            if c is None:  # cannot happen through write(); never let one stray row stop a restart
+                continue
+            self._attach(c, Proc(c, pid, status, unpack(attrs)))
+        top = max([0, *self.clusters, self.store.max_cluster_in_history()])
+        self.next_cluster = max(int(self.store.meta("next_cluster", 1)), top + 1)
+
+    def close(self) -> None:
+        self.flush()
+        self.store.close()
+
+    # ------------------------------------------------------------------ reading
+    def __len__(self) -> int:
+        return sum(len(c.procs) for c in self.clusters.values())
+
+    def proc(self, cluster: int, proc: int) -> Proc | None:
+        c = self.clusters.get(cluster)
+        return c.procs.get(proc) if c else None
+
+    def get(self, cluster: int, proc: int) -> dict[str, Any] | None:
+        """The full ad of a job in the queue, or None."""
+        p = self.proc(cluster, proc)
+        return self.ad(p) if p else None
+
+    def global_job_id(self, p: Proc) -> str:
+        return f"{self.name}#{p.cluster.id}.{p.id}#{p.cluster.qdate}"
+
+    def ad(self, p: Proc) -> dict[str, Any]:
+        out = dict(p.cluster.ad)
+        if p.attrs:
+            for k, v in p.attrs.items():
+                if v is None:  # deleted for this proc (a cluster attribute it no longer has)
+                    out.pop(k, None)
+                else:
+                    out[k] = v
+        out["ProcId"] = p.id
+        out["JobStatus"] = p.status
+        out["GlobalJobId"] = self.global_job_id(p)
+        return out
+
+    def procs(self, owner: str | None = None) -> Iterator[Proc]:
+        """Every materialized job, in ClusterId/ProcId order."""
+        clusters = self.by_owner.get(owner, {}) if owner is not None else self.clusters
+        for cid in sorted(clusters):
+            c = clusters[cid]
+            for pid in sorted(c.procs):
+                p = c.procs.get(pid)
+                if p is not None:
+                    yield p
+
+    def idle_procs(self, owner: str | None = None) -> Iterator[Proc]:
+        """Idle jobs in the negotiator's order: JobPrio desc, QDate, ClusterId, ProcId.
+
+        Lazy: a caller that takes the first job pays for sorting one cluster's idle procs only.
+        A job whose status changes while the iteration runs is skipped.
+        """
+        clusters = self.by_owner.get(owner, {}).values() if owner is not None else self.clusters.values()
+        runs: list[tuple[tuple[int, int, int, int], Cluster, list[int] | None]] = []
+        for c in clusters:
+            if not c.idle:
+                continue
+            if c.prio_procs:
+                for pid in c.idle:
+                    prio = c.procs[pid].get("JobPrio", c.prio)
+                    prio = prio if isinstance(prio, int) else 0
+                    runs.append(((-prio, c.qdate, c.id, pid), c, [pid]))
+            else:
+                runs.append(((-c.prio, c.qdate, c.id, -1), c, None))
+        runs.sort(key=lambda r: r[0])
+        for _key, c, pids in runs:
+            for pid in pids if pids is not None else sorted(c.idle):
+                p = c.procs.get(pid)
+                if p is not None and p.status == IDLE:
+                    yield p
+
+    def idle_jobs(self, owner: str | None = None) -> Iterator[dict[str, Any]]:
+        """Full ads of the idle jobs, in the order of `idle_procs` (the shadows' entry point)."""
+        for p in self.idle_procs(owner):
+            yield self.ad(p)
+
+    def totals(self, owner: str | None = None) -> list[int]:
+        """Jobs per status (index = JobStatus), of one owner or of all."""
+        if owner is not None:
+            return list(self.counts.get(owner, [0] * 8))
+        out = [0] * 8
+        for counts in self.counts.values():
+            for i, n in enumerate(counts):
+                out[i] += n
+        return out
+
+    def owners(self) -> list[str]:
+        return sorted(o for o, counts in self.counts.items() if any(counts))
+
+    # ------------------------------------------------------------------ writing
+    def new_cluster_id(self) -> int:
+        cid = self.next_cluster
+        self.next_cluster += 1
+        self._batch.meta["next_cluster"] = self.next_cluster
+        return cid
+
+    def add_cluster(
+        self,
+        cluster_id: int,
+        owner: str,
+        ad: dict[str, Any],
+        proc_diffs: list[dict[str, Any]] | None,
+        count: int,
+        *,
+        status: int = IDLE,
+        max_idle: int = 0,
+        limit: int = 0,
+    ) -> Cluster:
+        """A new cluster of ``count`` procs (``proc_diffs[i]`` is proc i's differences, if given).
+
+        With ``max_idle`` or ``limit`` > 0 the procs are materialized lazily (see the module doc).
+        """
+        factory = None
+        if max_idle > 0 or limit > 0:
+            factory = {"Total": count, "Next": 0, "MaxIdle": max_idle, "Limit": limit, "Status": status,
+                       "Procs": proc_diffs}
+        c = Cluster(cluster_id, owner, ad, factory)
+        self.clusters[cluster_id] = c
+        self.by_owner.setdefault(owner, {})[cluster_id] = c
+        self.counts.setdefault(owner, [0] * 8)
+        if factory is None:
+            for i in range(count):
+                diff = proc_diffs[i] if proc_diffs else None
+                p = Proc(c, i, status, dict(diff) if diff else None)
+                self._attach(c, p)
+                self._dirty[p.key] = p
+        else:
+            self._materialize(c)
+        self._batch.clusters[cluster_id] = (owner, pack(ad), pack(self._factory_state(c)) if factory else None)
+        return c
+
+    def take_materialized(self) -> list[Proc]:
+        """Procs a factory created since the last call (the agent logs their submit events)."""
+        out, self._materialized = self._materialized, []
+        return out
+
+    def set_status(self, p: Proc, status: int, attrs: dict[str, Any] | None = None, *, when: float | None = None) -> None:
+        """Move a job to ``status`` (EnteredCurrentStatus, LastJobStatus kept) and set ``attrs``."""
+        old = p.status
+        changes = dict(attrs or {})
+        if status != old:
+            changes.setdefault("LastJobStatus", old)
+            changes.setdefault("EnteredCurrentStatus", int(when if when is not None else time.time()))
+            counts = self.counts[p.cluster.owner]
+            counts[old] -= 1
+            counts[status] += 1
+            p.status = status
+            if old == IDLE:
+                p.cluster.idle.discard(p.id)
+            if status == IDLE:
+                p.cluster.idle.add(p.id)
+        self.update(p, changes)
+        if old == IDLE and status != IDLE and p.cluster.factory:
+            self._materialize(p.cluster)
+
+    def update(self, p: Proc, attrs: dict[str, Any]) -> None:
+        """Set job attributes (a value None deletes one); only differences from the cluster ad are kept."""
+        if not attrs:
+            return
+        c = p.cluster
+        for name, value in attrs.items():
+            if name.lower() in ("procid", "jobstatus", "globaljobid"):
+                continue  # computed from the record, never stored
+            canon = c.keys.get(name.lower())
+            if canon is None and p.attrs:
+                canon = next((k for k in p.attrs if k.lower() == name.lower()), None)
+            canon = canon or name
+            had_own_prio = bool(p.attrs) and p.attrs.get("JobPrio") is not None
+            if value is None and canon not in c.ad:
+                if p.attrs and canon in p.attrs:
+                    del p.attrs[canon]
+            elif value is not None and canon in c.ad and _same(c.ad[canon], value):
+                if p.attrs and canon in p.attrs:
+                    del p.attrs[canon]
+            else:  # a new value, or None shadowing a cluster attribute (deleted for this proc)
+                if p.attrs is None:
+                    p.attrs = {}
+                p.attrs[canon] = value
+            if canon == "JobPrio":
+                has_own = bool(p.attrs) and p.attrs.get("JobPrio") is not None
+                c.prio_procs += int(has_own) - int(had_own_prio)
+        if p.attrs is not None and not p.attrs:
+            p.attrs = None
+        self._dirty[p.key] = p
+
+    def update_cluster(self, c: Cluster, attrs: dict[str, Any]) -> None:
+        """Set attributes on a cluster ad (a whole-cluster SetAttribute)."""
+        for name, value in attrs.items():
+            canon = c.keys.get(name.lower(), name)
+            c.ad[canon] = value
+            for p in c.procs.values():
+                if p.attrs and canon in p.attrs:
+                    if canon == "JobPrio":
+                        c.prio_procs -= 1
+                    del p.attrs[canon]
+                    if not p.attrs:
+                        p.attrs = None
+                    self._dirty[p.key] = p
+        c.reindex()
+        self._batch.clusters[c.id] = (c.owner, pack(c.ad), pack(self._factory_state(c)) if c.factory else None)
+
+    def retire(self, p: Proc, *, when: float | None = None) -> dict[str, Any]:
+        """Move a finished (completed or removed) job to the history; returns its final ad."""
+        ad = self.ad(p)
+        c = p.cluster
+        self._detach(c, p)
+        self._dirty.pop(p.key, None)
+        self._batch.procs.pop(p.key, None)
+        self._batch.proc_deletes.add(p.key)
+        self._batch.history.append((c.id, p.id, c.owner, when if when is not None else time.time(), pack(ad)))
+        if c.factory:
+            self._materialize(c)
+        self._drop_if_empty(c)
+        return ad
+
+    def stop_factory(self, c: Cluster) -> int:
+        """Materialize no more procs of ``c`` (its cluster was removed); returns how many were pending."""
+        pending = c.pending()
+        if c.factory:
+            c.factory["Total"] = c.factory["Next"]
+            self._batch.cluster_factories[c.id] = pack(self._factory_state(c))
+        self._drop_if_empty(c)
+        return pending
+
+    def record_submission(self, owner: str, submission_id: str, digest: str, answer: dict[str, Any]) -> None:
+        self._batch.submissions.append((owner, submission_id, digest, pack(answer), time.time()))
+
+    def submission(self, owner: str, submission_id: str) -> tuple[str, Any] | None:
+        return self.store.submission(owner, submission_id)
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self._dirty) or bool(self._batch)
+
+    def flush(self) -> int:
+        """Write every change since the last flush in one transaction; returns the rows written."""
+        batch = self._batch
+        for key, p in self._dirty.items():
+            batch.procs[key] = (p.status, pack(p.attrs) if p.attrs else None)
+        if not batch:
+            return 0
+        self._dirty = {}
+        self._batch = Batch()
+        try:
+            self.store.write(batch)
+        except BaseException:
+            # Keep the changes for the next attempt: memory stays the truth until it is written.
+            self._merge_back(batch)
+            raise
+        rows = len(batch.procs) + len(batch.proc_deletes) + len(batch.history) + len(batch.clusters)
+        for hook in self.on_flush:
+            hook()
+        return rows
+
+    # ------------------------------------------------------------------ internals
+    def _merge_back(self, batch: Batch) -> None:
+        new = self._batch
+        for name in ("clusters", "cluster_factories", "procs", "meta"):
+            merged = dict(getattr(batch, name))
+            merged.update(getattr(new, name))
+            setattr(new, name, merged)
+        new.cluster_deletes |= batch.cluster_deletes
+        new.proc_deletes |= batch.proc_deletes
+        new.history[:0] = batch.history
+        new.submissions[:0] = batch.submissions
+
+    def _attach(self, c: Cluster, p: Proc) -> None:
+        c.procs[p.id] = p
+        if p.status == IDLE:
+            c.idle.add(p.id)
+        if p.attrs and p.attrs.get("JobPrio") is not None:
+            c.prio_procs += 1
+        self.counts.setdefault(c.owner, [0] * 8)[p.status] += 1
+
+    def _detach(self, c: Cluster, p: Proc) -> None:
+        del c.procs[p.id]
+        c.idle.discard(p.id)
+        if p.attrs and p.attrs.get("JobPrio") is not None:
+            c.prio_procs -= 1
+        self.counts[c.owner][p.status] -= 1
+
+    def _drop_if_empty(self, c: Cluster) -> None:
+        if c.procs or c.pending():
+            return
+        self.clusters.pop(c.id, None)
+        owned = self.by_owner.get(c.owner)
+        if owned is not None:
+            owned.pop(c.id, None)
+            if not owned:
+                del self.by_owner[c.owner]
+        self._batch.clusters.pop(c.id, None)
+        self._batch.cluster_factories.pop(c.id, None)
+        self._batch.cluster_deletes.add(c.id)
+
+    @staticmethod
+    def _factory_state(c: Cluster) -> dict[str, Any] | None:
+        return c.factory
+
+    def _materialize(self, c: Cluster) -> None:
+        f = c.factory
+        if not f:
+            return
+        made = 0
+        while f["Next"] < f["Total"]:
+            if f["MaxIdle"] > 0 and len(c.idle) >= f["MaxIdle"]:
+                break
+            if f["Limit"] > 0 and len(c.procs) >= f["Limit"]:
+                break
+            pid = f["Next"]
+            diffs = f.get("Procs")
+            diff = diffs[pid] if diffs and pid < len(diffs) else None
+            p = Proc(c, pid, f.get("Status", IDLE), dict(diff) if diff else None)
+            self._attach(c, p)
+            self._dirty[p.key] = p
+            self._materialized.append(p)
+            f["Next"] = pid + 1
+            made += 1
+        if made:
+            self._batch.cluster_factories[c.id] = pack(f)
+
+
+def _same(a: Any, b: Any) -> bool:
+    # 1 == 1.0 == True in Python, but they are different ClassAd values: compare types too.
+    return type(a) is type(b) and (a == b or str(a) == str(b))

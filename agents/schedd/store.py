@@ -1,0 +1,187 @@
+"""The job queue on disk: SQLite in WAL mode under the schedd's spool directory.
+
+Five tables. A cluster row holds the cluster ad (every attribute its procs share) and, for late
+materialization, its factory state; a proc row holds only the proc's differences from its
+cluster ad (often nothing at all), so 100,000 procs of one submit cost a few bytes each. Ads are
+msgpack blobs in gridbus's wire codec, so expressions keep their type. Finished jobs move to the
+history table; submission ids (for idempotent Submit) have their own table.
+
+Every change goes through `write()`, one transaction per batch; the caller decides when (a
+Submit commits before it is answered, shadow updates are batched a few milliseconds).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gridbus import wire
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
+CREATE TABLE IF NOT EXISTS clusters (
+    cluster_id INTEGER PRIMARY KEY, owner TEXT NOT NULL, ad BLOB NOT NULL, factory BLOB);
+CREATE TABLE IF NOT EXISTS procs (
+    cluster_id INTEGER NOT NULL, proc_id INTEGER NOT NULL, status INTEGER NOT NULL, attrs BLOB,
+    PRIMARY KEY (cluster_id, proc_id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS submissions (
+    owner TEXT NOT NULL, submission_id TEXT NOT NULL, digest TEXT NOT NULL, answer BLOB NOT NULL,
+    recorded REAL NOT NULL, PRIMARY KEY (owner, submission_id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS history (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, cluster_id INTEGER NOT NULL, proc_id INTEGER NOT NULL,
+    owner TEXT NOT NULL, recorded REAL NOT NULL, ad BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS history_recorded ON history (recorded);
+"""
+
+
+def pack(obj: Any) -> bytes:
+    return wire.encode(obj)
+
+
+def unpack(blob: bytes | None) -> Any:
+    return None if blob is None else wire.decode(blob)
+
+
+@dataclass
+class Batch:
+    """Changes to write in one transaction."""
+
+    clusters: dict[int, tuple[str, bytes, bytes | None]] = field(default_factory=dict)  # upserts
+    cluster_factories: dict[int, bytes | None] = field(default_factory=dict)  # factory-only updates
+    cluster_deletes: set[int] = field(default_factory=set)
+    procs: dict[tuple[int, int], tuple[int, bytes | None]] = field(default_factory=dict)  # upserts
+    proc_deletes: set[tuple[int, int]] = field(default_factory=set)
+    history: list[tuple[int, int, str, float, bytes]] = field(default_factory=list)
+    submissions: list[tuple[str, str, str, bytes, float]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.clusters or self.cluster_factories or self.cluster_deletes or self.procs
+            or self.proc_deletes or self.history or self.submissions or self.meta
+        )
+
+
+class Store:
+    def __init__(self, path: str | Path, *, synchronous: str = "FULL"):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: transactions are explicit (BEGIN ... COMMIT) in write().
+        self.db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        # FULL: a commit is on disk before Submit is answered, even across a power cut.
+        self.db.execute(f"PRAGMA synchronous={synchronous}")
+        self.db.executescript(SCHEMA)
+        self.writes = 0  # transactions committed (for statistics and tests)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ------------------------------------------------------------------ reading
+    def meta(self, key: str, default: Any = None) -> Any:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return default if row is None else row[0]
+
+    def clusters(self) -> Iterator[tuple[int, str, bytes, bytes | None]]:
+        yield from self.db.execute("SELECT cluster_id, owner, ad, factory FROM clusters ORDER BY cluster_id")
+
+    def procs(self) -> Iterator[tuple[int, int, int, bytes | None]]:
+        yield from self.db.execute("SELECT cluster_id, proc_id, status, attrs FROM procs ORDER BY cluster_id, proc_id")
+
+    def max_cluster_in_history(self) -> int:
+        row = self.db.execute("SELECT MAX(cluster_id) FROM history").fetchone()
+        return int(row[0] or 0)
+
+    def submission(self, owner: str, submission_id: str) -> tuple[str, Any] | None:
+        row = self.db.execute(
+            "SELECT digest, answer FROM submissions WHERE owner = ? AND submission_id = ?", (owner, submission_id)
+        ).fetchone()
+        return None if row is None else (row[0], unpack(row[1]))
+
+    def history(self, since_seq: int = 0) -> Iterator[tuple[int, int, int, bytes]]:
+        """(seq, cluster, proc, ad blob), newest first, recorded after ``since_seq``."""
+        yield from self.db.execute(
+            "SELECT seq, cluster_id, proc_id, ad FROM history WHERE seq > ? ORDER BY seq DESC", (since_seq,)
+        )
+
+    def history_seq_of(self, cluster: int, proc: int | None) -> int | None:
+        if proc is None:
+            row = self.db.execute("SELECT MAX(seq) FROM history WHERE cluster_id = ?", (cluster,)).fetchone()
+        else:
+            row = self.db.execute(
+                "SELECT MAX(seq) FROM history WHERE cluster_id = ? AND proc_id = ?", (cluster, proc)
+            ).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    def history_ad(self, cluster: int, proc: int) -> Any:
+        row = self.db.execute(
+            "SELECT ad FROM history WHERE cluster_id = ? AND proc_id = ? ORDER BY seq DESC LIMIT 1", (cluster, proc)
+        ).fetchone()
+        return None if row is None else unpack(row[0])
+
+    # ------------------------------------------------------------------ writing
+    def write(self, batch: Batch) -> None:
+        """Apply a batch in one transaction; on any error nothing of it is applied."""
+        if not batch:
+            return
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if batch.clusters:
+                db.executemany(
+                    "INSERT OR REPLACE INTO clusters (cluster_id, owner, ad, factory) VALUES (?, ?, ?, ?)",
+                    [(cid, *row) for cid, row in batch.clusters.items()],
+                )
+            if batch.cluster_factories:
+                db.executemany(
+                    "UPDATE clusters SET factory = ? WHERE cluster_id = ?",
+                    [(f, cid) for cid, f in batch.cluster_factories.items()],
+                )
+            if batch.procs:
+                db.executemany(
+                    "INSERT OR REPLACE INTO procs (cluster_id, proc_id, status, attrs) VALUES (?, ?, ?, ?)",
+                    [(c, p, st, attrs) for (c, p), (st, attrs) in batch.procs.items()],
+                )
+            if batch.proc_deletes:
+                db.executemany("DELETE FROM procs WHERE cluster_id = ? AND proc_id = ?", list(batch.proc_deletes))
+            if batch.cluster_deletes:
+                db.executemany("DELETE FROM clusters WHERE cluster_id = ?", [(c,) for c in batch.cluster_deletes])
+            if batch.history:
+                db.executemany(
+                    "INSERT INTO history (cluster_id, proc_id, owner, recorded, ad) VALUES (?, ?, ?, ?, ?)", batch.history
+                )
+            if batch.submissions:
+                db.executemany(
+                    "INSERT OR REPLACE INTO submissions (owner, submission_id, digest, answer, recorded) VALUES (?, ?, ?, ?, ?)",
+                    batch.submissions,
+                )
+            if batch.meta:
+                db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", list(batch.meta.items()))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self.writes += 1
+
+    def prune_history(self, older_than: float, keep_at_most: int) -> int:
+        """Forget history (and submission ids) older than ``older_than``, and beyond the newest N."""
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            removed = db.execute("DELETE FROM history WHERE recorded < ?", (older_than,)).rowcount
+            if keep_at_most >= 0:
+                removed += db.execute(
+                    "DELETE FROM history WHERE seq <= (SELECT seq FROM history ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+                    (keep_at_most,),
+                ).rowcount
+            # A retried Submit comes within seconds of the first; a day-old id is safe to forget.
+            db.execute("DELETE FROM submissions WHERE recorded < ?", (older_than,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return removed
+

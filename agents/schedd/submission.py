@@ -1,0 +1,221 @@
+"""Turning a Submit call into a cluster ad: required attributes, defaults, identity, requirements.
+
+Pure functions over plain dicts; the agent calls them and commits the result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from gridbus import wire
+from gridbus.agents.schedd.jobattrs import (
+    DEFAULTS,
+    REQUIRED,
+    SCHEDD_OWNED,
+    UNIVERSES,
+    HoldCode,
+    JobStatus,
+)
+from gridbus.agents.schedd.settings import SubmitRequirement
+from gridbus.status import MethodError, app_error, forbidden, invalid
+
+# Submit refusals that are not about argument shapes (QMF's application errors, USER + n).
+E_SUBMIT_REQUIREMENT = 1
+E_SUBMISSION_ID_REUSED = 2
+
+SUBMITTED_ON_HOLD = "submitted on hold at user's request"
+
+
+def classad_module() -> Any:
+    from gridbus import classad
+
+    return classad
+
+
+def normalize_ad(ad: Any, what: str = "Ad") -> dict[str, Any]:
+    """A plain dict from a wire ad, accepting QMF's typed-map form; names checked."""
+    if not isinstance(ad, dict):
+        if type(ad).__name__ == "ClassAd":
+            ad = {k: ad.lookup(k) if _is_expr(ad[k]) else ad[k] for k in ad.keys()}
+        else:
+            raise invalid(f"Submit: {what} must be a map of attribute to value, not {type(ad).__name__}")
+    try:
+        ad = wire.typed_map_to_ad(ad)
+    except ValueError as exc:
+        raise invalid(f"Submit: {what}: {exc}") from None
+    out: dict[str, Any] = {}
+    seen: dict[str, str] = {}
+    for name, value in ad.items():
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name):
+            raise invalid(f"Submit: {what} has an invalid attribute name {name!r}")
+        if name.lower() in seen:
+            raise invalid(f"Submit: {what} names attribute {name} twice ({seen[name.lower()]} and {name})")
+        seen[name.lower()] = name
+        out[name] = value
+    return out
+
+
+def _is_expr(value: Any) -> bool:
+    return type(value).__name__ == "ExprTree"
+
+
+def canonical(ad: dict[str, Any], name: str) -> str | None:
+    """The spelling ``ad`` uses for attribute ``name`` (ClassAd names are case-insensitive)."""
+    if name in ad:
+        return name
+    low = name.lower()
+    return next((k for k in ad if k.lower() == low), None)
+
+
+def lookup(ad: dict[str, Any], name: str, default: Any = None) -> Any:
+    key = canonical(ad, name)
+    return ad[key] if key is not None else default
+
+
+def check_required(ad: dict[str, Any]) -> None:
+    missing = [a for a in REQUIRED if canonical(ad, a) is None]
+    if missing:
+        raise invalid(
+            f"Submit: the job ad is missing required attributes: {', '.join(missing)} "
+            f"(a job needs {', '.join(REQUIRED)})"
+        )
+    cmd = lookup(ad, "Cmd")
+    if not isinstance(cmd, str) or not cmd:
+        raise invalid(f"Submit: Cmd must be a non-empty string (the program to run), got {cmd!r}")
+    iwd = lookup(ad, "Iwd")
+    if not isinstance(iwd, str) or not iwd.startswith("/"):
+        raise invalid(f"Submit: Iwd must be an absolute path (the job's initial working directory), got {iwd!r}")
+    uni = lookup(ad, "JobUniverse")
+    if isinstance(uni, bool) or not isinstance(uni, int) or uni not in UNIVERSES:
+        raise invalid(f"Submit: JobUniverse must be an HTCondor universe number (5 is vanilla), got {uni!r}")
+    req = lookup(ad, "Requirements")
+    if not (isinstance(req, bool) or _is_expr(req)):
+        if isinstance(req, str):
+            raise invalid(
+                "Submit: Requirements must be an expression, not a string "
+                f"(send it typed, e.g. {{'$expr': {req!r}}}, or with TYPE EXPR_TYPE)"
+            )
+        raise invalid(f"Submit: Requirements must be an expression, got {req!r}")
+
+
+def resolve_owner(ad: dict[str, Any], caller: str, is_super: bool) -> str:
+    """The job's Owner: the caller's broker user; another Owner only for a queue super user."""
+    given = lookup(ad, "Owner")
+    if given is None or given == caller:
+        return caller
+    if not isinstance(given, str) or not given:
+        raise invalid(f"Submit: Owner must be a user name, got {given!r}")
+    if not is_super:
+        raise forbidden(
+            f"{caller} may not submit jobs owned by {given}: the Owner of a job is the submitter's "
+            "broker user, and only a queue super user (QUEUE_SUPER_USERS) may submit for someone else"
+        )
+    return given
+
+
+def build_cluster_ad(
+    ad: dict[str, Any], *, owner: str, uid_domain: str, cluster_id: int, qdate: int
+) -> tuple[dict[str, Any], int]:
+    """The cluster ad to store (defaults filled, schedd attributes set) and the procs' JobStatus."""
+    out: dict[str, Any] = {}
+    for name, value in DEFAULTS.items():
+        if canonical(ad, name) is None:
+            out[name] = value
+    status = lookup(ad, "JobStatus", JobStatus.IDLE)
+    on_hold = status == JobStatus.HELD
+    hold_reason = lookup(ad, "HoldReason") if on_hold else None
+    for name, value in ad.items():
+        if name.lower() in SCHEDD_OWNED:
+            continue  # the schedd's own values win (set below)
+        out[name] = value
+    out.update(
+        {
+            "MyType": "Job",
+            "TargetType": "Machine",
+            "ClusterId": cluster_id,
+            "Owner": owner,
+            "User": f"{owner}@{uid_domain}",
+            "QDate": qdate,
+            "EnteredCurrentStatus": qdate,
+            "NumJobStarts": 0,
+            "NumShadowStarts": 0,
+            "NumJobCompletions": 0,
+        }
+    )
+    if on_hold:
+        out["HoldReason"] = hold_reason if isinstance(hold_reason, str) and hold_reason else SUBMITTED_ON_HOLD
+        out["HoldReasonCode"] = int(HoldCode.SUBMITTED_ON_HOLD)
+        out["HoldReasonSubCode"] = 0
+        return out, int(JobStatus.HELD)
+    return out, int(JobStatus.IDLE)
+
+
+def proc_diffs(procs: Sequence[Any]) -> list[dict[str, Any]]:
+    out = []
+    for i, p in enumerate(procs):
+        diff = normalize_ad(p, f"Procs[{i}]")
+        for name in list(diff):
+            if name.lower() in SCHEDD_OWNED and name.lower() != "jobstatus":
+                raise invalid(f"Submit: Procs[{i}] sets {name}, which the schedd assigns")
+        out.append(diff)
+    return out
+
+
+def digest(ad: dict[str, Any], procs: list[dict[str, Any]], count: int, submit: dict[str, Any]) -> str:
+    """A fingerprint of a submission, so a reused SubmissionId with other content is caught."""
+    canon = [sorted((k.lower(), _plain(v)) for k, v in ad.items()),
+             [sorted((k.lower(), _plain(v)) for k, v in p.items()) for p in procs], count,
+             sorted((str(k), _plain(v)) for k, v in submit.items())]
+    return hashlib.sha256(wire.encode(canon)).hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return sorted((str(k), _plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return f"<{type(value).__name__}>{value}"
+
+
+def check_requirements(
+    requirements: Sequence[SubmitRequirement], job: dict[str, Any], schedd_ad: dict[str, Any]
+) -> None:
+    """Evaluate SUBMIT_REQUIREMENT_<Name> in order; the first that is not true refuses the submit."""
+    if not requirements:
+        return
+    ca = classad_module()
+    for req in requirements:
+        try:
+            ok = ca.compile(req.expr).test(job, schedd_ad)
+        except Exception as exc:  # a broken configured expression refuses, with the reason
+            raise app_error(
+                E_SUBMIT_REQUIREMENT, f"submit requirement {req.name} ({req.expr}) could not be evaluated: {exc}"
+            ) from None
+        if ok:
+            continue
+        reason = ""
+        if req.reason:
+            try:
+                value = ca.compile(req.reason).eval(job, schedd_ad)
+                reason = value if isinstance(value, str) else ""
+            except Exception:
+                reason = ""
+            if not reason:
+                reason = req.reason.strip().strip('"')
+        raise app_error(
+            E_SUBMIT_REQUIREMENT,
+            reason or f"Submit requirement {req.name} evaluated to non-true ({req.expr})",
+        )
+
+
+def reused_id(submission_id: str, cluster: int) -> MethodError:
+    return app_error(
+        E_SUBMISSION_ID_REUSED,
+        f"SubmissionId {submission_id!r} was already used for cluster {cluster} with a different submission; "
+        "choose a new id for a new submission",
+    )
