@@ -19,6 +19,7 @@ PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 @dataclass(frozen=True)
 class ProcStat:
     pid: int
+    state: str  # R, S, D, Z (zombie: dead, waiting to be reaped), ...
     ppid: int
     pgrp: int
     session: int
@@ -42,6 +43,7 @@ def read_stat(pid: int) -> ProcStat | None:
     try:
         return ProcStat(
             pid=pid,
+            state=fields[0].decode(),
             ppid=int(fields[1]),
             pgrp=int(fields[2]),
             session=int(fields[3]),
@@ -56,7 +58,10 @@ def read_stat(pid: int) -> ProcStat | None:
 
 
 def scan(sessions: set[int] | None = None) -> dict[int, list[ProcStat]]:
-    """Every process by session id (only the given sessions, if any)."""
+    """Every live process by session id (only the given sessions, if any).
+
+    Zombies are left out: they are dead already, and an orphan's zombie waits for init to reap it.
+    """
     out: dict[int, list[ProcStat]] = {}
     try:
         names = os.listdir("/proc")
@@ -66,7 +71,7 @@ def scan(sessions: set[int] | None = None) -> dict[int, list[ProcStat]]:
         if not name.isdigit():
             continue
         st = read_stat(int(name))
-        if st is None or (sessions is not None and st.session not in sessions):
+        if st is None or st.state in ("Z", "X") or (sessions is not None and st.session not in sessions):
             continue
         out.setdefault(st.session, []).append(st)
     return out

@@ -333,6 +333,8 @@ class Starter:
         waits = [j.done for j in jobs if j.done is not None]
         if waits:
             await asyncio.wait(waits, timeout=5)
+        paths, self._to_clean = self._to_clean, []
+        _rmtree_all(paths)  # the loop may not run the scheduled cleaning any more
 
     # ------------------------------------------------------------------ monitoring
     async def monitor(self) -> None:
