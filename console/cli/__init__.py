@@ -1,1 +1,86 @@
-"""The gridbus command line (filled by its owner)."""
+"""The `gridbus` command: HTCondor's tools as subcommands (`gridbus q` is condor_q, and so on).
+
+    gridbus [--pool URL] submit job.sub | q [-nobatch|-totals|-af A B|-l|-json ...] | status | rm |
+            hold | release | edit | history | wait | userprio | drain | analyze | pool ...
+
+The pool is `--pool`, else GRIDBUS_URL, else the configuration file's GRIDBUS_URL. Exit status 0 on
+success; otherwise one line on stderr that says what failed (an unreachable broker names its URL, a
+refusal says who may not do what).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from gridbus.console.cli import jobs, pool_view
+
+
+class CliError(Exception):
+    """A failure to report as one line and exit status 1."""
+
+
+def pool_url(given: str | None) -> str:
+    """--pool, else GRIDBUS_URL, else the configuration file (gridbus.config)."""
+    if given:
+        return given
+    if os.environ.get("GRIDBUS_URL"):
+        return os.environ["GRIDBUS_URL"]
+    from gridbus.config import Config
+
+    return Config.load().url()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gridbus", description="An HTCondor-style pool on RabbitMQ: submit and watch jobs.")
+    parser.add_argument("--pool", "-pool", metavar="URL", help="the pool's broker URL (default: GRIDBUS_URL, then the config file)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    jobs.register(sub)
+    pool_view.register(sub)
+    try:  # owned by the master/config part: pool, broker, config
+        from gridbus.console.cli import pool as pool_commands
+    except ImportError:
+        pool_commands = None  # type: ignore[assignment]
+    if pool_commands is not None and hasattr(pool_commands, "register"):
+        pool_commands.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    prog = f"gridbus {args.command}"
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.error(f"{args.command} has no handler")
+    try:
+        url = pool_url(getattr(args, "pool", None))
+        # Every console class (Schedd, Collector, ...) reads GRIDBUS_URL when given no URL.
+        os.environ["GRIDBUS_URL"] = url
+        args.url = url
+        code = handler(args)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # one line, never a traceback, for whatever failed
+        print(f"{prog}: {describe(exc)}", file=sys.stderr)
+        if os.environ.get("GRIDBUS_DEBUG"):
+            raise
+        return 1
+    sys.stdout.flush()
+    return int(code or 0)
+
+
+def describe(exc: BaseException) -> str:
+    """One sentence for an exception: the refusal's own text, the broker URL, or the message."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

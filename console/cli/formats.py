@@ -1,0 +1,307 @@
+"""How the `gridbus` command lays out ads: condor_q's batch and -nobatch tables and totals lines,
+condor_status's slot table and totals, `-af`, `-l` and `-json` (reference/HTCONDOR-NOTES.md 4).
+
+Pure functions over ads (anything with `.get`/`.keys`, matched case-insensitively), so they are
+tested without a pool.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+STATUS_LETTER = {1: "I", 2: "R", 3: "X", 4: "C", 5: "H", 6: ">", 7: "S"}
+STATUS_NAME = {1: "idle", 2: "running", 3: "removed", 4: "completed", 5: "held", 6: "transferring", 7: "suspended"}
+
+BATCH_HEADER = "OWNER    BATCH_NAME    SUBMITTED   DONE   RUN    IDLE   HOLD  TOTAL JOB_IDS"
+BATCH_HEADER_NO_HOLD = "OWNER    BATCH_NAME    SUBMITTED   DONE   RUN    IDLE  TOTAL JOB_IDS"
+NOBATCH_HEADER = " ID      OWNER            SUBMITTED     RUN_TIME ST PRI SIZE CMD"
+RUN_HEADER = " ID      OWNER            SUBMITTED     RUN_TIME HOST(S)"
+HOLD_HEADER = " ID      OWNER          HELD_SINCE  HOLD_REASON"
+STATUS_HEADER = "Name               OpSys      Arch   State     Activity LoadAv Mem    ActvtyTime"
+
+
+def get(ad: Any, name: str, default: Any = None) -> Any:
+    """An attribute, case-insensitively, from a ClassAd or a dict."""
+    try:
+        value = ad.get(name, None)
+    except Exception:  # a ClassAd that cannot evaluate it
+        value = None
+    if value is not None:
+        return value
+    low = name.lower()
+    for key in ad.keys():
+        if key.lower() == low:
+            return ad[key]
+    return default
+
+
+def _is_expr(value: Any) -> bool:
+    return type(value).__name__ == "ExprTree"
+
+
+def quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def unparse(value: Any) -> str:
+    """A value in ClassAd's old (`-l`) notation."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        return quote(value)
+    if isinstance(value, list | tuple):
+        return "{ " + ",".join(unparse(v) for v in value) + " }"
+    if isinstance(value, Mapping):
+        return "[ " + "; ".join(f"{k} = {unparse(v)}" for k, v in value.items()) + " ]"
+    name = getattr(value, "name", None)
+    if name in ("Undefined", "Error") and type(value).__name__ == "Value":
+        return name.lower()
+    return str(value)
+
+
+def plain(value: Any) -> str:
+    """A value as `-af` prints it: strings without quotes, everything else as ClassAd text."""
+    if value is None:
+        return "undefined"
+    if isinstance(value, str):
+        return value
+    return unparse(value)
+
+
+def _items(ad: Any) -> list[tuple[str, Any]]:
+    keys = list(ad.keys())
+    out = []
+    for k in keys:
+        v = ad.lookup(k) if hasattr(ad, "lookup") and _is_expr_attr(ad, k) else ad[k]
+        out.append((k, v))
+    return out
+
+
+def _is_expr_attr(ad: Any, key: str) -> bool:
+    try:
+        return _is_expr(ad[key])
+    except Exception:
+        return True
+
+
+def long_form(ads: Iterable[Any]) -> str:
+    """`-l`: every attribute as `Name = value`, a blank line after each ad."""
+    chunks = []
+    for ad in ads:
+        chunks.append("".join(f"{k} = {unparse(v)}\n" for k, v in sorted(_items(ad), key=lambda kv: kv[0].lower())))
+    return "\n".join(chunks) + ("\n" if chunks else "")
+
+
+def autoformat(ads: Iterable[Any], attrs: list[str]) -> str:
+    return "".join(" ".join(plain(get(ad, a)) for a in attrs) + "\n" for ad in ads)
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, bool | int | float | str) or value is None:
+        return value
+    if isinstance(value, list | tuple):
+        return [_json_value(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _json_value(v) for k, v in value.items()}
+    text = unparse(value)
+    if text == "undefined":
+        return None
+    return f"\\/Expr({text})\\/"  # HTCondor's JSON form of an expression
+
+
+def json_form(ads: Iterable[Any]) -> str:
+    """`-json`: a JSON array of ads; expressions as HTCondor writes them ("\\/Expr(...)\\/")."""
+    return json.dumps([{k: _json_value(v) for k, v in _items(ad)} for ad in ads], indent=1) + "\n"
+
+
+# ------------------------------------------------------------------ condor_q
+def submitted(qdate: Any) -> str:
+    """`%m/%d %H:%M` without a leading zero on the month, the day padded (`1/5  11:45`)."""
+    if not isinstance(qdate, int | float) or isinstance(qdate, bool):
+        return "?"
+    t = time.localtime(qdate)
+    return f"{t.tm_mon}/{t.tm_mday:<2} {t.tm_hour:02d}:{t.tm_min:02d}"
+
+
+def run_time(seconds: Any) -> str:
+    s = int(seconds) if isinstance(seconds, int | float) and not isinstance(seconds, bool) else 0
+    days, rest = divmod(max(s, 0), 86400)
+    return f"{days:3d}+{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+
+
+def _job_id(ad: Any) -> tuple[int, int]:
+    return int(get(ad, "ClusterId", 0)), int(get(ad, "ProcId", 0))
+
+
+def batch_key(ad: Any) -> str:
+    name = get(ad, "JobBatchName")
+    if isinstance(name, str) and name:
+        return name
+    node = get(ad, "DAGNodeName")
+    if isinstance(node, str) and node:
+        return f"NODE: {node}"
+    return f"ID: {_job_id(ad)[0]}"
+
+
+def job_ids(ids: list[tuple[int, int]]) -> str:
+    ids = sorted(ids)
+    if len(ids) == 1:
+        return f"{ids[0][0]}.{ids[0][1]}"
+    if ids[0][0] == ids[-1][0]:
+        return f"{ids[0][0]}.{ids[0][1]}-{ids[-1][1]}"
+    return f"{ids[0][0]}.{ids[0][1]} ... {ids[-1][0]}.{ids[-1][1]}"
+
+
+def _count(n: int) -> str:
+    return str(n) if n else "_"
+
+
+def batch_table(ads: list[Any]) -> str:
+    """The default condor_q table: one row per (owner, batch)."""
+    batches: dict[tuple[str, str], list[Any]] = {}
+    for ad in sorted(ads, key=_job_id):
+        batches.setdefault((str(get(ad, "Owner", "?")), batch_key(ad)), []).append(ad)
+    show_hold = not ads or any(get(ad, "JobStatus") == 5 for ad in ads)
+    lines = [BATCH_HEADER if show_hold else BATCH_HEADER_NO_HOLD]
+    for (owner, batch), jobs in batches.items():
+        status = [get(j, "JobStatus") for j in jobs]
+        done = status.count(4)
+        run = status.count(2)
+        idle = status.count(1)
+        hold = status.count(5)
+        first = min(get(j, "QDate", 0) or 0 for j in jobs)
+        row = f"{owner:<8} {batch:<13} {submitted(first):<11}{_count(done):>6} {_count(run):>6} {_count(idle):>6}"
+        if show_hold:
+            row += f" {_count(hold):>6}"
+        row += f" {len(jobs):>6} {job_ids([_job_id(j) for j in jobs])}"
+        lines.append(row)
+    return "\n".join(lines) + "\n"
+
+
+def _cmd(ad: Any) -> str:
+    cmd = str(get(ad, "Cmd", ""))
+    args = get(ad, "Args")
+    if args is None:
+        args = get(ad, "Arguments", "")
+    return f"{cmd} {args}".rstrip()
+
+
+def _wall(ad: Any, now: float) -> float:
+    total = get(ad, "RemoteWallClockTime", 0) or 0
+    start = get(ad, "JobCurrentStartDate")
+    if get(ad, "JobStatus") == 2 and isinstance(start, int | float):
+        total += max(now - start, 0)
+    return total
+
+
+def _id_col(ad: Any) -> str:
+    c, p = _job_id(ad)
+    return f"{c:>4}.{p:<3}"
+
+
+def nobatch_table(ads: list[Any], now: float | None = None) -> str:
+    now = time.time() if now is None else now
+    lines = [NOBATCH_HEADER]
+    for ad in sorted(ads, key=_job_id):
+        size = (get(ad, "ImageSize", 0) or 0) / 1024.0
+        st = STATUS_LETTER.get(get(ad, "JobStatus"), "?")
+        lines.append(
+            f"{_id_col(ad)} {str(get(ad, 'Owner', '?')):<14} {submitted(get(ad, 'QDate')):>11} "
+            f"{run_time(_wall(ad, now))} {st:<2} {get(ad, 'JobPrio', 0)!s:<3} {size:4.1f} {_cmd(ad)}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def run_table(ads: list[Any], now: float | None = None) -> str:
+    now = time.time() if now is None else now
+    lines = [RUN_HEADER]
+    for ad in sorted(ads, key=_job_id):
+        host = get(ad, "RemoteHost") or get(ad, "LastRemoteHost") or ""
+        lines.append(
+            f"{_id_col(ad)} {str(get(ad, 'Owner', '?')):<14} {submitted(get(ad, 'QDate')):>11} "
+            f"{run_time(_wall(ad, now))} {host}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def hold_table(ads: list[Any]) -> str:
+    lines = [HOLD_HEADER]
+    for ad in sorted(ads, key=_job_id):
+        since = submitted(get(ad, "EnteredCurrentStatus"))
+        lines.append(f"{_id_col(ad)} {str(get(ad, 'Owner', '?')):<14} {since:>11} {get(ad, 'HoldReason', '')}")
+    return "\n".join(lines) + "\n"
+
+
+def totals(ads: list[Any]) -> str:
+    counts = {n: 0 for n in STATUS_NAME}
+    for ad in ads:
+        s = get(ad, "JobStatus")
+        if s in counts:
+            counts[s] += 1
+    return (
+        f"{len(ads)} jobs; {counts[4]} completed, {counts[3]} removed, {counts[1]} idle, "
+        f"{counts[2]} running, {counts[5]} held, {counts[7]} suspended"
+    )
+
+
+def totals_lines(query: list[Any], mine: list[Any] | None, me: str | None, everyone: list[Any]) -> str:
+    out = f"\nTotal for query: {totals(query)}\n"
+    if me is not None and mine is not None:
+        out += f"Total for {me}: {totals(mine)}\n"
+    out += f"Total for all users: {totals(everyone)}\n"
+    return out
+
+
+def schedd_banner(name: str, address: str, now: float | None = None) -> str:
+    stamp = time.strftime("%m/%d/%y %H:%M:%S", time.localtime(time.time() if now is None else now))
+    return f"\n\n-- Schedd: {name} : {address} @ {stamp}\n"
+
+
+# ------------------------------------------------------------------ condor_status
+def _activity_time(ad: Any, now: float) -> str:
+    since = get(ad, "EnteredCurrentActivity")
+    return run_time(now - since) if isinstance(since, int | float) else run_time(0)
+
+
+def status_table(ads: list[Any], now: float | None = None) -> str:
+    now = time.time() if now is None else now
+    lines = [STATUS_HEADER, ""]
+    for ad in sorted(ads, key=lambda a: str(get(a, "Name", ""))):
+        load = get(ad, "LoadAvg", 0.0)
+        load = float(load) if isinstance(load, int | float) else 0.0
+        lines.append(
+            f"{str(get(ad, 'Name', '?')):<18} {str(get(ad, 'OpSys', '?')):<10} {str(get(ad, 'Arch', '?')):<6} "
+            f"{str(get(ad, 'State', '?')):<9} {str(get(ad, 'Activity', '?')):<8} {load:6.3f} "
+            f"{str(get(ad, 'Memory', '?')):<6} {_activity_time(ad, now)}"
+        )
+    return "\n".join(lines) + "\n\n" + status_totals(ads)
+
+
+STATES = ["Owner", "Claimed", "Unclaimed", "Matched", "Preempting", "Drained", "Backfill"]
+
+
+def status_totals(ads: list[Any]) -> str:
+    header = "               Total Owner Claimed Unclaimed Matched Preempting  Drain Backfill BkIdle"
+
+    def row(label: str, group: list[Any]) -> str:
+        states = [str(get(a, "State", "")) for a in group]
+        c = {s: states.count(s) for s in STATES}
+        return (
+            f"{label:>14} {len(group):>5} {c['Owner']:>5} {c['Claimed']:>7} {c['Unclaimed']:>9} {c['Matched']:>7} "
+            f"{c['Preempting']:>10} {c['Drained']:>6} {c['Backfill']:>8} {0:>6}"
+        )
+
+    groups: dict[str, list[Any]] = {}
+    for ad in ads:
+        groups.setdefault(f"{get(ad, 'Arch', '?')}/{get(ad, 'OpSys', '?')}", []).append(ad)
+    lines = [header, ""]
+    lines += [row(k, v) for k, v in sorted(groups.items())]
+    lines += ["", row("Total", ads)]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,415 @@
+"""Job subcommands: submit, q, rm, hold, release, edit, history, wait (condor_submit, condor_q, ...)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+import warnings
+from typing import Any
+
+from gridbus.console.cli import formats
+
+_JOB_ID = re.compile(r"^\d+(\.\d+)?$")
+
+
+def _schedd(args: argparse.Namespace) -> Any:
+    from gridbus.console import Schedd
+
+    name = getattr(args, "name", None)
+    return Schedd(name=name) if name else Schedd()
+
+
+def _me(args: argparse.Namespace) -> str:
+    from gridbus.bus import BrokerURL
+
+    return BrokerURL(args.url).user
+
+
+def selection(targets: list[str], constraint: str | None, everyone: bool = False) -> str | None:
+    """A constraint from job ids (`c`, `c.p`), owner names and -constraint, as condor_q/condor_rm read them."""
+    clauses: list[str] = []
+    for t in targets:
+        if _JOB_ID.match(t):
+            c, _, p = t.partition(".")
+            clauses.append(f"(ClusterId == {int(c)} && ProcId == {int(p)})" if p else f"ClusterId == {int(c)}")
+        elif re.fullmatch(r"[A-Za-z0-9_.@-]+", t):
+            clauses.append(f"Owner == {formats.quote(t)}")
+        else:
+            raise ValueError(f"{t!r} is neither a job id (cluster or cluster.proc) nor a user name")
+    parts = []
+    if clauses:
+        parts.append("(" + " || ".join(clauses) + ")")
+    if constraint:
+        parts.append(f"({constraint})")
+    if parts:
+        return " && ".join(parts)
+    return "true" if everyone else None
+
+
+# ------------------------------------------------------------------ submit
+def cmd_submit(args: argparse.Namespace) -> int:
+    from gridbus.submit import Submit, SubmitError
+
+    path = args.file
+    try:
+        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+    except OSError as exc:
+        raise OSError(f"cannot read the submit file {path}: {exc.strerror}") from None
+    for extra in args.append or []:
+        # -append lines go before the queue statement, as condor_submit -a does.
+        text = _insert_before_queue(text, extra)
+    where = "" if path == "-" else f"{path}: "
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            sub = Submit(text)
+            if args.queue:
+                sub.setQArgs(args.queue)
+            if args.batch_name:
+                sub["batch_name"] = args.batch_name
+            sub.setSubmitMethod(0, allow_reserved_values=True)  # condor_submit
+            if args.dry_run:
+                built = sub.build()
+        except SubmitError as exc:
+            raise SubmitError(f"{where}{exc}") from None
+    for w in caught:
+        print(f"WARNING: {where}{w.message}", file=sys.stderr)
+    if args.dry_run:
+        sys.stdout.write(formats.long_form(built.jobs()))
+        return 0
+    result = _schedd(args).submit(sub)
+    cluster, first, n = result.cluster(), result.first_proc(), result.num_procs()
+    if args.terse:
+        print(f"{cluster}.{first} - {cluster}.{first + n - 1}")
+    else:
+        print("Submitting job(s)" + "." * min(n, 80))
+        print(f"{n} job(s) submitted to cluster {cluster}.")
+    return 0
+
+
+def _insert_before_queue(text: str, line: str) -> str:
+    lines = text.splitlines()
+    for i, ln in enumerate(lines):
+        if re.match(r"^\s*queue(\s|$)", ln, re.I):
+            return "\n".join([*lines[:i], line, *lines[i:]]) + "\n"
+    return text.rstrip("\n") + "\n" + line + "\n"
+
+
+# ------------------------------------------------------------------ q
+def cmd_q(args: argparse.Namespace) -> int:
+    schedd = _schedd(args)
+    me = _me(args)
+    constraint = selection(args.targets, args.constraint)
+    everyone_mode = args.allusers or bool(args.targets)
+    if constraint is None:
+        constraint = "true" if everyone_mode else f"Owner == {formats.quote(me)}"
+    if args.run:
+        constraint = f"({constraint}) && JobStatus == 2"
+    if args.hold:
+        constraint = f"({constraint}) && JobStatus == 5"
+    projection = list(args.af) if args.af else []
+    if args.totals and not projection:
+        projection = ["Owner", "JobStatus"]
+    if args.autocluster:
+        return _autocluster(schedd, constraint, args)
+    ads = list(schedd.query(constraint=constraint, projection=projection, limit=args.limit))
+    if args.json:
+        sys.stdout.write(formats.json_form(ads))
+        return 0
+    if args.long:
+        sys.stdout.write(formats.long_form(ads))
+        return 0
+    if args.af:
+        sys.stdout.write(formats.autoformat(ads, args.af))
+        return 0
+    out = sys.stdout
+    if not args.totals:
+        out.write(formats.schedd_banner(_schedd_name(schedd), _schedd_address(schedd)))
+        if args.run:
+            out.write(formats.run_table(ads))
+        elif args.hold:
+            out.write(formats.hold_table(ads))
+        elif args.nobatch:
+            out.write(formats.nobatch_table(ads))
+        else:
+            out.write(formats.batch_table(ads))
+    everyone = list(schedd.query(constraint="true", projection=["Owner", "JobStatus"]))
+    mine = [a for a in everyone if formats.get(a, "Owner") == me]
+    out.write(formats.totals_lines(ads, mine, me, everyone))
+    return 0
+
+
+def _schedd_name(schedd: Any) -> str:
+    for attr in ("name", "Name"):
+        value = getattr(schedd, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    address = _schedd_address(schedd)
+    return address.split("@", 1)[-1]
+
+
+def _schedd_address(schedd: Any) -> str:
+    value = getattr(schedd, "address", None)
+    return value if isinstance(value, str) and value else "schedd"
+
+
+def _autocluster(schedd: Any, constraint: str, args: argparse.Namespace) -> int:
+    """condor_q -autocluster: one row per group of jobs that match alike (same resources and Requirements)."""
+    ads = list(schedd.query(constraint=constraint))
+    groups: dict[tuple[str, ...], list[Any]] = {}
+    keys = ("Owner", "JobUniverse", "RequestCpus", "RequestMemory", "RequestDisk", "Requirements", "Rank")
+    for ad in ads:
+        groups.setdefault(tuple(formats.unparse(formats.get(ad, k)) for k in keys), []).append(ad)
+    if args.long or args.json:
+        rows = []
+        for n, (_key, jobs) in enumerate(groups.items(), start=1):
+            row = {"AutoClusterId": formats.get(jobs[0], "AutoClusterId", n), "JobCount": len(jobs)}
+            row.update({k: formats.get(jobs[0], k) for k in keys})
+            rows.append(row)
+        sys.stdout.write(formats.json_form(rows) if args.json else formats.long_form(rows))
+        return 0
+    print(" AUTO_ID  COUNT OWNER    CPUS  MEMORY     DISK REQUIREMENTS")
+    for n, (_, jobs) in enumerate(groups.items(), start=1):
+        ad = jobs[0]
+        auto = formats.get(ad, "AutoClusterId", n)
+        print(
+            f"{auto!s:>8} {len(jobs):>6} {str(formats.get(ad, 'Owner', '?')):<8} {formats.plain(formats.get(ad, 'RequestCpus')):>4} "
+            f"{formats.plain(formats.get(ad, 'RequestMemory')):>7} {formats.plain(formats.get(ad, 'RequestDisk')):>8} "
+            f"{formats.plain(formats.get(ad, 'Requirements'))}"
+        )
+    return 0
+
+
+# ------------------------------------------------------------------ rm / hold / release
+_VERB = {"rm": ("Remove", "marked for removal"), "hold": ("Hold", "held"), "release": ("Release", "released")}
+
+
+def cmd_act(args: argparse.Namespace) -> int:
+    from gridbus.console import JobAction
+
+    action_name, done = _VERB[args.command]
+    if not args.targets and not args.constraint and not args.all:
+        raise ValueError(f"say which jobs: job ids, user names, -constraint EXPR or -all (see gridbus {args.command} -h)")
+    schedd = _schedd(args)
+    failed = False
+    specs: list[tuple[Any, str, str]] = []  # (job_spec, what it is called, how to say it could not)
+    if args.all or args.constraint:
+        constraint = selection(args.targets, args.constraint, everyone=True) if args.constraint else "true"
+        if args.all and not args.constraint:
+            constraint = f"Owner == {formats.quote(_me(args))}"
+        specs.append((constraint, "All jobs" if args.all else f"Jobs matching constraint {args.constraint}", "jobs"))
+    else:
+        for t in args.targets:
+            if _JOB_ID.match(t):
+                what = f"Job {t}" if "." in t else f"All jobs in cluster {t}"
+                specs.append((t, what, t))
+            else:
+                specs.append((selection([t], None), f"All jobs of user {t}", f"user {t}"))
+    for spec, what, short in specs:
+        result = schedd.act(getattr(JobAction, action_name), spec, reason=args.reason)
+        ok = int(formats.get(result, "TotalSuccess", 0) or 0)
+        denied = int(formats.get(result, "TotalPermissionDenied", 0) or 0)
+        if ok:
+            verb = "has been" if what.startswith("Job ") else "have been"
+            print(f"{what} {verb} {done}")
+        if denied or not ok:
+            failed = True
+            why = "permission denied" if denied else "no such job or not in a state to be " + done
+            print(f"gridbus {args.command}: could not {action_name.lower()} {short}: {why}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+# ------------------------------------------------------------------ edit
+def cmd_edit(args: argparse.Namespace) -> int:
+    schedd = _schedd(args)
+    if args.constraint:
+        spec: Any = selection(args.targets, args.constraint, everyone=True)
+    elif len(args.targets) == 1 and _JOB_ID.match(args.targets[0]):
+        spec = args.targets[0]
+    elif args.targets:
+        spec = selection(args.targets, None)
+    else:
+        raise ValueError("say which jobs to edit: a job id, a user name or -constraint EXPR")
+    count = schedd.edit(spec, args.attr, args.value)
+    n = count if isinstance(count, int) else formats.get(count, "TotalChangedAds", "the")
+    print(f'Set attribute "{args.attr}" for {n} matching jobs.')
+    return 0
+
+
+# ------------------------------------------------------------------ history
+HISTORY_HEADER = " ID     OWNER          SUBMITTED   RUN_TIME     ST  COMPLETED   CMD"
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    schedd = _schedd(args)
+    constraint = selection(args.targets, args.constraint, everyone=True) or "true"
+    ads = list(schedd.history(constraint, list(args.af or []), args.limit))
+    if args.json:
+        sys.stdout.write(formats.json_form(ads))
+    elif args.long:
+        sys.stdout.write(formats.long_form(ads))
+    elif args.af:
+        sys.stdout.write(formats.autoformat(ads, args.af))
+    else:
+        print(HISTORY_HEADER)
+        for ad in ads:
+            st = formats.STATUS_LETTER.get(formats.get(ad, "JobStatus"), "?")
+            print(
+                f"{formats.get(ad, 'ClusterId', 0):>4}.{formats.get(ad, 'ProcId', 0):<3} {str(formats.get(ad, 'Owner', '?')):<14} "
+                f"{formats.submitted(formats.get(ad, 'QDate')):>11} {formats.run_time(formats.get(ad, 'RemoteWallClockTime', 0))} "
+                f"{st:<3} {formats.submitted(formats.get(ad, 'CompletionDate')):>11} {formats._cmd(ad)}"
+            )
+    return 0
+
+
+# ------------------------------------------------------------------ wait
+_HEADER = re.compile(r"^(\d{3}) \((\d+)\.(\d+)\.\d+\) ")
+
+
+class LogWatch:
+    """Follows a user log and keeps, per job, whether it was submitted and whether it has finished."""
+
+    def __init__(self, path: str, job: tuple[int, int | None] | None = None):
+        self.path = path
+        self.job = job
+        self.offset = 0
+        self.submitted: set[tuple[int, int]] = set()
+        self.finished: set[tuple[int, int]] = set()
+        self._partial = ""
+
+    def _wanted(self, c: int, p: int) -> bool:
+        return self.job is None or (c == self.job[0] and (self.job[1] is None or p == self.job[1]))
+
+    def poll(self) -> None:
+        try:
+            with open(self.path, encoding="utf-8", errors="replace") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+                self.offset = f.tell()
+        except FileNotFoundError:
+            return
+        text = self._partial + chunk
+        lines = text.split("\n")
+        self._partial = lines.pop()  # an unfinished line waits for the rest
+        for line in lines:
+            m = _HEADER.match(line)
+            if not m:
+                continue
+            code, c, p = int(m.group(1)), int(m.group(2)), int(m.group(3))
+            if not self._wanted(c, p):
+                continue
+            if code == 0:
+                self.submitted.add((c, p))
+            elif code in (5, 9):  # terminated, aborted
+                self.submitted.add((c, p))
+                self.finished.add((c, p))
+
+    @property
+    def done(self) -> bool:
+        return bool(self.submitted) and self.submitted <= self.finished
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    job: tuple[int, int | None] | None = None
+    if args.job:
+        if not _JOB_ID.match(args.job):
+            raise ValueError(f"{args.job!r} is not a job id (cluster or cluster.proc)")
+        c, _, p = args.job.partition(".")
+        job = (int(c), int(p) if p else None)
+    if not os.path.exists(args.log):
+        raise FileNotFoundError(f"no such user log: {args.log}")
+    watch = LogWatch(args.log, job)
+    deadline = None if args.wait is None else time.monotonic() + args.wait
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    show = not args.quiet
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        transient=True, disable=not show, console=_stderr_console(),
+    ) as progress:
+        task = progress.add_task("jobs done", total=None)
+        while True:
+            watch.poll()
+            progress.update(task, total=max(len(watch.submitted), 1), completed=len(watch.finished))
+            if watch.done:
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                print(f"Time expired: {len(watch.finished)} of {len(watch.submitted)} jobs done.")
+                return 1
+            time.sleep(0.2)  # polling interval of the log file, not a wait for a condition in a test
+    print("All jobs done.")
+    return 0
+
+
+def _stderr_console() -> Any:
+    from rich.console import Console
+
+    return Console(file=sys.stderr)
+
+
+# ------------------------------------------------------------------ parser
+def _add_select(p: argparse.ArgumentParser) -> None:
+    p.add_argument("targets", nargs="*", metavar="CLUSTER|CLUSTER.PROC|OWNER", help="jobs, clusters or users")
+    p.add_argument("-constraint", "--constraint", metavar="EXPR", help="a ClassAd constraint the jobs must satisfy")
+    p.add_argument("-name", "--name", metavar="SCHEDD", help="the schedd to ask (default: the only or first one)")
+
+
+def _add_output(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-af", "-autoformat", "--af", nargs="+", metavar="ATTR", help="print these attributes, one line per ad")
+    p.add_argument("-l", "-long", "--long", dest="long", action="store_true", help="every attribute of every ad")
+    p.add_argument("-json", "--json", action="store_true", help="ads as a JSON array")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("submit", help="submit a cluster of jobs from a submit description (condor_submit)")
+    p.add_argument("file", metavar="SUBMIT_FILE", help="the submit description ('-' reads stdin)")
+    p.add_argument("-a", "-append", "--append", action="append", metavar="LINE", help="a command added before the queue statement")
+    p.add_argument("-queue", "--queue", metavar="ARGS", help="replace the queue statement's arguments")
+    p.add_argument("-batch-name", "--batch-name", dest="batch_name", metavar="NAME", help="the batch name condor_q shows")
+    p.add_argument("-terse", "--terse", action="store_true", help="print only the job id range")
+    p.add_argument("-dry-run", "--dry-run", dest="dry_run", action="store_true", help="print the job ads; submit nothing")
+    p.add_argument("-name", "--name", metavar="SCHEDD", help="the schedd to submit to")
+    p.set_defaults(handler=cmd_submit)
+
+    p = sub.add_parser("q", help="show the job queue (condor_q)")
+    _add_select(p)
+    _add_output(p)
+    p.add_argument("-nobatch", "--nobatch", action="store_true", help="one line per job")
+    p.add_argument("-totals", "--totals", action="store_true", help="only the totals lines")
+    p.add_argument("-limit", "--limit", type=int, default=-1, metavar="N", help="at most N jobs")
+    p.add_argument("-autocluster", "--autocluster", action="store_true", help="jobs grouped as the matchmaker sees them")
+    p.add_argument("-run", "--run", action="store_true", help="running jobs and where they run")
+    p.add_argument("-hold", "--hold", action="store_true", help="held jobs and why")
+    p.add_argument("-allusers", "--allusers", action="store_true", help="every user's jobs (default: yours)")
+    p.set_defaults(handler=cmd_q)
+
+    for name, text in (("rm", "remove jobs (condor_rm)"), ("hold", "hold jobs (condor_hold)"), ("release", "release held jobs (condor_release)")):
+        p = sub.add_parser(name, help=text)
+        _add_select(p)
+        p.add_argument("-all", "--all", action="store_true", help="all of your jobs")
+        p.add_argument("-reason", "--reason", metavar="TEXT", help="why (recorded in the job and its log)")
+        p.set_defaults(handler=cmd_act)
+
+    p = sub.add_parser("edit", help="set a job attribute (condor_qedit)")
+    p.add_argument("targets", nargs="*", metavar="CLUSTER|CLUSTER.PROC|OWNER")
+    p.add_argument("attr", metavar="ATTR")
+    p.add_argument("value", metavar="VALUE", help="ClassAd text: 5, \"a string\", or an expression")
+    p.add_argument("-constraint", "--constraint", metavar="EXPR")
+    p.add_argument("-name", "--name", metavar="SCHEDD")
+    p.set_defaults(handler=cmd_edit)
+
+    p = sub.add_parser("history", help="jobs that have left the queue (condor_history)")
+    _add_select(p)
+    _add_output(p)
+    p.add_argument("-limit", "-match", "--limit", dest="limit", type=int, default=-1, metavar="N", help="at most N jobs")
+    p.set_defaults(handler=cmd_history)
+
+    p = sub.add_parser("wait", help="wait for the jobs in a user log to finish (condor_wait)")
+    p.add_argument("log", metavar="LOGFILE")
+    p.add_argument("job", nargs="?", metavar="CLUSTER[.PROC]")
+    p.add_argument("-wait", "--wait", type=float, metavar="SECONDS", help="give up after this long (exit 1)")
+    p.add_argument("-quiet", "--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(handler=cmd_wait)

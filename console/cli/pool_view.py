@@ -1,0 +1,150 @@
+"""Pool subcommands: status (condor_status), userprio (condor_userprio), drain (condor_drain) and
+analyze (condor_q -better-analyze)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from gridbus.console.cli import formats
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from gridbus.console import AdType, Collector
+
+    ad_type = {"startd": AdType.Startd, "schedd": AdType.Schedd, "submitters": AdType.Submitter,
+               "negotiator": AdType.Negotiator, "collector": AdType.Collector, "master": AdType.Master,
+               "any": AdType.Any}[args.type]
+    constraint = args.constraint or "true"
+    if args.targets:
+        names = " || ".join(f"Machine == {formats.quote(t)} || Name == {formats.quote(t)}" for t in args.targets)
+        constraint = f"({constraint}) && ({names})"
+    with Collector() as collector:
+        ads = list(collector.query(ad_type, constraint, list(args.af) if args.af else None))
+    if args.json:
+        sys.stdout.write(formats.json_form(ads))
+    elif args.long:
+        sys.stdout.write(formats.long_form(ads))
+    elif args.af:
+        sys.stdout.write(formats.autoformat(ads, args.af))
+    elif ad_type != AdType.Startd:
+        print(f"{'Name':<40} {'MyType':<12} {'MyAddress'}")
+        for ad in sorted(ads, key=lambda a: str(formats.get(a, "Name", ""))):
+            print(f"{str(formats.get(ad, 'Name', '?')):<40} {str(formats.get(ad, 'MyType', '?')):<12} {formats.get(ad, 'MyAddress', '')}")
+    elif args.total:
+        sys.stdout.write(formats.status_totals(ads))
+    else:
+        sys.stdout.write(formats.status_table(ads))
+    return 0
+
+
+def _negotiator(session: Any) -> str:
+    found = sorted(o._agent for o in session.getObjects(_class="negotiator", _timeout=3.0))
+    if not found:
+        raise LookupError(f"no negotiator answers on {session.url.redacted()} (is one running?)")
+    return found[0]
+
+
+def cmd_userprio(args: argparse.Namespace) -> int:
+    from gridbus.console import Session
+
+    with Session(args.url, name="gridbus-userprio") as session:
+        address = _negotiator(session)
+        if args.setprio:
+            session.call(address, "SetPriority", {"Name": args.setprio[0], "Priority": float(args.setprio[1])}).check("SetPriority")
+            print(f"The priority of {args.setprio[0]} was set to {float(args.setprio[1]):g}")
+            return 0
+        if args.setfactor:
+            session.call(address, "SetPriorityFactor",
+                         {"Name": args.setfactor[0], "PriorityFactor": float(args.setfactor[1])}).check("SetPriorityFactor")
+            print(f"The priority factor of {args.setfactor[0]} was set to {float(args.setfactor[1]):g}")
+            return 0
+        rows = session.call(address, "GetPriorities", {}).check("GetPriorities").outArgs.get("Priorities", [])
+    if args.json:
+        sys.stdout.write(formats.json_form(rows))
+        return 0
+    print(f"{'User Name':<30} {'Effective Priority':>18} {'Priority Factor':>15} {'In Use':>7} {'Usage (wghted-hrs)':>19}")
+    print(f"{'-' * 30} {'-' * 18} {'-' * 15} {'-' * 7} {'-' * 19}")
+    for r in rows:
+        print(
+            f"{str(r.get('Name', '?')):<30} {float(r.get('EffectivePriority', 0)):>18.2f} "
+            f"{float(r.get('PriorityFactor', 1)):>15.2f} {int(r.get('ResourcesUsed', 0)):>7} "
+            f"{float(r.get('AccumulatedUsage', 0)) / 3600:>19.2f}"
+        )
+    print(f"{'-' * 30} {'-' * 18} {'-' * 15} {'-' * 7} {'-' * 19}")
+    print(f"{'Number of users: ' + str(len(rows)):<30}")
+    return 0
+
+
+def cmd_drain(args: argparse.Namespace) -> int:
+    from gridbus.console import AdType, Collector
+    from gridbus.console.startd import Startd
+
+    with Collector() as collector:
+        ads = collector.query(AdType.Startd, f"Machine == {formats.quote(args.machine)}", ["Machine", "MyAddress"])
+    if not ads:
+        raise LookupError(f"no machine named {args.machine} in the pool")
+    with Startd(ads[0]) as startd:
+        if args.cancel:
+            startd.cancelDrainJobs(args.request_id)
+            print(f"Sent request to cancel draining on {args.machine}")
+            return 0
+        request = startd.drainJobs(args.how_fast, "resume" if args.resume_on_completion else "nothing", args.reason)
+    print(f"Sent request to drain {args.machine} (request id {request})")
+    return 0
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from gridbus.console import Session
+
+    with Session(args.url, name="gridbus-analyze") as session:
+        schedds = sorted(o._agent for o in session.getObjects(_class="scheduler", _timeout=3.0))
+        if not schedds:
+            raise LookupError(f"no schedd answers on {session.url.redacted()} (is one running?)")
+        job = session.call(schedds[0], "GetAd", {"Id": args.job}).check(f"GetAd {args.job}").outArgs.get("Ad")
+        out = session.call(_negotiator(session), "Analyze", {"Job": job}).check("Analyze").outArgs
+    print(f"\n-- Job {args.job}: {out.get('Summary', '')}\n")
+    print(f"{out.get('Slots', 0)} slots considered:")
+    print(f"  {out.get('RejectedByJob', 0):>6} rejected by the job's Requirements")
+    print(f"  {out.get('RejectedBySlot', 0):>6} reject the job (their Requirements)")
+    print(f"  {out.get('Matching', 0):>6} match both ways, {out.get('Available', 0)} of them available")
+    clauses = out.get("Clauses") or []
+    if clauses:
+        print("\nThe job's Requirements, clause by clause (slots each rejects):")
+        for c in clauses:
+            print(f"  {int(c.get('Rejects', 0)):>6}  {c.get('Clause', '')}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("status", help="show the pool's slots and daemons (condor_status)")
+    p.add_argument("targets", nargs="*", metavar="MACHINE", help="only these machines or slots")
+    p.add_argument("-constraint", "--constraint", metavar="EXPR")
+    p.add_argument("-af", "-autoformat", "--af", nargs="+", metavar="ATTR")
+    p.add_argument("-l", "-long", "--long", dest="long", action="store_true")
+    p.add_argument("-json", "--json", action="store_true")
+    p.add_argument("-total", "-totals", "--total", dest="total", action="store_true", help="only the totals table")
+    kinds = p.add_mutually_exclusive_group()
+    for kind in ("schedd", "submitters", "negotiator", "collector", "master", "any"):
+        kinds.add_argument(f"-{kind}", f"--{kind}", dest="type", action="store_const", const=kind)
+    p.set_defaults(handler=cmd_status, type="startd")
+
+    p = sub.add_parser("userprio", help="user priorities (condor_userprio)")
+    p.add_argument("-setprio", "--setprio", nargs=2, metavar=("USER", "VALUE"))
+    p.add_argument("-setfactor", "--setfactor", nargs=2, metavar=("USER", "VALUE"))
+    p.add_argument("-json", "--json", action="store_true")
+    p.set_defaults(handler=cmd_userprio)
+
+    p = sub.add_parser("drain", help="drain a machine (condor_drain)")
+    p.add_argument("machine", metavar="MACHINE")
+    p.add_argument("-how-fast", "--how-fast", dest="how_fast", choices=["graceful", "quick", "fast"], default="graceful")
+    p.add_argument("-resume-on-completion", "--resume-on-completion", dest="resume_on_completion", action="store_true")
+    p.add_argument("-reason", "--reason", metavar="TEXT")
+    p.add_argument("-cancel", "--cancel", action="store_true", help="stop draining")
+    p.add_argument("-request-id", "--request-id", dest="request_id", metavar="ID")
+    p.set_defaults(handler=cmd_drain)
+
+    p = sub.add_parser("analyze", help="why a job does not run (condor_q -better-analyze)")
+    p.add_argument("job", metavar="CLUSTER.PROC")
+    p.set_defaults(handler=cmd_analyze)
