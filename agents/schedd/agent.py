@@ -236,22 +236,24 @@ class Schedd(ShadowMixin, Agent):
     @method("scheduler")
     async def Submit(self, call: Call, Ad: Any, Procs: list, Count: int, Submit: dict, SubmissionId: str) -> dict:
         caller = call.require_user()
-        if Submit:
-            Ad, Procs, Count = self._expand_submit_description(Ad, Submit)
         ad = submission.normalize_ad(Ad)
-        diffs = submission.proc_diffs(Procs) if Procs else []
-        count = len(diffs) if diffs else Count
-        if count < 1:
-            raise invalid("Submit: a cluster needs at least one proc (Count >= 1 or a non-empty Procs)")
         owner = submission.resolve_owner(ad, caller, self.is_super(caller))
         digest = ""
         if SubmissionId:
-            digest = submission.digest(ad, diffs, count, {})
+            # The fingerprint is of the request as sent, so a retry matches whatever time it comes.
+            digest = submission.digest(ad, [p for p in Procs if isinstance(p, dict)], Count, Submit)
             seen = self.queue.submission(owner, SubmissionId)
             if seen is not None:
                 if seen[0] != digest:
                     raise submission.reused_id(SubmissionId, seen[1]["ClusterId"])
                 return seen[1]
+        if Submit:
+            expanded, Procs, Count = self._expand_submit_description(ad, Submit)
+            ad = submission.normalize_ad(expanded)
+        diffs = submission.proc_diffs(Procs) if Procs else []
+        count = len(diffs) if diffs else Count
+        if count < 1:
+            raise invalid("Submit: a cluster needs at least one proc (Count >= 1 or a non-empty Procs)")
         submission.check_required(ad)
         qdate = int(time.time())
         probe, _status = submission.build_cluster_ad(ad, owner=owner, uid_domain=self.settings.uid_domain,
@@ -293,10 +295,14 @@ class Schedd(ShadowMixin, Agent):
         except ImportError:
             raise MethodError(Status.NOT_IMPLEMENTED, "Submit: this schedd cannot expand submit descriptions "
                               "(gridbus.submit is not installed); send the job ad instead") from None
+        count = desc.get("Count") or 0
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise invalid(f"Submit: Submit.Count must be a non-negative integer, got {count!r}")
         try:
-            sub = SubmitDescription(text)
-            cluster = dict(sub.cluster_ad())
-            procs = list(sub.proc_ads(int(desc.get("Count") or 0), desc.get("ItemData")))
+            # No await until the cluster is made, so next_cluster is the id it gets ($(Cluster)).
+            built = SubmitDescription(text).build(cluster_id=self.queue.next_cluster, count=count,
+                                                  itemdata=desc.get("ItemData"))
+            cluster, procs = dict(built.cluster_ad), list(built.proc_ads)
         except Exception as exc:
             raise invalid(f"Submit: the submit description is not valid: {exc}") from None
         if isinstance(ad, dict):
@@ -515,6 +521,10 @@ class Schedd(ShadowMixin, Agent):
         full_reason = f"{reason} (by user {user})"
         stops: list[Proc] = []
         now = time.time()
+        # A cluster removed whole stops materializing first, or each removal would make a new proc.
+        for c in totals.factories:
+            if c.owner == user or self.is_super(user):
+                self.queue.stop_factory(c)
         for p in procs:
             if not self.may_act(user, p):
                 totals.denied += 1
@@ -529,10 +539,6 @@ class Schedd(ShadowMixin, Agent):
                 totals.error += 1
                 continue
             totals.add(outcome)
-        if action == "Remove":
-            for c in totals.factories:
-                if c.owner == user or self.is_super(user):
-                    self.queue.stop_factory(c)
         self.commit()
         for p in stops:
             self.spawn(self._stop_then(p), "stop-job")
@@ -719,8 +725,8 @@ class Schedd(ShadowMixin, Agent):
                 chunk = []
             if 0 <= Limit <= sent:
                 break
-        if chunk:
-            yield {"Jobs": chunk}
+        if chunk or not sent:
+            yield {"Jobs": chunk}  # an empty answer still says Jobs = []
 
     def _summary(self, test: Any) -> list[dict[str, Any]]:
         per_owner: dict[str, list[int]] = {}
@@ -786,8 +792,8 @@ class Schedd(ShadowMixin, Agent):
                 chunk = []
             if 0 <= Limit <= sent:
                 break
-        if chunk:
-            yield {"Jobs": chunk}
+        if chunk or not sent:
+            yield {"Jobs": chunk}  # an empty answer still says Jobs = []
 
     # ------------------------------------------------------------------ job objects (getObjects)
     def resolve_object(self, name: str) -> str | None:

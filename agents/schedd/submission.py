@@ -104,7 +104,7 @@ def check_required(ad: dict[str, Any]) -> None:
 def resolve_owner(ad: dict[str, Any], caller: str, is_super: bool) -> str:
     """The job's Owner: the caller's broker user; another Owner only for a queue super user."""
     given = lookup(ad, "Owner")
-    if given is None or given == caller:
+    if given is None or given == caller or type(given).__name__ == "Value":  # absent or undefined
         return caller
     if not isinstance(given, str) or not given:
         raise invalid(f"Submit: Owner must be a user name, got {given!r}")
@@ -157,6 +157,10 @@ def proc_diffs(procs: Sequence[Any]) -> list[dict[str, Any]]:
     out = []
     for i, p in enumerate(procs):
         diff = normalize_ad(p, f"Procs[{i}]")
+        # Procs are numbered by the schedd in order; a ProcId they carry (Submit.proc_ads) is that order.
+        key = canonical(diff, "ProcId")
+        if key is not None:
+            del diff[key]
         for name in list(diff):
             if name.lower() in SCHEDD_OWNED and name.lower() != "jobstatus":
                 raise invalid(f"Submit: Procs[{i}] sets {name}, which the schedd assigns")

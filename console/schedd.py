@@ -1,0 +1,290 @@
+"""The htcondor2-style schedd API over the broker: `Schedd.submit/query/act/edit/history`.
+
+    from gridbus.console import Schedd, JobAction
+    schedd = Schedd()                                   # the only (or first) schedd on the broker
+    result = schedd.submit(Submit({...}), count=10)     # SubmitResult: cluster(), first_proc(), num_procs()
+    for ad in schedd.query("JobStatus == 1", ["ClusterId", "ProcId"]):
+        ...
+    schedd.act(JobAction.Hold, f"{result.cluster()}")
+
+Names and signatures mirror htcondor2 (reference HTCONDOR-NOTES section 5), so a script moves from
+HTCondor to gridbus by its import. Every Submit carries a fresh SubmissionId; a Submit whose answer
+timed out is retried with the same id, so it never creates a cluster twice.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Iterable
+from enum import IntEnum, IntFlag
+from typing import Any
+
+from gridbus.classad import ClassAd, ExprTree
+from gridbus.console.session import Session
+from gridbus.rpc import CallFailed, CallTimeout, MethodResult
+from gridbus.status import Status
+
+_JOB_ID = re.compile(r"\d+(\.\d+)?")
+
+
+class JobAction(IntEnum):
+    Hold = 1
+    Release = 2
+    Remove = 3
+    RemoveX = 4
+    Vacate = 5
+    VacateFast = 6
+    Suspend = 8
+    Continue = 9
+
+
+class JobStatus(IntEnum):
+    IDLE = 1
+    RUNNING = 2
+    REMOVED = 3
+    COMPLETED = 4
+    HELD = 5
+    TRANSFERRING_OUTPUT = 6
+    SUSPENDED = 7
+
+
+class QueryOpt(IntFlag):
+    Default = 0
+    AutoCluster = 1
+    GroupBy = 2
+    DefaultMyJobsOnly = 4
+    SummaryOnly = 8
+    IncludeClusterAd = 16
+    IncludeJobsetAds = 32
+
+
+# The schedd's method for each action it carries out.
+_ACTION_METHODS = {JobAction.Hold: "Hold", JobAction.Release: "Release", JobAction.Remove: "Remove",
+                   JobAction.RemoveX: "Remove"}
+
+
+class SubmitResult:
+    """What htcondor2's Schedd.submit returns."""
+
+    def __init__(self, cluster: int, first_proc: int, num_procs: int, cluster_ad: ClassAd | None = None,
+                 job_id: str = ""):
+        self._cluster = cluster
+        self._first = first_proc
+        self._num = num_procs
+        self._ad = cluster_ad
+        self.id = job_id  # "<schedd>#<cluster>.<first proc>", as the QMF Submit answers
+
+    def cluster(self) -> int:
+        return self._cluster
+
+    def first_proc(self) -> int:
+        return self._first
+
+    def num_procs(self) -> int:
+        return self._num
+
+    def clusterad(self) -> ClassAd | None:
+        return self._ad
+
+    def __repr__(self) -> str:
+        return f"SubmitResult(cluster={self._cluster}, first_proc={self._first}, num_procs={self._num})"
+
+    __str__ = __repr__
+
+
+def _raise_for(result: MethodResult, what: str) -> MethodResult:
+    if result.status == Status.OK:
+        return result
+    if result.status == Status.FORBIDDEN:
+        err: Exception = PermissionError(result.text)
+    elif result.status in (Status.INVALID_PARAMETER, Status.UNKNOWN_OBJECT):
+        err = ValueError(result.text)
+    else:
+        err = CallFailed(result, what)
+    err.result = result  # type: ignore[attr-defined]
+    raise err
+
+
+class Schedd:
+    """A schedd on the broker, as htcondor2.Schedd sees one.
+
+    ``location`` may be the schedd's address (``schedd@name``), its Scheduler ad (a ClassAd or
+    dict with MyAddress, as from Collector.locate), or None for the only schedd answering
+    getObjects(_class="scheduler").
+    """
+
+    def __init__(self, location: Any = None, *, url: str | None = None, session: Session | None = None,
+                 timeout: float = 60.0, submit_retries: int = 2):
+        self._own_session = session is None
+        self.session = session or Session(url, timeout=timeout)
+        if session is None and url is None:
+            self.session.addBroker()
+        self.timeout = timeout
+        self.submit_retries = submit_retries
+        self.address = self._locate(location)
+
+    def _locate(self, location: Any) -> str:
+        if isinstance(location, str) and location:
+            return location if "@" in location and location.startswith("schedd@") else f"schedd@{location}"
+        if location is not None:
+            try:
+                address = location["MyAddress"]
+            except (KeyError, TypeError):
+                raise ValueError("a schedd location ad must carry MyAddress (the schedd's agent address)") from None
+            return str(address)
+        found = self.session.getObjects(_class="scheduler")
+        if not found:
+            raise RuntimeError("Unable to locate a schedd: no agent answered getObjects(_class='scheduler')")
+        return sorted(o.MyAddress for o in found)[0]
+
+    def close(self) -> None:
+        if self._own_session:
+            self.session.close()
+
+    def __enter__(self) -> Schedd:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _call(self, method: str, args: dict[str, Any], *, obj: str | None = None,
+              timeout: float | None = None) -> MethodResult:
+        result = self.session.call(self.address, method, args, obj=obj, timeout=timeout or self.timeout)
+        return _raise_for(result, method)
+
+    # ------------------------------------------------------------------ submit
+    def submit(self, description: Any, count: int = 0, spool: bool = False, itemdata: Iterable[Any] | None = None,
+               queue: str | None = None, *, submission_id: str | None = None) -> SubmitResult:
+        """Submit one cluster: a `gridbus.submit.Submit` (or a submit-description text / dict of
+        commands), or a plain job ad (a dict or ClassAd with ``Cmd``) for ``count`` procs."""
+        if spool:
+            raise NotImplementedError("spool=True: gridbus schedds read input files in place; spooling is not supported")
+        if queue is not None and (count or itemdata is not None):
+            raise ValueError("queue= and count/itemdata are mutually exclusive")
+        args = self._submit_args(description, count, itemdata, queue)
+        args["SubmissionId"] = submission_id or uuid.uuid4().hex
+        result = None
+        for attempt in range(self.submit_retries + 1):
+            try:
+                result = self._call("Submit", args)
+                break
+            except CallTimeout:
+                # The Submit may have committed; the same SubmissionId makes the retry safe.
+                if attempt == self.submit_retries:
+                    raise
+        assert result is not None
+        return SubmitResult(result.ClusterId, result.FirstProc, result.NumProcs, None, result.Id)
+
+    def _submit_args(self, description: Any, count: int, itemdata: Iterable[Any] | None,
+                     queue: str | None) -> dict[str, Any]:
+        if isinstance(description, (dict, ClassAd)) and _looks_like_job_ad(description):
+            ad = dict(description.items()) if isinstance(description, ClassAd) else dict(description)
+            return {"Ad": ad, "Count": count or 1}
+        from gridbus.submit import Submit
+
+        sub = description if isinstance(description, Submit) else Submit(description)
+        if queue is not None:
+            sub.setQArgs(queue)
+        items = list(itemdata) if itemdata is not None else None
+        if sub.uses_cluster_id():
+            # $(Cluster) must be the real cluster id: let the schedd expand the description.
+            return {"Ad": {}, "Submit": {"Text": str(sub), "Count": count, "ItemData": items}}
+        built = sub.build(cluster_id=0, count=count, itemdata=items)
+        cluster = {k: v for k, v in built.cluster_ad.items() if k not in ("ClusterId", "Owner")}
+        procs = [{k: v for k, v in p.items() if k != "ProcId"} for p in built.proc_ads]
+        if all(not p for p in procs):
+            return {"Ad": cluster, "Count": len(procs)}
+        return {"Ad": cluster, "Procs": procs}
+
+    # ------------------------------------------------------------------ query and history
+    def query(self, constraint: Any = "true", projection: list[str] | None = None,
+              callback: Callable[[ClassAd], Any] | None = None, limit: int = -1,
+              opts: QueryOpt | int = QueryOpt.Default) -> list[Any]:
+        args = {"Constraint": _constraint_text(constraint), "Projection": list(projection or []),
+                "Limit": int(limit), "Opts": int(opts) & (QueryOpt.AutoCluster | QueryOpt.SummaryOnly)}
+        if int(opts) & QueryOpt.DefaultMyJobsOnly:
+            args["Constraint"] = f"({args['Constraint']}) && Owner == {_quote(self.session.user)}"
+        jobs = self._call("Query", args).outArgs.get("Jobs", [])
+        ads = [ClassAd(j) for j in jobs]
+        if callback is not None:
+            return [out for out in (callback(a) for a in ads) if out is not None]
+        return ads
+
+    def history(self, constraint: Any = None, projection: list[str] | None = None, match: int = -1,
+                since: Any = None) -> list[ClassAd]:
+        args = {"Constraint": _constraint_text(constraint), "Projection": list(projection or []),
+                "Limit": int(match), "Since": "" if since is None else str(since)}
+        return [ClassAd(j) for j in self._call("History", args).outArgs.get("Jobs", [])]
+
+    def get_ad(self, job_id: str) -> ClassAd:
+        """One job's full ad, from the queue or the history (MRG's GetJobAd)."""
+        return ClassAd(self._call("GetAd", {"Id": str(job_id)}).JobAd)
+
+    def fetch(self, job_id: str, file: str = "Out", start: int = 0, end: int = 0) -> str:
+        """A byte range of a job's output or error file (MRG's FetchJobData)."""
+        return self._call("Fetch", {"Id": str(job_id), "File": file, "Start": start, "End": end}).Data
+
+    # ------------------------------------------------------------------ actions
+    def act(self, action: JobAction | int, job_spec: Any, reason: str | tuple[str, int] | None = None) -> ClassAd:
+        """Hold, Release or Remove jobs; answers htcondor2's totals ad (TotalSuccess, ...)."""
+        action = JobAction(action)
+        method = _ACTION_METHODS.get(action)
+        if method is None:
+            raise NotImplementedError(f"JobAction.{action.name} is not supported by gridbus schedds "
+                                      f"(supported: Hold, Release, Remove, RemoveX)")
+        text = reason[0] if isinstance(reason, tuple) else reason
+        args = {**_spec_args(job_spec), "Reason": text or ""}
+        return ClassAd(self._call(method, args).Totals)
+
+    def edit(self, job_spec: Any, attr: str, value: Any, flags: int = 0) -> int:
+        """Set ``attr`` of the jobs to ``value`` (ClassAd text or an ExprTree); returns jobs changed."""
+        if isinstance(value, ExprTree):
+            wire_value: Any = value
+        elif isinstance(value, str):
+            wire_value = value
+        else:
+            raise TypeError("value must be ClassAd text (str) or an ExprTree, as in htcondor2")
+        totals = self._call("SetAttribute", {**_spec_args(job_spec), "Name": attr, "Value": wire_value}).Totals
+        return int(totals.get("TotalSuccess", 0))
+
+
+def _looks_like_job_ad(obj: Any) -> bool:
+    keys = {str(k).lower() for k in obj.keys()}
+    return "cmd" in keys or "requirements" in keys or "jobuniverse" in keys
+
+
+def _constraint_text(constraint: Any) -> Any:
+    if constraint is None:
+        return "true"
+    if isinstance(constraint, (bool,)):
+        return "true" if constraint else "false"
+    if isinstance(constraint, ExprTree):
+        return constraint
+    return str(constraint)
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _spec_args(job_spec: Any) -> dict[str, Any]:
+    """htcondor2's job_spec: 'c', 'c.p', a list of those, an int cluster, or a constraint."""
+    if isinstance(job_spec, bool):
+        raise TypeError("job_spec must be a job id, a list of job ids, a cluster id or a constraint")
+    if isinstance(job_spec, int):
+        return {"Ids": [str(job_spec)]}
+    if isinstance(job_spec, (list, tuple)):
+        ids = [str(j) for j in job_spec]
+        bad = [j for j in ids if not _JOB_ID.fullmatch(j)]
+        if bad:
+            raise ValueError(f"not job ids: {', '.join(bad)} (use 'cluster' or 'cluster.proc')")
+        return {"Ids": ids}
+    if isinstance(job_spec, ExprTree):
+        return {"Constraint": job_spec}
+    if isinstance(job_spec, str):
+        text = job_spec.strip()
+        if _JOB_ID.fullmatch(text):
+            return {"Ids": [text]}
+        return {"Constraint": text}
+    raise TypeError(f"job_spec must be a job id, a list of job ids, a cluster id or a constraint, not {type(job_spec).__name__}")
