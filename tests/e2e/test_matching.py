@@ -1,0 +1,126 @@
+"""Requirements, analysis, fair share and claim reuse in a real pool."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from htcondor2 import JobEventLog, JobEventType
+
+from tests.e2e.conftest import PARTITIONABLE_STARTD, STATIC_STARTD
+from tests.e2e.pool import wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def completed(pool, cluster, n):
+    hist = pool.history("schedd@s", f"ClusterId == {cluster}")
+    return hist if len(hist) >= n else None
+
+
+def test_requirements_are_honoured_and_analysis_explains_an_unmatchable_job(make_pool):
+    pool = make_pool()
+    pool.start("collector", "c")
+    pool.start("negotiator", "n")
+    pool.start("schedd", "s")
+    pool.start("startd", "a", **STATIC_STARTD, GRIDBUS_OPSYSANDVER="SpecialOS1")
+    pool.start("startd", "b", **PARTITIONABLE_STARTD)
+    pool.wait_slots(5)
+    special = pool.submit("schedd@s", 12, requirements='TARGET.OpSysAndVer == "SpecialOS1"')
+    never = pool.submit("schedd@s", 1, requirements='TARGET.OpSysAndVer =!= undefined && TARGET.Memory >= 100000000')
+    hist = wait_for("12 completed jobs", lambda: completed(pool, special, 12), timeout=60)
+    assert all(str(j.get("LastRemoteHost")).endswith("@a") for j in hist)
+    (job,) = pool.jobs("schedd@s", f"ClusterId == {never}")
+    assert job["JobStatus"] == 1
+    out = pool.call("negotiator@n", "Analyze", {"Job": job}).outArgs
+    assert out["Matching"] == 0 and out["RejectedByJob"] == out["Slots"] >= 5
+    assert out["WorstClause"] == "TARGET.Memory >= 100000000"
+    assert "no slot matches" in out["Summary"]
+    stats = pool.negotiator_stats()
+    assert stats["NegotiationCycles"] >= 2
+
+
+def running_by_owner(pool):
+    jobs = pool.jobs("schedd@s", "JobStatus == 2", ["Owner"])
+    out = {"alice": 0, "bob": 0}
+    for j in jobs:
+        out[j["Owner"]] = out.get(j["Owner"], 0) + 1
+    return out
+
+
+def sample_shares(pool, seconds):
+    samples = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        idle = pool.jobs("schedd@s", "JobStatus == 1", ["Owner"])
+        owners_idle = {j["Owner"] for j in idle}
+        if owners_idle != {"alice", "bob"}:
+            break  # one owner ran out of idle jobs: no share to keep any more
+        counts = running_by_owner(pool)
+        if sum(counts.values()) >= 3:
+            samples.append(counts)
+        time.sleep(0.2)
+    return samples
+
+
+def fair_pool(make_pool, factor=None):
+    pool = make_pool()
+    pool.start("collector", "c")
+    pool.start("negotiator", "n")
+    pool.start("schedd", "s")
+    wait_for("the negotiator's ad", pool.negotiator_stats, 30)
+    if factor:
+        pool.call("negotiator@n", "SetPriorityFactor", {"Name": "bob", "PriorityFactor": factor})
+    # Both owners' jobs are queued before the slots appear, so the first cycle sees both.
+    a = pool.submit("schedd@s", 100, cmd="/bin/sleep", args="0.3", owner="alice")
+    b = pool.submit("schedd@s", 100, cmd="/bin/sleep", args="0.3", owner="bob")
+    pool.start("startd", "a", **STATIC_STARTD)
+    return pool, a, b
+
+
+def test_fair_share_two_owners_within_one_slot(make_pool):
+    pool, _a, _b = fair_pool(make_pool)
+    wait_for("jobs running", lambda: sum(running_by_owner(pool).values()) >= 3, 30)
+    samples = sample_shares(pool, 6)
+    assert len(samples) >= 5
+    assert all(abs(s["alice"] - s["bob"]) <= 1 for s in samples), samples
+
+
+def test_priority_factor_shifts_the_split(make_pool):
+    pool, _a, _b = fair_pool(make_pool, factor=3.0)
+    wait_for("jobs running", lambda: sum(running_by_owner(pool).values()) >= 3, 30)
+    samples = sample_shares(pool, 6)
+    assert len(samples) >= 5
+    mean_alice = sum(s["alice"] for s in samples) / len(samples)
+    mean_bob = sum(s["bob"] for s in samples) / len(samples)
+    assert mean_alice > 2.4 and mean_bob < 1.6, samples  # 3 : 1 with bob's factor of 3
+    prios = {p["Name"]: p for p in pool.call("negotiator@n", "GetPriorities").Priorities}
+    assert prios["bob"]["PriorityFactor"] == 3.0
+
+
+def test_claim_reuse_50_jobs_one_negotiation(make_pool, tmp_path):
+    pool = make_pool()
+    pool.start("collector", "c")
+    pool.start("negotiator", "n")
+    pool.start("schedd", "s")
+    pool.start("startd", "one", GRIDBUS_NUM_CPUS="1", GRIDBUS_NUM_SLOTS="1", GRIDBUS_MEMORY="1024")
+    pool.wait_slots(1)
+    log = tmp_path / "reuse.log"
+    started = time.monotonic()
+    cluster = pool.submit("schedd@s", 50, log=log)
+    hist = wait_for("50 completed jobs", lambda: completed(pool, cluster, 50), timeout=60)
+    elapsed = time.monotonic() - started
+    assert all(j["ExitCode"] == 0 and j["NumJobStarts"] == 1 for j in hist)
+    stats = wait_for("the negotiator's ad after the run", lambda: (s := pool.negotiator_stats()) and
+                     s.get("NegotiationCycles", 0) >= 2 and s, 10)
+    assert stats["TotalMatches"] == 1, stats  # one negotiation; the claim ran all 50
+    # No activation waits: each job starts in the second the previous one ended.
+    events = [(e.type, e.proc, e.timestamp) for e in JobEventLog(str(log)).events(0)
+              if e.type in (JobEventType.EXECUTE, JobEventType.JOB_TERMINATED)]
+    ends = {p: t for kind, p, t in events if kind == JobEventType.JOB_TERMINATED}
+    starts = {p: t for kind, p, t in events if kind == JobEventType.EXECUTE}
+    assert len(starts) == len(ends) == 50
+    order = sorted(starts, key=lambda p: (starts[p], p))
+    gaps = [starts[nxt] - ends[prev] for prev, nxt in zip(order, order[1:], strict=False)]
+    assert max(gaps) <= 1, gaps
+    assert elapsed < 30
