@@ -18,7 +18,7 @@ def test_seed_003_program_submits_and_finds_the_job_with_get_objects(schedd, amq
     ad = {"Cmd": {"TYPE": STRING_TYPE, "VALUE": "/bin/sleep"},
           "Args": {"TYPE": STRING_TYPE, "VALUE": "120"},
           "Requirements": {"TYPE": EXPR_TYPE, "VALUE": "TRUE"},
-          "JobUniverse": {"TYPE": INTEGER_TYPE, "VALUE": "%s" % (UNIVERSE["VANILLA"],)},  # noqa: UP031 (as the seed has it),
+          "JobUniverse": {"TYPE": INTEGER_TYPE, "VALUE": "%s" % (UNIVERSE["VANILLA"],)},  # noqa: UP031 (as the seed has it)
           "Iwd": {"TYPE": STRING_TYPE, "VALUE": "/tmp"},
           "Owner": {"TYPE": STRING_TYPE, "VALUE": "guest"}}
     session = Session()
