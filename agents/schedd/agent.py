@@ -148,6 +148,11 @@ class Schedd(ShadowMixin, Agent):
             self._log_submit(procs[0].cluster, procs)
         self.queue.flush()
 
+    def _settle(self) -> None:
+        """Commit the changes waiting for the write-behind before reading the history from disk."""
+        if self.queue.dirty:
+            self.commit()
+
     def commit_soon(self) -> None:
         """Batch the shadows' changes: one commit a few milliseconds after the first of them."""
         if self._flush_handle is None:
@@ -660,7 +665,10 @@ class Schedd(ShadowMixin, Agent):
             raise invalid(str(exc)) from None
         if pid is None:
             raise invalid(f"{job!r} names a cluster; GetAd needs one job ('cluster.proc')")
-        ad = self.queue.get(cid, pid) or self.queue.store.history_ad(cid, pid)
+        ad = self.queue.get(cid, pid)
+        if ad is None:
+            self._settle()
+            ad = self.queue.store.history_ad(cid, pid)
         if ad is None:
             raise unknown_object(f"{self.address} has no job {cid}.{pid} (not in the queue nor in the history)")
         return ad
@@ -767,6 +775,7 @@ class Schedd(ShadowMixin, Agent):
     async def History(self, call: Call, Constraint: Any, Projection: list, Limit: int, Since: str) -> AsyncIterator[dict]:
         test = None if _trivial(Constraint) else _compile_constraint(Constraint)
         projection = _projection(Projection)
+        self._settle()
         since_seq = 0
         if Since:
             try:
@@ -805,7 +814,10 @@ class Schedd(ShadowMixin, Agent):
             return None
         if pid is None:
             return None
-        if self.queue.proc(cid, pid) is not None or self.queue.store.history_seq_of(cid, pid) is not None:
+        if self.queue.proc(cid, pid) is not None:
+            return "job"
+        self._settle()
+        if self.queue.store.history_seq_of(cid, pid) is not None:
             return "job"
         return None
 
