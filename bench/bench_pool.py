@@ -1,0 +1,143 @@
+"""Pool throughput: 2,000 /bin/true jobs on a personal pool, and Celery running the same work.
+
+gridbus: a collector, a negotiator, a schedd and one startd (8 static slots), each a process on
+a vhost of its own; one Submit of 2,000 procs; the rate is jobs completed per second from the
+Submit to the last completion (all of it: matching, claiming, claim reuse, SQLite commits, the
+user log). Celery (the peer, in the same run, on the same broker, a vhost of its own): a prefork
+worker with 2 processes and the rpc result backend runs a task that runs /bin/true 2,000 times;
+the rate is from the first ``delay()`` to the last result. Goals: at least Celery's rate and at
+least 3 x the 95 jobs/s of seed 000 (HTCondor's schedd).
+
+    .venv/bin/python bench/bench_pool.py [--quick]
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SEED_000_RATE = 95.0  # jobs/s, HTCondor's schedd in seed 000
+SLOTS = 8
+
+
+def _vhost(tag: str) -> tuple[object, str, str]:
+    from gridbus.bus import BrokerURL, default_url
+    from gridbus.mgmt import Management
+
+    base = BrokerURL(os.environ.get("GRIDBUS_BENCH_AMQP_URL") or default_url())
+    mgmt = Management.for_broker(base)
+    vhost = f"gridbus-bench-{tag}-{uuid.uuid4().hex[:8]}"
+    mgmt.put_vhost(vhost)
+    mgmt.put_permissions(vhost, base.user, ".*", ".*", ".*")
+    return mgmt, vhost, base.with_vhost(vhost).url
+
+
+def gridbus_rate(jobs: int) -> dict:
+    from tests.e2e.pool import Pool, wait_for
+
+    mgmt, vhost, url = _vhost("pool")
+    with tempfile.TemporaryDirectory() as tmp:
+        pool = Pool(url, Path(tmp), GRIDBUS_STARTER_UPDATE_INTERVAL="300", GRIDBUS_JOB_LEASE_DURATION="60")
+        try:
+            pool.start("collector", "c")
+            pool.start("negotiator", "n")
+            pool.start("schedd", "s")
+            pool.start("startd", "a", GRIDBUS_NUM_CPUS=str(SLOTS), GRIDBUS_NUM_SLOTS=str(SLOTS), GRIDBUS_MEMORY="8192")
+            pool.wait_slots(SLOTS, timeout=60)
+            log = Path(tmp) / "bench.log"
+            started = time.monotonic()
+            cluster = pool.submit("schedd@s", jobs, log=log)
+
+            def left() -> bool:
+                return not pool.jobs("schedd@s", f"ClusterId == {cluster}", ["ProcId"])
+
+            wait_for(f"{jobs} jobs to leave the queue", left, timeout=600, interval=0.05)
+            elapsed = time.monotonic() - started
+            hist = pool.history("schedd@s", f"ClusterId == {cluster}", ["ExitCode"])
+            ok = sum(1 for j in hist if j.get("ExitCode") == 0)
+            stats = pool.negotiator_stats()
+        finally:
+            pool.stop()
+            mgmt.delete_vhost(vhost)
+    return {"seconds": elapsed, "rate": jobs / elapsed, "completed_ok": ok, "matches": stats.get("TotalMatches")}
+
+
+CELERY_APP = textwrap.dedent(
+    """
+    import subprocess
+    from celery import Celery
+    app = Celery("benchpool")
+    app.conf.update(task_serializer="json", result_serializer="json", accept_content=["json"],
+                    worker_hijack_root_logger=False, broker_connection_retry_on_startup=True)
+
+    @app.task
+    def run_true():
+        return subprocess.run(["/bin/true"]).returncode
+    """
+)
+
+
+def celery_rate(jobs: int) -> dict:
+    mgmt, vhost, url = _vhost("celery")
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "benchpool.py").write_text(CELERY_APP)
+        env = {**os.environ, "PYTHONPATH": tmp, "CELERY_BROKER_URL": url, "CELERY_RESULT_BACKEND": "rpc://"}
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "benchpool", "worker", "--pool=prefork", "--concurrency=2",
+             "--loglevel=WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            sys.path.insert(0, tmp)
+            import benchpool  # type: ignore[import-not-found]
+
+            benchpool.app.conf.update(broker_url=url, result_backend="rpc://")
+            # Warm up: the worker is up when one task comes back.
+            benchpool.run_true.delay().get(timeout=60)
+            started = time.monotonic()
+            results = [benchpool.run_true.delay() for _ in range(jobs)]
+            codes = [r.get(timeout=600) for r in results]
+            elapsed = time.monotonic() - started
+        finally:
+            worker.terminate()
+            try:
+                worker.wait(15)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+            sys.path.remove(tmp)
+            sys.modules.pop("benchpool", None)
+            mgmt.delete_vhost(vhost)
+    return {"seconds": elapsed, "rate": jobs / elapsed, "completed_ok": sum(1 for c in codes if c == 0)}
+
+
+def run(quick: bool = False) -> dict:
+    jobs = 300 if quick else 2000
+    g = gridbus_rate(jobs)
+    c = celery_rate(jobs)
+    return {
+        "jobs": jobs,
+        "gridbus_slots": SLOTS,
+        "gridbus_jobs_per_s": round(g["rate"], 1),
+        "gridbus_seconds": round(g["seconds"], 2),
+        "gridbus_completed_exit_0": g["completed_ok"],
+        "gridbus_negotiator_matches": g["matches"],
+        "celery_jobs_per_s (prefork 2, rpc backend)": round(c["rate"], 1),
+        "celery_seconds": round(c["seconds"], 2),
+        "ratio_gridbus_over_celery": round(g["rate"] / c["rate"], 2),
+        "seed_000_htcondor_jobs_per_s": SEED_000_RATE,
+        "ratio_gridbus_over_seed_000": round(g["rate"] / SEED_000_RATE, 2),
+    }
+
+
+if __name__ == "__main__":
+    for key, value in run(quick="--quick" in sys.argv).items():
+        print(f"{key:44} {value}")
