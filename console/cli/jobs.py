@@ -19,7 +19,7 @@ def _schedd(args: argparse.Namespace) -> Any:
     from gridbus.console import Schedd
 
     name = getattr(args, "name", None)
-    return Schedd(name=name) if name else Schedd()
+    return Schedd(name) if name else Schedd()
 
 
 def _me(args: argparse.Namespace) -> str:

@@ -117,9 +117,9 @@ def integer(text: str, command: str) -> int:
 
 @lru_cache(maxsize=1)
 def filesystem_domain() -> str:
-    # HTCondor's FILESYSTEM_DOMAIN defaults to the full host name.
-    name = socket.getfqdn()
-    return socket.gethostname() if name.startswith("localhost") else name
+    # HTCondor's FILESYSTEM_DOMAIN defaults to the full host name, the same default the startd
+    # advertises; GRIDBUS_FILESYSTEM_DOMAIN sets it as the startd's knob does.
+    return os.environ.get("GRIDBUS_FILESYSTEM_DOMAIN") or socket.getfqdn()
 
 
 @lru_cache(maxsize=1)
