@@ -58,9 +58,11 @@ def gridbus_rate(jobs: int) -> dict:
             cluster = pool.submit("schedd@s", jobs, log=log)
 
             def left() -> bool:
-                return not pool.jobs("schedd@s", f"ClusterId == {cluster}", ["ProcId"])
+                # One job at most per poll: the probe must not load the schedd it measures.
+                args = {"Constraint": f"ClusterId == {cluster}", "Projection": ["ProcId"], "Limit": 1}
+                return not pool.call("schedd@s", "Query", args).outArgs.get("Jobs", [])
 
-            wait_for(f"{jobs} jobs to leave the queue", left, timeout=600, interval=0.05)
+            wait_for(f"{jobs} jobs to leave the queue", left, timeout=600, interval=0.1)
             elapsed = time.monotonic() - started
             hist = pool.history("schedd@s", f"ClusterId == {cluster}", ["ExitCode"])
             ok = sum(1 for j in hist if j.get("ExitCode") == 0)
