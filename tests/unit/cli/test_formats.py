@@ -1,0 +1,111 @@
+"""condor_q / condor_status layouts (reference/HTCONDOR-NOTES.md 4) and the command line's parsing,
+without a pool."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gridbus.console.cli import build_parser, formats, jobs, pool_url
+
+T = time.mktime((2020, 7, 10, 3, 22, 0, 0, 0, -1))
+
+
+def job(c: int, p: int, status: int, owner: str = "nemo", **kw):
+    return {"ClusterId": c, "ProcId": p, "JobStatus": status, "Owner": owner, "QDate": int(T), "Cmd": "/bin/sleep",
+            "Args": "60", "JobPrio": 0, "ImageSize": 0, **kw}
+
+
+def test_batch_table_rows_as_condor_q():
+    ads = [job(42, 0, 1, "alice"), job(42, 1, 2, "alice"), job(42, 2, 1, "alice"),
+           job(7801943, 0, 4, JobBatchName="batch28"), job(7858552, 0, 2, JobBatchName="batch28")]
+    lines = formats.batch_table(ads).splitlines()
+    assert lines[0] == "OWNER    BATCH_NAME    SUBMITTED   DONE   RUN    IDLE  TOTAL JOB_IDS"
+    assert lines[1] == "alice    ID: 42        7/10 03:22      _      1      2      3 42.0-2"
+    assert lines[2] == "nemo     batch28       7/10 03:22      1      1      _      2 7801943.0 ... 7858552.0"
+
+
+def test_hold_column_only_with_held_jobs():
+    lines = formats.batch_table([job(5, 0, 5)]).splitlines()
+    assert lines[0] == formats.BATCH_HEADER
+    assert lines[1] == "nemo     ID: 5         7/10 03:22      _      _      _      1      1 5.0"
+
+
+def test_totals_lines():
+    ads = [job(1, 0, 1), job(1, 1, 2), job(2, 0, 5, "bob")]
+    text = formats.totals_lines(ads[:2], ads[:2], "nemo", ads)
+    assert text == (
+        "\nTotal for query: 2 jobs; 0 completed, 0 removed, 1 idle, 1 running, 0 held, 0 suspended\n"
+        "Total for nemo: 2 jobs; 0 completed, 0 removed, 1 idle, 1 running, 0 held, 0 suspended\n"
+        "Total for all users: 3 jobs; 0 completed, 0 removed, 1 idle, 1 running, 1 held, 0 suspended\n"
+    )
+
+
+def test_nobatch_columns():
+    line = formats.nobatch_table([job(591, 0, 2, JobCurrentStartDate=int(T) - 13, RemoteWallClockTime=0)],
+                                 now=T).splitlines()[1]
+    assert line == " 591.0   nemo            7/10 03:22   0+00:00:13 R  0    0.0 /bin/sleep 60"
+
+
+def test_af_long_json():
+    ads = [{"Name": "slot1@a", "Cpus": 4, "Busy": False, "Owner": "x y"}]
+    assert formats.autoformat(ads, ["Name", "Cpus", "Busy", "Missing", "Owner"]) == "slot1@a 4 false undefined x y\n"
+    assert formats.long_form(ads) == 'Busy = false\nCpus = 4\nName = "slot1@a"\nOwner = "x y"\n\n'
+    assert json.loads(formats.json_form(ads)) == ads
+
+
+def test_status_table_and_totals():
+    slots = [{"Name": f"slot{i}@a", "OpSys": "LINUX", "Arch": "X86_64", "State": s, "Activity": "Idle",
+              "LoadAvg": 0.0, "Memory": 1024, "EnteredCurrentActivity": int(T)} for i, s in
+             enumerate(["Unclaimed", "Claimed", "Unclaimed"], start=1)]
+    text = formats.status_table(slots, now=T + 4)
+    assert text.splitlines()[2] == "slot1@a            LINUX      X86_64 Unclaimed Idle      0.000 1024     0+00:00:04"
+    assert "  X86_64/LINUX     3     0       1         2       0          0      0        0      0" in text
+    assert "          Total     3     0       1         2       0          0      0        0      0" in text
+
+
+def test_selection_from_ids_owners_and_constraint():
+    assert jobs.selection(["5", "6.1", "alice"], "RequestCpus > 1") == (
+        '(ClusterId == 5 || (ClusterId == 6 && ProcId == 1) || Owner == "alice") && (RequestCpus > 1)')
+    assert jobs.selection([], None) is None and jobs.selection([], None, everyone=True) == "true"
+    with pytest.raises(ValueError, match="neither a job id"):
+        jobs.selection(["a b"], None)
+
+
+def test_pool_url_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setenv("GRIDBUS_URL", "amqp://env/")
+    assert pool_url("amqp://flag/") == "amqp://flag/"
+    assert pool_url(None) == "amqp://env/"
+    monkeypatch.delenv("GRIDBUS_URL")
+    config = tmp_path / "gridbus.toml"
+    config.write_text('GRIDBUS_URL = "amqp://file/"\n')
+    monkeypatch.setenv("GRIDBUS_CONFIG", str(config))
+    assert pool_url(None) == "amqp://file/"
+
+
+def test_every_subcommand_is_there():
+    parser = build_parser()
+    for argv in (["submit", "x.sub"], ["q", "-nobatch", "-totals", "-limit", "3", "-constraint", "true", "-af", "A", "B"],
+                 ["q", "-l", "-autocluster", "-run", "-hold", "-json"], ["status", "-constraint", "true", "-af", "Name"],
+                 ["status", "-l", "-total", "-json"], ["rm", "1"], ["hold", "1.0"], ["release", "alice"],
+                 ["edit", "1", "Foo", "2"], ["history", "-limit", "2"], ["wait", "x.log", "1"], ["userprio"],
+                 ["drain", "node1"], ["analyze", "1.0"]):
+        assert parser.parse_args(argv).handler
+
+
+def test_submit_dry_run_and_errors_offline(tmp_path: Path):
+    gridbus = Path(sys.executable).with_name("gridbus")
+    (tmp_path / "ok.sub").write_text("executable = /bin/echo\narguments = $(Process)\nqueue 2\n")
+    done = subprocess.run([str(gridbus), "submit", "-dry-run", "ok.sub"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.count('Cmd = "/bin/echo"') == 2 and 'Args = "1"' in done.stdout
+    (tmp_path / "warn.sub").write_text("executable = /bin/echo\nnotify_user = me@example.org\nqueue\n")
+    done = subprocess.run([str(gridbus), "submit", "-dry-run", "warn.sub"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0
+    assert done.stderr == "WARNING: warn.sub: line 2: gridbus accepts 'notify_user' but does not act on it (recorded in the job ad where HTCondor records it)\n"
+    done = subprocess.run([str(gridbus), "submit", "missing.sub"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 1 and done.stderr == "gridbus submit: cannot read the submit file missing.sub: No such file or directory\n"
