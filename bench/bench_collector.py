@@ -59,6 +59,12 @@ def machine_ad(i: int, groups: int) -> dict[str, Any]:
     }
 
 
+def marker(k: int) -> dict[str, Any]:
+    """The ad sent after round ``k``: once the collector holds it, it has absorbed the round
+    (one queue, delivered in order)."""
+    return {"MyType": "BenchMarker", "Name": f"round{k}", "DaemonStartTime": 1, "UpdateSequenceNumber": k}
+
+
 def generate(url: str, n: int, rounds: int, ready: Any) -> None:
     """The load generator (another process): ``rounds`` rounds of ``n`` ads, 500 per message."""
     import pika
@@ -74,28 +80,27 @@ def generate(url: str, n: int, rounds: int, ready: Any) -> None:
     ch = conn.channel()
     props = pika.BasicProperties(content_type=wire.MSGPACK, type=bus.T_AD)
     ready.set()
-    for _ in range(rounds):
+    for k in range(rounds):
         for body in bodies:  # the same updates again: the collector does the same work per ad
             ch.basic_publish(bus.ADS, "machine.bench", body, props)
+        ch.basic_publish(bus.ADS, "benchmarker.bench", wire.encode({"ads": [marker(k)]}), props)
     conn.close()
 
 
-def _stats(session: Any, address: str) -> dict[str, Any]:
-    records = session.query(address, "collector", {}, timeout=10)
-    if not records:
-        raise RuntimeError(f"{address} did not answer getObjects")
-    return records[0]["statistics"]
-
-
-def _wait_updates(session: Any, address: str, target: int, timeout: float) -> float:
+def _rounds_seen(session: Any, address: str, rounds: int, timeout: float) -> list[float]:
+    """When each round's marker was first held (monotonic times), polling every 10 ms."""
+    seen: dict[int, float] = {}
     deadline = time.monotonic() + timeout
-    while True:
-        total = _stats(session, address)["UpdatesTotal"]
-        if total >= target:
-            return time.monotonic()
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the collector absorbed {total} of {target} updates within {timeout} s")
-        time.sleep(0.05)
+    args = {"AdTypes": ["BenchMarker"], "Projection": ["Name"]}
+    while len(seen) < rounds:
+        r = session.call(address, "Query", args, timeout=timeout)
+        now = time.monotonic()
+        for ad in r.outArgs.get("Ads", []):
+            seen.setdefault(int(ad["Name"].removeprefix("round")), now)
+        if now > deadline:
+            raise RuntimeError(f"the collector absorbed {len(seen)} of {rounds} rounds within {timeout} s")
+        time.sleep(0.01)
+    return [seen[k] for k in range(rounds)]
 
 
 def run(quick: bool = False) -> dict[str, Any]:
@@ -121,6 +126,14 @@ def run(quick: bool = False) -> dict[str, Any]:
     )
     results: dict[str, Any] = {"ads_held": n}
     try:
+        import pika
+
+        # Declare the exchanges as every agent does, so the console can publish before the
+        # collector is up (publishing to a missing exchange closes the channel).
+        conn = pika.BlockingConnection(pika.URLParameters(url))
+        for exchange, kind in bus.EXCHANGES:
+            conn.channel().exchange_declare(exchange, kind, durable=True)
+        conn.close()
         with Session(url, timeout=60) as session:
             deadline = time.monotonic() + 30
             while not session.query(address, "collector", {}, timeout=1):
@@ -134,15 +147,12 @@ def run(quick: bool = False) -> dict[str, Any]:
             if not ready.wait(120):
                 raise RuntimeError("the load generator did not get ready")
             start = time.monotonic()
-            filled = _wait_updates(session, address, n, 300)
-            done = _wait_updates(session, address, n * (1 + rounds), 300)
+            seen = _rounds_seen(session, address, 1 + rounds, 300)
             gen.join(60)
-            results["fill_ads_per_s"] = round(n / (filled - start))
-            results["ingest_ads_per_s"] = round(n * rounds / (done - filled))
+            results["fill_ads_per_s"] = round(n / (seen[0] - start))
+            results["ingest_ads_per_s"] = round(n * rounds / (seen[-1] - seen[0]))
 
             # Small table: Scheduler ads beside the machine ads.
-            import pika
-
             conn = pika.BlockingConnection(pika.URLParameters(url))
             schedds = [{"MyType": "Scheduler", "Name": f"schedd{i}@bench", "MyAddress": f"schedd@schedd{i}",
                         "TotalIdleJobs": i, "DaemonStartTime": 1, "UpdateSequenceNumber": 1, "ClassAdLifetime": 3600}

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from gridbus.agents.collector.fastpath import fast_predicate
 from gridbus.status import invalid
 
 Predicate = Callable[[dict[str, Any]], bool]
@@ -61,7 +62,7 @@ def compile_constraint(text: str) -> Predicate:
         compiled = compile_expr(text)
     except Exception as exc:  # the parser's own error type; its message says where
         raise invalid(f"Constraint {text!r} is not a valid ClassAd expression: {exc}") from exc
-    return compiled.test
+    return fast_predicate(compiled)
 
 
 def _always(_ad: dict[str, Any]) -> bool:

@@ -88,9 +88,23 @@ def ad_identity(ad: Any) -> tuple[str, str]:
     return mytype, name
 
 
+# Attribute spellings known not to be secret. Ads of one kind repeat the same names, so one C-level
+# set difference per ad replaces a lower() per attribute; bounded so garbage names cannot grow it.
+_KNOWN_PUBLIC: set[str] = set()
+_KNOWN_PUBLIC_MAX = 100_000
+
+
 def split_private(ad: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The ad without its secret attributes, and those secrets (None when there are none)."""
-    secret = [k for k in ad if k.lower() in _PRIVATE_LOWER]
+    unknown = ad.keys() - _KNOWN_PUBLIC
+    if not unknown:
+        return ad, None
+    secret = []
+    for k in unknown:
+        if k.lower() in _PRIVATE_LOWER:
+            secret.append(k)
+        elif len(_KNOWN_PUBLIC) < _KNOWN_PUBLIC_MAX:
+            _KNOWN_PUBLIC.add(k)
     if not secret:
         return ad, None
     public = {k: v for k, v in ad.items() if k not in secret}
@@ -146,14 +160,21 @@ class AdStore:
 
     # ------------------------------------------------------------------ writing
     def update(self, ad: dict[str, Any], now: float | None = None) -> str:
-        """Store a public ad; return an `Outcome`. Raises BadAd for an ad without identity."""
+        """Store a public ad; return an `Outcome`. Raises BadAd for an ad without identity.
+
+        The store keeps the dict it is given (adding LastHeardFrom), without a copy: ingest hands
+        it freshly decoded dicts that nobody else holds.
+        """
         mytype, name = ad_identity(ad)
         now = self.clock() if now is None else now
         public, secret = split_private(ad)
         start = _int(ad.get("DaemonStartTime"))
         seq = _int(ad.get("UpdateSequenceNumber"), -1)
-        table = self._by_type.setdefault(mytype.lower(), {})
-        self.stats.by_type_names.setdefault(mytype.lower(), mytype)
+        tkey = mytype.lower()
+        table = self._by_type.get(tkey)
+        if table is None:
+            table = self._by_type[tkey] = {}
+            self.stats.by_type_names.setdefault(tkey, mytype)
         key = name.lower()
         old = table.get(key)
         if old is not None and (start, seq) < (old.start, old.seq):
@@ -162,7 +183,7 @@ class AdStore:
             self.stats.out_of_order += 1
             return Outcome.OUT_OF_ORDER
         lifetime = self._lifetime(ad)
-        public = dict(public)
+        # The ad is the caller's freshly decoded dict: the store owns it from here on.
         public["LastHeardFrom"] = int(now)
         expires = now + lifetime
         self.stats.updates += 1
@@ -171,12 +192,12 @@ class AdStore:
             if secret is not None:
                 old.private = {**(old.private or {}), **secret}
             if expires < old.heap_at:  # the lifetime shrank: the heap must wake earlier
-                self._push(old, mytype.lower(), key)
+                self._push(old, tkey, key)
             return Outcome.UPDATED
         # A new ad, or a restarted daemon: a new generation (its old secrets are void).
         entry = Entry(public, secret, start, seq, expires, expires, next(self._generations))
         table[key] = entry
-        self._push(entry, mytype.lower(), key)
+        self._push(entry, tkey, key)
         return Outcome.NEW if old is None else Outcome.UPDATED
 
     def update_private(self, ad: dict[str, Any], now: float | None = None) -> bool:
