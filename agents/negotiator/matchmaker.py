@@ -308,12 +308,16 @@ class Matchmaker:
         return test_expr(get(job, "Requirements"), job, ad) and test_expr(get(ad, "Requirements"), ad, job)
 
 
+# What the startd carves for a job that does not say (its JOB_DEFAULT_REQUEST* knobs' defaults).
+DEFAULT_REQUEST = (1.0, 128.0, 1024.0)
+
+
 def _request(job: dict[str, Any], slot_ad: dict[str, Any]) -> tuple[float, float, float]:
-    """RequestCpus, RequestMemory, RequestDisk of a job against a slot (defaults 1, 0, 0)."""
+    """RequestCpus, RequestMemory, RequestDisk of a job against a slot."""
     return (
-        max(eval_number(get(job, "RequestCpus"), job, slot_ad, 1.0), 0.0),
-        max(eval_number(get(job, "RequestMemory"), job, slot_ad, 0.0), 0.0),
-        max(eval_number(get(job, "RequestDisk"), job, slot_ad, 0.0), 0.0),
+        max(eval_number(get(job, "RequestCpus"), job, slot_ad, DEFAULT_REQUEST[0]), 0.0),
+        max(eval_number(get(job, "RequestMemory"), job, slot_ad, DEFAULT_REQUEST[1]), 0.0),
+        max(eval_number(get(job, "RequestDisk"), job, slot_ad, DEFAULT_REQUEST[2]), 0.0),
     )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from htcondor2 import JobEventLog, JobEventType
 
-from tests.e2e.conftest import PARTITIONABLE_STARTD, STATIC_STARTD
 from tests.e2e.pool import wait_for
 
 pytestmark = pytest.mark.e2e
