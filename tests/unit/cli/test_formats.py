@@ -66,7 +66,7 @@ def test_status_table_and_totals():
     text = formats.status_table(slots, now=T + 4)
     assert text.splitlines()[2] == "slot1@a            LINUX      X86_64 Unclaimed Idle      0.000 1024     0+00:00:04"
     assert "  X86_64/LINUX     3     0       1         2       0          0      0        0      0" in text
-    assert "          Total     3     0       1         2       0          0      0        0      0" in text
+    assert "         Total     3     0       1         2       0          0      0        0      0" in text
 
 
 def test_selection_from_ids_owners_and_constraint():
