@@ -18,7 +18,7 @@ broker:
 	bash scripts/ensure-broker.sh
 
 demo: install broker
-	$(BIN)/gridbus demo
+	$(BIN)/python scripts/demo.py
 
 test: install broker
 	$(BIN)/python -m pytest -q
