@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import sys
 
+from gridbus.agents.master.agent import Master  # declares the master's knobs
 from gridbus.config import Config
 
-__all__ = ["build", "main"]
+__all__ = ["Master", "build", "main"]
 
 
-def build(cfg: Config, name: str | None = None, url: str | None = None, *, foreground: bool = False):  # noqa: ANN201
+def build(cfg: Config, name: str | None = None, url: str | None = None, *, foreground: bool = False) -> Master:
     """A master configured from ``cfg`` (arguments given here win)."""
-    from gridbus.agents.master.agent import Master
-
     return Master(cfg, name, url, foreground=foreground)
 
 

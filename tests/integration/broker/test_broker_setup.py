@@ -147,3 +147,29 @@ def test_the_daemon_account_runs_an_agent_and_users_call_it_as_themselves(accts)
             assert got, "no Echoer ad reached the user's queue"
         finally:
             conn.close()
+
+
+def test_the_broker_setup_command_is_idempotent(mgmt: Management, broker_url: BrokerURL, vhost: str, tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tag = uuid.uuid4().hex[:8]
+    daemon, user = f"gbt-{tag}-d", f"gbt-{tag}-u"
+    gridbus = str(Path(sys.executable).with_name("gridbus"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRIDBUS_")}
+    cmd = [gridbus, "--pool", broker_url.with_vhost(vhost).url, "broker", "setup",
+           "--daemon-user", daemon, "--daemon-password", "dpw", "--user", user]
+    try:
+        first = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert first.returncode == 0, first.stderr
+        assert f"created account {user}" in first.stdout and f"password of the new account {user}:" in first.stdout
+        assert f'GRIDBUS_URL = "amqp://{daemon}:dpw@' in first.stdout
+        second = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert second.returncode == 0, second.stderr
+        assert "created" not in second.stdout and "password of the new account" not in second.stdout
+        assert f"account {user} exists; unchanged" in second.stdout
+    finally:
+        mgmt.delete_user(daemon)
+        mgmt.delete_user(user)
