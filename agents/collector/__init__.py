@@ -41,14 +41,10 @@ __all__ = [
 
 def build(cfg: Config, name: str | None = None, url: str | None = None) -> Collector:
     """A collector configured from ``cfg`` (arguments given here win)."""
-    lifetime = float(cfg.get("CLASSAD_LIFETIME")) or 3 * float(cfg.get("UPDATE_INTERVAL"))
-    return Collector(
-        name or str(cfg.get("COLLECTOR_NAME")) or socket.gethostname(),
-        url or cfg.url(),
-        private_readers=list(cfg.get("COLLECTOR_PRIVATE_READERS")),
-        classad_lifetime=lifetime,
-        update_interval=float(cfg.get("COLLECTOR_UPDATE_INTERVAL")),
-    )
+    collector = Collector(name or str(cfg.get("COLLECTOR_NAME")) or socket.gethostname(), url or cfg.url())
+    collector.config = cfg  # the baseline a later reconfig compares against
+    collector.apply_config(cfg)
+    return collector
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -126,6 +126,31 @@ class Collector(Agent):
             delay = 1.0 if nxt is None else min(max(nxt - time.time(), 0.02), 1.0)
             await asyncio.sleep(delay)
 
+    def apply_config(self, cfg: Any, names: Iterable[str] | None = None) -> None:
+        """Take the collector's knobs from ``cfg`` (all of them, or just ``names``)."""
+        every = names is None
+        names = set(names or ())
+        if every or "COLLECTOR_PRIVATE_READERS" in names:
+            readers = [r for r in cfg.get("COLLECTOR_PRIVATE_READERS") if r]
+            self.private_readers = set(readers) or {self.url.user}
+        if every or names & {"CLASSAD_LIFETIME", "UPDATE_INTERVAL"}:
+            self.store.default_lifetime = float(cfg.get("CLASSAD_LIFETIME")) or 3 * float(cfg.get("UPDATE_INTERVAL"))
+        if every or "COLLECTOR_UPDATE_INTERVAL" in names:
+            self.update_interval = float(cfg.get("COLLECTOR_UPDATE_INTERVAL"))
+            self.lifetime = 3 * self.update_interval
+
+    async def reconfig(self) -> list[str]:
+        # The base applies UPDATE_INTERVAL to the agent's own ad; the collector's own ad follows
+        # COLLECTOR_UPDATE_INTERVAL instead, and UPDATE_INTERVAL only sets the default lifetime.
+        interval, lifetime = self.update_interval, self.lifetime
+        changed = await super().reconfig()
+        self.update_interval, self.lifetime = interval, lifetime
+        self.apply_config(self.config, changed)
+        if changed:
+            self.log.info("reconfigured: %s", ", ".join(changed))
+            self.ads_changed()
+        return changed
+
     # ------------------------------------------------------------------ ingest
     async def _on_ads(self, message: AbstractIncomingMessage) -> None:
         self.ingest(message.body, message.content_type, message.type, message.routing_key or "")

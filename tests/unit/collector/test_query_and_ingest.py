@@ -126,3 +126,21 @@ def test_msgpack_of_random_bytes_never_raises(coll):
         coll.ingest(body, wire.MSGPACK, rnd.choice([bus.T_AD, bus.T_INVALIDATE, None]), "x.y")
     coll.ingest(msgpack.packb({"ads": [None, 3, "x", {"MyType": 1, "Name": "a"}]}), wire.MSGPACK, bus.T_AD, "x.y")
     assert coll.rejected >= 4
+
+
+def test_configuration_and_reconfig(tmp_path, monkeypatch):
+    from gridbus.agents.collector import build
+    from gridbus.config import Config
+
+    conf = tmp_path / "gridbus.toml"
+    conf.write_text('UPDATE_INTERVAL = 10.0\nCOLLECTOR_UPDATE_INTERVAL = 60.0\n[collector]\nCOLLECTOR_PRIVATE_READERS = ["neg"]\n')
+    monkeypatch.setenv("GRIDBUS_CONFIG", str(conf))
+    coll = build(Config.load(daemon="collector"), "cfg", "amqp://daemon:pw@127.0.0.1:5672/")
+    assert coll.address == "collector@cfg" and coll.private_readers == {"neg"}
+    assert coll.update_interval == 60.0 and coll.store.default_lifetime == 30.0
+    conf.write_text("UPDATE_INTERVAL = 20.0\nCOLLECTOR_UPDATE_INTERVAL = 60.0\nCLASSAD_LIFETIME = 5.0\n")
+    changed = asyncio.run(coll.reconfig())
+    assert {"UPDATE_INTERVAL", "CLASSAD_LIFETIME", "COLLECTOR_PRIVATE_READERS"} <= set(changed)
+    # The daemons' UPDATE_INTERVAL is not the collector's own interval.
+    assert coll.update_interval == 60.0 and coll.lifetime == 180.0
+    assert coll.store.default_lifetime == 5.0 and coll.private_readers == {"daemon"}
