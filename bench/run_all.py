@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import importlib.util
+import importlib
 import os
 import platform
 import sys
@@ -30,11 +30,11 @@ def discover() -> list[Path]:
 
 
 def load(path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(f"bench_{path.stem}", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    # Imported by its own name with bench/ on sys.path, so a benchmark that starts worker processes
+    # (multiprocessing's spawn pickles functions by module name) works here as it does standalone.
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
+    return importlib.import_module(path.stem)
 
 
 def run_one(path: Path, quick: bool) -> tuple[dict[str, Any] | None, str, float, str]:
