@@ -1,0 +1,205 @@
+"""Startd benchmark: from activation to reported exit of /bin/true on a reused claim.
+
+Figures, all measured in the same run on this machine:
+
+- peer, bare asyncio spawn: ``await asyncio.create_subprocess_exec("/bin/true")`` then ``wait()``,
+  one after another (Python 3.11's default child watcher) -- the floor for running a process;
+- starter, in process: the startd's `Starter` runs /bin/true and hands back its exit (pidfd on the
+  loop), one after another (latency) and 32 at a time (spawns per second);
+- end to end on the broker: a test schedd agent calls ActivateClaim on a claim it holds, the startd
+  runs /bin/true and its JobReports exit report reaches the schedd, which activates the next job on
+  the same claim at once; per job, one after another. This is the claim-reuse loop of the pool.
+
+The ratio printed is end-to-end per job over the bare spawn (how much the protocol adds).
+Run: ``.venv/bin/python bench/bench_startd.py [--quick]``; ``run(quick)`` returns the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gridbus.agent import Agent, Call, method  # noqa: E402
+from gridbus.schema import Schema, builtin  # noqa: E402
+
+BENCH_SCHEMA = builtin().merge(Schema.from_toml("""
+package = "gridbus"
+version = 1
+[classes.benchschedd]
+agent = "schedd"
+desc = "The schedd side of the startd benchmark."
+[classes.benchschedd.properties]
+Name = { type = "sstr", index = true }
+[classes.benchschedd.methods.JobReports]
+desc = "exit reports"
+args = [ { name = "Reports", dir = "I", type = "list" }, { name = "Unknown", dir = "O", type = "list" } ]
+""", "bench_startd"))
+
+
+class BenchSchedd(Agent):
+    kind = "schedd"
+    classes = ("benchschedd",)
+    my_type = "Scheduler"
+
+    def __init__(self, name: str, url: str):
+        super().__init__(name, url, schema=BENCH_SCHEMA, update_interval=60)
+        self.exited: asyncio.Event | None = None
+        self.exit_codes: list[int] = []
+
+    @method("benchschedd")
+    async def JobReports(self, call: Call, Reports: list) -> dict:
+        for r in Reports:
+            if r.get("Event") == "exit":
+                self.exit_codes.append(r.get("ExitCode", -1))
+                if self.exited is not None:
+                    self.exited.set()
+        return {"Unknown": []}
+
+    async def reuse_loop(self, startd: str, claim: str, n: int) -> list[float]:
+        """Activate /bin/true n times on one claim, each as soon as the last exit is reported."""
+        job = {"ClusterId": 1, "ProcId": 0, "Owner": "bench", "Cmd": "/bin/true"}
+        times = []
+        for i in range(n):
+            self.exited = asyncio.Event()
+            t0 = time.perf_counter()
+            r = await self.client.call(startd, "ActivateClaim", {"ClaimId": claim, "JobAd": {**job, "ProcId": i}})
+            if r.status:
+                raise RuntimeError(f"ActivateClaim failed: {r.text}")
+            await asyncio.wait_for(self.exited.wait(), 10)
+            times.append(time.perf_counter() - t0)
+        return times
+
+
+async def bare_spawn(n: int) -> list[float]:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        proc = await asyncio.create_subprocess_exec("/bin/true")
+        await proc.wait()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+async def starter_runs(execute: str, n: int, concurrency: int) -> tuple[list[float], float]:
+    """Per-job latency (concurrency 1) or throughput; returns (latencies, jobs per second)."""
+    from gridbus.agents.startd.accounts import RunAsPolicy
+    from gridbus.agents.startd.starter import Starter
+
+    done: dict[str, asyncio.Future] = {}
+    starter = Starter(execute, RunAsPolicy(allow_runas_owner=False, allow_root_jobs=True),
+                      on_exit=lambda job: done[job.key].set_result(time.perf_counter()))
+    loop = asyncio.get_running_loop()
+    latencies: list[float] = []
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(i: int) -> None:
+        async with sem:
+            key = f"c{i}"
+            done[key] = loop.create_future()
+            t0 = time.perf_counter()
+            starter.start(key, {"Cmd": "/bin/true"}, "slot1@bench", {}, None)
+            latencies.append(await done[key] - t0)
+            del done[key]
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    elapsed = time.perf_counter() - t0
+    await starter.shutdown()
+    return latencies, n / elapsed
+
+
+def _vhost() -> tuple[str, Any, str]:
+    from gridbus.bus import BrokerURL, default_url
+    from gridbus.mgmt import Management
+
+    base = BrokerURL(os.environ.get("GRIDBUS_TEST_AMQP_URL") or default_url())
+    name = f"gridbus-bench-startd-{uuid.uuid4().hex[:8]}"
+    mgmt = Management.for_broker(base)
+    mgmt.put_vhost(name)
+    mgmt.put_permissions(name, base.user, ".*", ".*", ".*")
+    return base.with_vhost(name).url, mgmt, name
+
+
+def end_to_end(execute: str, n: int) -> list[float]:
+    from gridbus.agent.threaded import AgentThread
+    from gridbus.agents.startd import Startd, StartdSettings
+
+    url, mgmt, vhost = _vhost()
+    try:
+        settings = StartdSettings(execute=execute, num_slots=1, allow_runas_owner=False, allow_root_jobs=True)
+        startd = Startd("bench", url, settings=settings, update_interval=60)
+        schedd = BenchSchedd("bench", url)
+        with AgentThread(startd), AgentThread(schedd) as st:
+            slot = next(iter(startd.table.slots.values()))
+
+            async def claim() -> str:
+                r = await schedd.client.call(startd.address, "RequestClaim", {
+                    "ClaimId": slot.claim_id, "JobAd": {"Owner": "bench"}, "Schedd": schedd.address, "LeaseDuration": 600})
+                if r.status:
+                    raise RuntimeError(f"RequestClaim failed: {r.text}")
+                return r.ClaimId
+
+            claim_id = st.call(claim())
+            st.call(schedd.reuse_loop(startd.address, claim_id, min(20, n)), timeout=120)  # warm up
+            times = st.call(schedd.reuse_loop(startd.address, claim_id, n), timeout=600)
+            if any(code != 0 for code in schedd.exit_codes):
+                raise RuntimeError("a /bin/true reported a non-zero exit")
+            return times
+    finally:
+        mgmt.delete_vhost(vhost)
+
+
+def _ms(xs: list[float]) -> dict[str, float]:
+    xs = sorted(xs)
+    return {"mean_ms": round(1000 * statistics.fmean(xs), 3), "p50_ms": round(1000 * xs[len(xs) // 2], 3),
+            "p95_ms": round(1000 * xs[int(len(xs) * 0.95)], 3)}
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    n = 150 if quick else 600
+    execute = tempfile.mkdtemp(prefix="gridbus-bench-startd-")
+    try:
+        bare = asyncio.run(bare_spawn(n))
+        starter_seq, _ = asyncio.run(starter_runs(execute, n, 1))
+        _, starter_rate = asyncio.run(starter_runs(execute, n * 3, 32))
+        e2e = end_to_end(execute, n)
+    finally:
+        shutil.rmtree(execute, ignore_errors=True)
+    bare_ms, e2e_ms = _ms(bare), _ms(e2e)
+    return {
+        "jobs": n,
+        "peer_bare_asyncio_spawn": bare_ms,
+        "starter_in_process": _ms(starter_seq),
+        "starter_spawns_per_s_32_in_flight": round(starter_rate, 1),
+        "activation_to_reported_exit_reused_claim": e2e_ms,
+        "e2e_jobs_per_s_one_claim": round(1000 / e2e_ms["mean_ms"], 1),
+        "ratio_e2e_over_bare_spawn": round(e2e_ms["mean_ms"] / bare_ms["mean_ms"], 2),
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="fewer jobs")
+    figures = run(p.parse_args().quick)
+    print(f"jobs per measurement: {figures['jobs']}")
+    for key in ("peer_bare_asyncio_spawn", "starter_in_process", "activation_to_reported_exit_reused_claim"):
+        f = figures[key]
+        print(f"{key:45s} mean {f['mean_ms']:7.3f} ms  p50 {f['p50_ms']:7.3f} ms  p95 {f['p95_ms']:7.3f} ms")
+    print(f"{'starter spawns/s (32 in flight)':45s} {figures['starter_spawns_per_s_32_in_flight']}")
+    print(f"{'end-to-end jobs/s on one reused claim':45s} {figures['e2e_jobs_per_s_one_claim']}")
+    print(f"{'ratio end-to-end / bare asyncio spawn':45s} {figures['ratio_e2e_over_bare_spawn']}")
+
+
+if __name__ == "__main__":
+    main()
