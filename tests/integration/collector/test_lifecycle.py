@@ -58,7 +58,8 @@ def test_a_killed_agents_ad_expires_at_its_lifetime(collector, client, amqp_url)
         wait_for(lambda: not held(client, "doomed"), 5, "expiry of the killed agent's ad", every=0.02)
         after = time.monotonic() - killed
         # Its last update came at most one interval before the kill.
-        assert lifetime - interval - 0.3 <= after <= lifetime + 0.6
+        # (+1 s: the expiry tick and this poll's round trip, on a shared, loaded machine)
+        assert lifetime - interval - 0.3 <= after <= lifetime + 1.0
         assert stats(client.session)["AdsExpired"] >= 1
     finally:
         if proc.poll() is None:
@@ -95,7 +96,7 @@ def test_a_collector_started_last_holds_every_ad_within_one_interval(amqp_url):
                     lambda: {a["Name"] for a in client.query(AdType.Generic, "true", ["Name"])} >= set(names),
                     5, "every advertiser's ad in a collector started last",
                 )
-                assert time.monotonic() - ready < interval + 0.3  # + one query round trip
+                assert time.monotonic() - ready < interval + 0.5  # + the polling query's round trip
     finally:
         for a in agents:
             a.stop()
