@@ -121,6 +121,27 @@ class Startd(Agent):
         if self.reporter is not None:
             await self.reporter.close()
 
+    async def reconfig(self) -> list[str]:
+        """Apply what can change without a restart: START, RANK, the starter's timers and policy."""
+        import dataclasses
+
+        changed = await super().reconfig()
+        if self.config is None or not changed:
+            return changed
+        fresh = StartdSettings.from_config(self.config)
+        live = {"start", "rank", "killing_timeout", "update_interval", "memory_check_interval", "enforce_memory",
+                "allow_runas_owner", "unprivileged_user", "allow_root_jobs", "report_timeout", "report_retry"}
+        self.settings = dataclasses.replace(self.settings, **{k: getattr(fresh, k) for k in live})
+        self._exprs = None
+        st = self.starter
+        st.killing_timeout, st.enforce_memory = self.settings.killing_timeout, self.settings.enforce_memory
+        st.usage_interval, st.check_interval = self.settings.update_interval, self.settings.memory_check_interval
+        st.policy = RunAsPolicy(self.settings.allow_runas_owner, self.settings.unprivileged_user, self.settings.allow_root_jobs)
+        if self.reporter is not None:
+            self.reporter.timeout, self.reporter.retry = self.settings.report_timeout, self.settings.report_retry
+        self.ads_changed()
+        return changed
+
     async def _call_job_reports(self, schedd: str, batch: list[dict[str, Any]], timeout: float) -> Any:
         return await self.client.call(schedd, "JobReports", {"Reports": batch}, timeout=timeout)
 

@@ -93,3 +93,20 @@ def test_request_defaults_and_literals():
 
 def test_execute_default_is_absolute():
     assert os.path.isabs(StartdSettings().execute)
+
+
+def test_reconfig_applies_start_and_the_run_as_policy(tmp_path, monkeypatch):
+    import asyncio
+
+    from gridbus.agents.startd import Startd
+
+    conf = tmp_path / "gridbus.toml"
+    conf.write_text(f'EXECUTE = "{tmp_path}/ex"\nNUM_SLOTS = 1\n')
+    monkeypatch.setenv("GRIDBUS_CONFIG", str(conf))
+    startd = Startd("r1", "amqp://guest:guest@127.0.0.1:5672/", settings=StartdSettings(execute=str(tmp_path / "ex")))
+    startd.config = Config.load(daemon="startd")
+    conf.write_text(f'EXECUTE = "{tmp_path}/ex"\nNUM_SLOTS = 1\nSTART = "FALSE"\nSTARTER_UNPRIVILEGED_USER = "nobody"\n')
+    changed = asyncio.run(startd.reconfig())
+    assert {"START", "STARTER_UNPRIVILEGED_USER"} <= set(changed)
+    assert str(startd.slot_ad(next(iter(startd.table.slots.values())))["Start"]).upper() == "FALSE"
+    assert startd.starter.policy.unprivileged_user == "nobody"
