@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from dataclasses import dataclass
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -100,8 +101,8 @@ def usage_of(procs: list[ProcStat]) -> TreeUsage:
 
 
 def uptime_ticks() -> int:
-    with open("/proc/uptime") as fh:
-        return int(float(fh.read().split()[0]) * CLK_TCK)
+    """Clock ticks since boot, the unit of a process's start time in /proc (no file read)."""
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * CLK_TCK)
 
 
 def signal_group(pgid: int, sig: int) -> bool:

@@ -214,7 +214,9 @@ class Starter:
 
     def _open(self, ad: Mapping[str, Any], attr: str, iwd: str, account: Account, *, write: bool, fds: list[int]) -> int:
         path = _str(ad, attr)
-        target = _resolve(path, iwd) if path else os.devnull
+        if not path:
+            return subprocess.DEVNULL  # Popen keeps one /dev/null open for every job
+        target = _resolve(path, iwd)
         code = HOLD_UNABLE_TO_OPEN_OUTPUT if write else HOLD_UNABLE_TO_OPEN_INPUT
         if target != os.devnull and not may_access(target, account, write):
             raise StartFailed(f"{account.name} may not {'write' if write else 'read'} {attr} file {target}", code, 13)
