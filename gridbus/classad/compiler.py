@@ -86,16 +86,21 @@ def _attr(node: N.AttrRef) -> Fn:
     if node.scope == "my":
 
         def my_ref(scope: Scope, ctx: Ctx) -> Any:
-            raw = scope.get(name, lname)
-            if raw is MISSING:
-                return UNDEFINED
-            tr = type(raw)
-            if tr is int or tr is str or tr is float or tr is bool:
-                return raw
-            return resolve(scope, lname, raw, ctx)
+            # MY.x looks in the current ad and then the ads enclosing it, never in TARGET.
+            s: Scope | None = scope
+            while s is not None:
+                raw = s.get(name, lname)
+                if raw is not MISSING:
+                    tr = type(raw)
+                    if tr is int or tr is str or tr is float or tr is bool:
+                        return raw
+                    return resolve(s, lname, raw, ctx)
+                s = s.parent
+            return UNDEFINED
 
         return my_ref
     is_current_time = lname == "currenttime"
+    is_other = lname == "other"
 
     def ref(scope: Scope, ctx: Ctx) -> Any:
         s: Scope | None = scope
@@ -107,9 +112,10 @@ def _attr(node: N.AttrRef) -> Fn:
                     return raw
                 return resolve(s, lname, raw, ctx)
             s = s.parent
-        # HTCondor's daemon semantics: a name missing from MY is looked up in TARGET.
+        # HTCondor's daemon semantics: a name missing from MY is looked up in TARGET (only from
+        # the top-level ad; inside a nested ad a missing name stays undefined).
         t = ctx.target
-        if t is not None:
+        if t is not None and scope.parent is None:
             raw = t.get(name, lname)
             if raw is not MISSING:
                 tr = type(raw)
@@ -118,6 +124,8 @@ def _attr(node: N.AttrRef) -> Fn:
                 return resolve(t, lname, raw, ctx.swapped())
         if is_current_time:
             return int(time.time())
+        if is_other and t is not None:  # `other` names the ad being matched against
+            return AdValue(t, ctx.swapped())
         return UNDEFINED
 
     return ref

@@ -242,6 +242,8 @@ def _identical_member(x: Any, lst: Any) -> Any:
 def _member_impl(x: Any, lst: Any, ident: bool) -> Any:
     if type(lst) is not ListValue:
         return UNDEFINED if lst is UNDEFINED else ERROR
+    if type(x) in (ListValue, AdValue):
+        return ERROR
     if not ident:
         if x is UNDEFINED:
             return UNDEFINED
@@ -262,10 +264,8 @@ def _member_impl(x: Any, lst: Any, ident: bool) -> Any:
 def _numbers(v: Any) -> Any:
     if type(v) is not ListValue:
         return UNDEFINED if v is UNDEFINED else ERROR
-    vals = v.values()
+    vals = [e for e in v.values() if e is not UNDEFINED]  # undefined elements are skipped
     for e in vals:
-        if e is UNDEFINED:
-            return UNDEFINED
         if not (_isnum(e) or type(e) is bool):
             return ERROR
     return [int(e) if type(e) is bool else e for e in vals]
@@ -312,9 +312,6 @@ strict("max", 1)(lambda v: _extreme(v, True))
 
 def _anyall(want_any: bool) -> Callable:
     def fn(op: Any, lst: Any, x: Any) -> Any:
-        bad = _bad(op, lst, x)
-        if bad is not None:
-            return bad
         if type(op) is not str or type(lst) is not ListValue:
             return ERROR
         o = op.strip().lower()
@@ -419,9 +416,8 @@ def _substr(s: Any, offset: Any, length: Any = None) -> Any:
 
 def _cmp(fold: bool) -> Callable:
     def fn(a: Any, b: Any) -> Any:
-        bad = _bad(a, b)
-        if bad is not None:
-            return bad
+        if a is UNDEFINED or b is UNDEFINED:
+            return UNDEFINED
         x = to_string(a)
         y = to_string(b)
         if type(x) is not str or type(y) is not str:
@@ -474,8 +470,8 @@ def _real(v: Any) -> Any:
     if t is int or t is bool:
         return float(v)
     if t is str:
-        m = _NUM_PREFIX.match(v)
-        if not m or m.end() != len(v.rstrip()) and m.end() != len(v):
+        m = _NUM_PREFIX.match(v)  # strtod: a numeric prefix is enough
+        if not m:
             return ERROR
         try:
             return float(m.group())
@@ -506,7 +502,7 @@ def _bool(v: Any) -> Any:
             return True
         if low == "false":
             return False
-        return ERROR
+        return UNDEFINED
     return v if v is UNDEFINED else ERROR
 
 
@@ -566,8 +562,8 @@ def _rounding(fn: Callable[[float], float]) -> Callable:
             if math.isnan(v) or math.isinf(v):
                 return v
             r = fn(v)
-            return int(r) if -(2**63) <= r < 2**63 else float(r)
-        return v if v is UNDEFINED else ERROR
+            return int(r) if -(2**63) <= r < 2**63 else -(2**63)  # x86's cvttsd2si overflow
+        return ERROR  # undefined too: HTCondor's rounding functions are not lenient
 
     return g
 
@@ -586,7 +582,9 @@ def _pow(a: Any, b: Any) -> Any:
     if not (_isnum(a) or type(a) is bool) or not (_isnum(b) or type(b) is bool):
         return ERROR
     if type(a) in (int, bool) and type(b) in (int, bool) and b >= 0:
-        return wrap64(int(a) ** int(b)) if b < 4096 else ERROR
+        r = int(a) ** int(b) if b < 4096 else 2**64
+        # Computed through a double in HTCondor: out of range becomes the x86 "indefinite" INT_MIN.
+        return r if -(2**63) <= r < 2**63 else -(2**63)
     try:
         return float(a) ** float(b)
     except (OverflowError, ZeroDivisionError):
@@ -628,7 +626,7 @@ def _quantize(a: Any, q: Any) -> Any:
                 return e
             last = e
         if last is ERROR:
-            return ERROR
+            return a
         if type(a) is int and type(last) is int:
             return -(-a // last) * last if a % last else a
         return float(math.ceil(a / last) * last)
@@ -740,6 +738,8 @@ def _format_time(t: Any = None, fmt: Any = None) -> Any:
     bad = _bad(t, fmt)
     if bad is not None:
         return bad
+    if type(t) is AdValue:
+        t = _abstime_of_split(t)
     if type(t) is int:
         parts = time.localtime(t)
     elif type(t) is AbsTime:
@@ -754,6 +754,20 @@ def _format_time(t: Any = None, fmt: Any = None) -> Any:
         return time.strftime(fmt, parts)
     except ValueError:
         return ERROR
+
+
+def _abstime_of_split(ad: AdValue) -> Any:
+    """The absolute time a splitTime() ad describes (formatTime accepts one)."""
+    import calendar
+
+    f = {k: ad.lookup(k, k) for k in ("year", "month", "day", "hours", "minutes", "seconds", "offset")}
+    if any(type(v) is not int for v in f.values()):
+        return ERROR
+    try:
+        naive = calendar.timegm((f["year"], f["month"], f["day"], f["hours"], f["minutes"], f["seconds"], 0, 0, 0))
+    except (ValueError, OverflowError):
+        return ERROR
+    return AbsTime(naive - f["offset"], f["offset"])
 
 
 @strict("splitTime", 1)
@@ -791,7 +805,7 @@ def _strverscmp(a: str, b: str) -> int:
     """glibc's strverscmp, which HTCondor's versioncmp uses."""
     ra = re.findall(r"\d+|\D+", a)
     rb = re.findall(r"\d+|\D+", b)
-    for x, y in zip(ra, rb):
+    for x, y in zip(ra, rb, strict=False):
         if x == y:
             continue
         if x.isdigit() and y.isdigit():
@@ -804,7 +818,7 @@ def _strverscmp(a: str, b: str) -> int:
                 return -1 if len(x) < len(y) else 1
             return -1 if x < y else 1
         # compare char by char up to the difference
-        for cx, cy in zip(x, y):
+        for cx, cy in zip(x, y, strict=False):
             if cx != cy:
                 if cx.isdigit() != cy.isdigit():
                     return -1 if cy.isdigit() else 1
@@ -914,13 +928,16 @@ def _regexp_member(pattern: Any, lst: Any, options: Any = None) -> Any:
     return False
 
 
+class _NoGroup(Exception):
+    pass
+
+
 def _expand(m: Any, template: str) -> str:
     def group(g: Any) -> str:
         i = int(g.group(1))
-        try:
-            return m.group(i) or ""
-        except IndexError:
-            return ""
+        if i > (m.re.groups or 0):
+            raise _NoGroup(i)  # HTCondor answers error for a group the pattern does not have
+        return m.group(i) or ""
 
     return re.sub(r"\\(\d)", group, template)
 
@@ -935,11 +952,14 @@ def _regex_sub(mode: str) -> Callable:
         rx = _regex(pattern, options)
         if rx is None:
             return ERROR
-        if mode == "regexps":
-            m = rx.search(target)
-            return _expand(m, subst) if m else ""
-        count = 0 if mode == "replaceall" else 1
-        return rx.sub(lambda m: _expand(m, subst), target, count=count)
+        try:
+            if mode == "regexps":
+                m = rx.search(target)
+                return _expand(m, subst) if m else ""
+            count = 0 if mode == "replaceall" else 1
+            return rx.sub(lambda m: _expand(m, subst), target, count=count)
+        except _NoGroup:
+            return ERROR
 
     return fn
 
@@ -1024,10 +1044,9 @@ strict("stringListMax", 1, 2)(_sl_extreme(True))
 
 def _sl_member(fold: bool) -> Callable:
     def fn(item: Any, s: Any, delims: Any = None) -> Any:
-        bad = _bad(item, s, delims)
-        if bad is not None:
-            return bad
-        if type(item) is not str:
+        if item is UNDEFINED or s is UNDEFINED:
+            return False
+        if type(item) is not str or type(s) is not str:
             return ERROR
         items = _slist_args(s, delims)
         if type(items) is not list:
@@ -1100,6 +1119,8 @@ def _list_of(strings: list, scope: Scope | None = None) -> ListValue:
 
 @strict("split", 1, 2)
 def _split(s: Any, delims: Any = None) -> Any:
+    if s is UNDEFINED:
+        return ERROR
     items = _slist_args(s, delims)
     return _list_of(items) if type(items) is list else items
 

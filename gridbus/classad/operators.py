@@ -56,7 +56,12 @@ def arith(op: str, a: Any, b: Any) -> Any:
             return x * y
         if op == "/":
             if y == 0.0:
-                return ERROR
+                # As the library answers: 0/0 is NaN, a division giving +inf is error,
+                # one giving -inf is -inf.
+                if x == 0.0 or math.isnan(x):
+                    return math.nan
+                r = math.copysign(math.inf, x) * math.copysign(1.0, y)
+                return ERROR if r > 0 else r
             return x / y
         return ERROR  # % is for integers only
     return _time_arith(op, a, b)
@@ -124,9 +129,9 @@ def identical(a: Any, b: Any) -> Any:
     """`=?=`: same type and value, case-sensitive; never undefined."""
     ta = type(a)
     if ta is not type(b):
-        if ta is ListValue or ta is AdValue or type(b) is ListValue or type(b) is AdValue:
-            return ERROR
         return False
+    if ta is ListValue and (a.nodes is None or b.nodes is None):
+        return False  # a list made by a function is never identical to another list
     if ta is ListValue or ta is AdValue:
         return ERROR
     if ta is float:
@@ -142,12 +147,6 @@ def bitwise(op: str, a: Any, b: Any) -> Any:
     if a is UNDEFINED or b is UNDEFINED:
         return UNDEFINED
     ta, tb = type(a), type(b)
-    if ta is bool and tb is bool and op in "&|^":
-        if op == "&":
-            return a and b
-        if op == "|":
-            return a or b
-        return a != b
     if ta is not int or tb is not int:
         return ERROR
     if op == "&":
@@ -161,7 +160,11 @@ def bitwise(op: str, a: Any, b: Any) -> Any:
         return wrap64(a << n)
     if op == ">>":
         return a >> n
-    return wrap64((a & _MASK64) >> n)  # >>> shifts in zeros
+    if a >= 0:
+        return a >> n
+    # HTCondor computes >>> as (a >> n) & ~(-1 << (64 - n)) in 64 bits, so a shift by 0 gives 0.
+    mask = ~wrap64(-1 << ((64 - b) & 63))
+    return (a >> n) & mask
 
 
 def unary(op: str, a: Any) -> Any:
@@ -191,8 +194,6 @@ def unary(op: str, a: Any) -> Any:
     # ~
     if t is int:
         return ~a
-    if t is bool:
-        return not a
     return ERROR
 
 

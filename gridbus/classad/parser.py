@@ -73,9 +73,6 @@ class Parser:
         if not self.at_op("?"):
             return cond
         self.next()
-        if self.at_op(":"):  # the elvis operator `a ?: b`
-            self.next()
-            return N.Elvis(cond, self.expression())
         then = self.expression()
         self.expect_op(":")
         return N.Conditional(cond, then, self.expression())
@@ -91,7 +88,7 @@ class Parser:
             else:
                 return left
             bp = _BINARY_BP.get(op)
-            if bp is None or bp <= min_bp - 1 or bp < min_bp:
+            if bp is None or bp < min_bp:
                 return left
             self.next()
             right = self.binary(bp + 1)
@@ -140,10 +137,41 @@ class Parser:
                 index = self.expression()
                 self.expect_op("]")
                 node = N.Subscript(node, index)
+            elif tok.value == "?" and self.peek(1).kind == OP and self.peek(1).value == ":":
+                # The elvis operator binds as tightly as selection in HTCondor's grammar:
+                # `1.5 ?: 0 + 1e3` is `(1.5 ?: 0) + 1e3`, and its right side is a primary.
+                self.next()
+                self.next()
+                node = N.Elvis(node, self.postfix_operand())
             else:
                 return node
             if node.depth > MAX_DEPTH:
                 raise self.error(f"expression nested deeper than {MAX_DEPTH} levels", tok)
+
+    def postfix_operand(self) -> N.Node:
+        tok = self.toks[self.i]
+        nxt = self.peek(1)
+        if tok.kind == OP and tok.value == "-" and nxt.kind in (INT, REAL) and nxt.pos == tok.end:
+            self.next()
+            self.next()
+            node: N.Node = N.Literal(-nxt.value)
+        else:
+            node = self.primary()
+        while True:
+            tok = self.toks[self.i]
+            if tok.kind == OP and tok.value == ".":
+                self.next()
+                name = self.next()
+                if name.kind not in (NAME, QNAME):
+                    raise self.error(f"expected an attribute name after '.' but found {_describe(name)}", name)
+                node = N.Select(node, name.value)
+            elif tok.kind == OP and tok.value == "[":
+                self.next()
+                index = self.expression()
+                self.expect_op("]")
+                node = N.Subscript(node, index)
+            else:
+                return node
 
     def primary(self) -> N.Node:
         tok = self.next()
@@ -154,9 +182,8 @@ class Parser:
             return N.AttrRef(tok.value)
         if kind == NAME:
             low = tok.value.lower()
-            lit = _KEYWORD_LITERALS.get(low, None) if low in _KEYWORD_LITERALS else None
             if low in _KEYWORD_LITERALS:
-                return N.Literal(lit)
+                return N.Literal(_KEYWORD_LITERALS[low])
             if self.at_op("("):
                 return self.call(tok)
             if low in ("my", "target") and self.at_op("."):

@@ -178,7 +178,11 @@ class AdValue:
         self.ctx = ctx
 
     def lookup(self, name: str, lname: str) -> Any:
-        raw = self.scope.get(name, lname)
-        if raw is MISSING:
-            return UNDEFINED
-        return resolve(self.scope, lname, raw, self.ctx)
+        # Selection falls back to the enclosing ads, as HTCondor's scoping does.
+        s: Scope | None = self.scope
+        while s is not None:
+            raw = s.get(name, lname)
+            if raw is not MISSING:
+                return resolve(s, lname, raw, self.ctx)
+            s = s.parent
+        return UNDEFINED

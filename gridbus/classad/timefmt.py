@@ -11,7 +11,7 @@ from gridbus.classad.values import AbsTime, RelTime
 
 _ABS_RE = re.compile(
     r"^\s*(\d{4})-?(\d{2})-?(\d{2})"
-    r"(?:[T ](\d{2}):?(\d{2})(?::?(\d{2}))?)?"
+    r"(?:[T ]:?(\d{2}):?(\d{2})(?::?(\d{2}))?)?"
     r"\s*(Z|[+-]\d{2}(?::?\d{2})?)?\s*$"
 )
 _REL_HMS_RE = re.compile(r"^\s*([+-])?(?:(\d+)\+)?(?:(?:(\d+):)?(\d+):)?(\d+(?:\.\d*)?)\s*$")

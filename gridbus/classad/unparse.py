@@ -64,12 +64,14 @@ def format_real(x: float, style: int = COMPACT) -> str:
         return 'real("NaN")'
     if math.isinf(x):
         return 'real("INF")' if x > 0 else 'real("-INF")'
+    if x == 0.0:  # HTCondor prints zero as 0.0 (and -0.0) in every style
+        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
     if style == OLD:
-        text = "%.16G" % x
+        text = f"{x:.16G}"
         if "." not in text and "E" not in text:
             text += ".0"
         return text
-    return "%.15E" % x
+    return f"{x:.15E}"
 
 
 def format_scalar(v: Any, style: int = COMPACT) -> str:
