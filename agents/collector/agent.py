@@ -255,9 +255,12 @@ class Collector(Agent):
         return bool(user) and user in self.private_readers
 
     @method("collector")
-    async def Query(
+    def Query(
         self, call: Call, AdTypes: list, Constraint: Any, Projection: list, Limit: int, Private: bool
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> Any:
+        # Not `async def`: the matches are found here, then the answer is a coroutine when it fits
+        # in one message (one reply, the common small-table case) or an async generator streaming
+        # chunks (the framework sends one partial message per yield, then a final one).
         self.query_rate.add()
         types = _ad_types(AdTypes)
         if Private and not self.may_read_private(call.user):
@@ -275,15 +278,20 @@ class Collector(Agent):
             )
         else:
             ads = (e.ad for e in entries)
-        chunk: list[dict[str, Any]] = []
-        sent = False
-        for ad in select(ads, predicate, Limit):
-            chunk.append(project(ad) if project else ad)
-            if len(chunk) >= self.query_chunk:
-                yield {"Ads": chunk}
-                chunk, sent = [], True
-        if chunk or not sent:
-            yield {"Ads": chunk}  # always at least one chunk: callers read out["Ads"]
+        matches = list(select(ads, predicate, Limit))
+        if len(matches) <= self.query_chunk:
+            return self._answer_whole([project(a) for a in matches] if project else matches)
+        return self._answer_chunks(matches, project)
+
+    @staticmethod
+    async def _answer_whole(ads: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"Ads": ads}
+
+    async def _answer_chunks(self, matches: list[dict[str, Any]], project: Any) -> AsyncIterator[dict[str, Any]]:
+        size = self.query_chunk
+        for i in range(0, len(matches), size):
+            chunk = matches[i : i + size]
+            yield {"Ads": [project(a) for a in chunk] if project else chunk}
 
     def _candidates(self, types: list[str] | None, text: str) -> Iterable[Any]:
         if not is_trivially_true(text):

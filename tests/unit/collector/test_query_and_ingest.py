@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 
 import msgpack
@@ -46,6 +47,13 @@ def test_select_honours_the_limit():
     assert list(select(ads, lambda a: True, 0)) == []
 
 
+async def collect(answer) -> list[dict]:
+    """The messages of an answer as the framework sends them: one, or one per yielded chunk."""
+    if inspect.isasyncgen(answer):
+        return [chunk async for chunk in answer]
+    return [await answer]
+
+
 def machine(name, seq=1, **attrs):
     return {"MyType": "Machine", "Name": name, "UpdateSequenceNumber": seq, "DaemonStartTime": 1,
             "ClassAdLifetime": 60, "MyAddress": "startd@h", **attrs}
@@ -86,12 +94,8 @@ def test_private_ads_arrive_apart_and_need_the_negotiators_identity(coll):
 
     def query(user, private):
         call = Call(user, "collector@c1", "Query", {})
-        gen = coll.Query(call, AdTypes=["Machine"], Constraint="true", Projection=[], Limit=-1, Private=private)
-
-        async def run():
-            return [ad for chunk in [c async for c in gen] for ad in chunk["Ads"]]
-
-        return asyncio.run(run())
+        answer = coll.Query(call, AdTypes=["Machine"], Constraint="true", Projection=[], Limit=-1, Private=private)
+        return [ad for chunk in asyncio.run(collect(answer)) for ad in chunk["Ads"]]
 
     (public,) = query("alice", False)
     assert "ClaimId" not in public
@@ -109,7 +113,7 @@ def test_query_streams_chunks_and_answers_an_empty_result_with_one_chunk():
     async def chunks(**args):
         call = Call("guest", "collector@c2", "Query", {})
         base = {"AdTypes": [], "Constraint": "true", "Projection": [], "Limit": -1, "Private": False}
-        return [c["Ads"] async for c in coll.Query(call, **{**base, **args})]
+        return [c["Ads"] for c in await collect(coll.Query(call, **{**base, **args}))]
 
     assert [len(c) for c in asyncio.run(chunks())] == [4, 4, 2]
     assert asyncio.run(chunks(AdTypes=["Scheduler"])) == [[]]
