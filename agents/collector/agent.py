@@ -1,8 +1,8 @@
 """The collector agent: consumes every ad on gridbus.ads, answers Query and Locate.
 
-Ingest is the hot path. The collector reads its ads queue without acknowledgements (an ad lost in
-a crash is sent again within one update interval anyway), and handles each message synchronously:
-decode, then one dict update per ad, no await per ad. A message that does not decode, or an ad
+Ingest is the hot path. The collector handles each message of its ads queue synchronously: decode,
+then one dict update per ad, no await per ad; acknowledgements go in batches (one frame for up
+to 250 messages), which keeps the broker's flow control without a round trip per message. A message that does not decode, or an ad
 without MyType or Name, is refused, counted and logged (at most one log line a second), and the
 collector serves on.
 """
@@ -36,9 +36,16 @@ DEFAULT_CLASSAD_LIFETIME = 900.0
 # Ads per partial answer of a streamed Query: big enough to amortise a message, small enough
 # that a console never receives a giant one.
 QUERY_CHUNK = 500
-# The ads queue keeps at most this many undelivered messages (drop-head): while the collector is
-# away or behind, only the newest updates matter.
-ADS_QUEUE_MAX = 100_000
+# The ads queue keeps at most this many undelivered messages, or bytes (drop-head): while the
+# collector is behind, the backlog waits in the broker and only the newest updates matter.
+ADS_QUEUE_MAX = 20_000
+ADS_QUEUE_MAX_BYTES = 256 * 1024 * 1024
+# Ad messages delivered but not yet acknowledged. They are acknowledged together (multiple=True)
+# every ADS_ACK_EVERY messages or ADS_ACK_DELAY seconds, so a busy collector holds at most this
+# many in memory and the broker, not the collector's heap, absorbs a flood.
+ADS_PREFETCH = 1000
+ADS_ACK_EVERY = 250
+ADS_ACK_DELAY = 0.05
 
 # Application status of Locate when no such daemon has advertised.
 NOT_FOUND = Status.USER + 1
@@ -92,6 +99,8 @@ class Collector(Agent):
         self.messages = 0
         self._reject_log_at = 0.0
         self._rejects_unlogged = 0
+        self._unacked: AbstractIncomingMessage | None = None
+        self._unacked_count = 0
         self.ingest_log = logging.getLogger("gridbus.collector.ingest")
 
     # ------------------------------------------------------------------ lifecycle
@@ -99,22 +108,32 @@ class Collector(Agent):
         assert self._connection is not None
         # A channel of its own, so the ad stream never queues behind method replies.
         channel = await self._connection.channel(publisher_confirms=False)
+        await channel.set_qos(prefetch_count=ADS_PREFETCH)
         queue = await channel.declare_queue(
             ads_queue_name(self.name),
             exclusive=True,
-            arguments={"x-max-length": ADS_QUEUE_MAX, "x-overflow": "drop-head"},
+            arguments={
+                "x-max-length": ADS_QUEUE_MAX,
+                "x-max-length-bytes": ADS_QUEUE_MAX_BYTES,
+                "x-overflow": "drop-head",
+            },
         )
         await queue.bind(bus.ADS, "#")
-        await queue.consume(self._on_ads, no_ack=True)
+        await queue.consume(self._on_ads)
 
     async def on_start(self) -> None:
         self.spawn(self._expire_loop(), "expire")
+        self.spawn(self._ack_loop(), "ack-ads")
 
     async def _expire_loop(self) -> None:
         last_sample = 0.0
         while True:
             now = time.time()
-            gone = self.store.expire(now)
+            try:
+                gone = self.store.expire(now)
+            except Exception:  # a bug here must not end expiry for good
+                self.log.exception("expiring ads failed")
+                gone = []
             if gone:
                 self.log.info("expired %d ad(s), e.g. %s %s", len(gone), *gone[0])
             if time.monotonic() - last_sample >= 1.0:
@@ -154,6 +173,25 @@ class Collector(Agent):
     # ------------------------------------------------------------------ ingest
     async def _on_ads(self, message: AbstractIncomingMessage) -> None:
         self.ingest(message.body, message.content_type, message.type, message.routing_key or "")
+        self._unacked = message
+        self._unacked_count += 1
+        if self._unacked_count >= ADS_ACK_EVERY:
+            await self._ack_ads()
+
+    async def _ack_ads(self) -> None:
+        """Acknowledge every ad message handled so far, in one frame."""
+        message, self._unacked, self._unacked_count = self._unacked, None, 0
+        if message is not None:
+            try:
+                await message.ack(multiple=True)
+            except Exception:  # the channel went away: its deliveries come again after reconnecting
+                self.log.warning("could not acknowledge ad messages", exc_info=True)
+
+    async def _ack_loop(self) -> None:
+        while True:
+            await asyncio.sleep(ADS_ACK_DELAY)
+            if self._unacked is not None:
+                await self._ack_ads()
 
     def ingest(self, body: bytes, content_type: str | None, mtype: str | None, routing_key: str) -> int:
         """Handle one message from gridbus.ads; return how many ads it stored. Never raises."""
