@@ -158,7 +158,7 @@ def test_quoting_round_trips():
     assert arguments_attrs(None) == {"Arguments": ""}
     assert environment_attr('"B=2 A=\'x y\'"') == "A=x' 'y B=2"
     assert environment_attr("A=1;B=2") == "A=1 B=2"
-    with pytest.raises(SubmitError, match="not NAME=VALUE"):
+    with pytest.raises(SubmitError, match="not NAME=value"):
         environment_attr("novalue")
 
 
