@@ -59,6 +59,8 @@ class Pool:
         self.config.parent.mkdir(parents=True, exist_ok=True)
         self.config.write_text("# the e2e pool is configured through GRIDBUS_* variables\n")
         self.session: Session | None = None
+        # A command to run a daemon under (by address), e.g. ``ip netns exec <ns>`` (tests/integration/faults).
+        self.wrappers: dict[str, list[str]] = {}
 
     # ------------------------------------------------------------------ processes
     def start(self, kind: str, name: str, **env: Any) -> subprocess.Popen:
@@ -75,7 +77,8 @@ class Pool:
         full.update({k: str(v) for k, v in env.items()})
         log = open(local / "stderr.log", "ab")  # noqa: SIM115 - lives as long as the process
         proc = subprocess.Popen(
-            [sys.executable, "-m", f"gridbus.agents.{kind}", "--name", name, "--log-dir", str(local / "log")],
+            [*self.wrappers.get(f"{kind}@{name}", []),
+             sys.executable, "-m", f"gridbus.agents.{kind}", "--name", name, "--log-dir", str(local / "log")],
             env=full, cwd=str(local), stdout=log, stderr=subprocess.STDOUT,
         )
         self.procs[f"{kind}@{name}"] = proc
