@@ -1,28 +1,43 @@
 """Matchmaking: resource requests (one per autocluster) against the pool's unclaimed slots.
 
-Cost scales with autoclusters x slot groups, not jobs x slots. Slots are grouped by the values of
-every attribute a match could look at: the attributes the request's and the slots' Requirements
-and Rank refer to (followed through the expressions they name, e.g. ``START``), plus the
-expressions' own text. Slots in one group answer every request the same way, so one evaluation
-stands for the whole group. A partitionable slot is a group of its own, because each carving
-changes its Cpus, Memory and Disk.
-
 Matching is two-way (job Requirements with TARGET = slot and slot Requirements with TARGET = job);
-among the matching groups the best by job Rank, then by slot Rank, is taken first.
+among the matching slots the best by job Rank, then by slot Rank, then by the slot's place in the
+collector's answer, is taken first. Partitionable slots are carved while they fit.
+
+The cost of a request is kept near "autoclusters x kinds of slot", not "autoclusters x slots":
+
+- Requirements. The static slots are grouped by the values of the attributes the two
+  Requirements can reach (``reach.py``: through the job's and the slots' expressions), not by every
+  attribute; 1,000 slots that differ in Name, ClaimId or KFlops are one group for a job that only
+  constrains Arch, OpSys, Memory and Disk. One two-way test answers for a whole group.
+- Rank. Ranks are evaluated once per group of slots alike in what the Ranks reach, and cached under
+  the job's values of those attributes (its "rank signature"): 1,000 autoclusters that all rank by
+  ``TARGET.KFlops`` share one table. Each matching group keeps its free slots sorted by rank, so a
+  request merges the heads of the matching groups with a heap and stops after ``count`` slots
+  instead of sorting the pool.
+
+A partitionable slot is evaluated on its own each time, because each carving changes its Cpus,
+Memory and Disk.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from gridbus import classad
+from gridbus.agents.negotiator.reach import SlotRefs, reach
 
 REJECT_NO_MATCH = "no match found"
 REJECT_PRIORITY = "insufficient priority"
 REJECT_LIMIT = "concurrency limit reached"  # decided by the caller, which knows the limits
+
+# Bounds on the per-cycle caches (rank tables and per-group orders): a cycle whose requests all
+# rank differently must not hold a table per request.
+_CACHE_MAX = 256
 
 
 def get(ad: dict[str, Any], name: str, default: Any = None) -> Any:
@@ -119,20 +134,14 @@ class Slot:
     startd: str
     partitionable: bool
     taken: bool = False  # a static slot matched earlier in this cycle
+    index: int = -1  # place in the collector's answer: the last tie-breaker between equal ranks
+    low: dict[str, Any] = field(default_factory=dict)  # the ad keyed by lower-case names
 
     @property
     def weight(self) -> float:
         """SlotWeight = Cpus, as HTCondor's default."""
         cpus = get(self.ad, "Cpus", 1)
         return float(cpus) if isinstance(cpus, (int, float)) and not isinstance(cpus, bool) and cpus > 0 else 1.0
-
-
-@dataclass
-class Group:
-    """Slots that answer every request alike (or one partitionable slot)."""
-
-    ad: dict[str, Any]  # the representative ad
-    free: list[Slot] = field(default_factory=list)
 
 
 @dataclass
@@ -159,94 +168,200 @@ def slot_from_ad(ad: dict[str, Any]) -> Slot | None:
     return Slot(dict(ad), name, claim, startd, partitionable)
 
 
+def number(ad: dict[str, Any], name: str) -> float:
+    """A numeric attribute (Cpus, Memory, Disk) as a float; absent or not a number gives 0."""
+    value = get(ad, name, 0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return 0.0
+    return float(value)
+
+
+class _Partition:
+    """The static slots (free when it was built) grouped by their values of some attributes."""
+
+    __slots__ = ("members", "of", "free")
+
+    def __init__(self, members: list[list[int]], of: list[int]):
+        self.members = members  # slot indices per group, in the collector's order
+        self.of = of  # the group of each slot index; -1 for partitionable or already taken slots
+        self.free = [len(m) for m in members]  # slots of each group not yet taken
+
+
+# A group's free slots as (job rank, slot rank, -index), ascending: the best is last, so taking it
+# is a pop from the end.
+_Order = list[tuple[float, float, int]]
+
+
 class Matchmaker:
     """The pool's unclaimed slots for one negotiation cycle, and the matching of requests to them."""
 
     def __init__(self, slot_ads: Iterable[dict[str, Any]]):
         self.slots = [s for s in (slot_from_ad(a) for a in slot_ads) if s is not None]
+        for i, s in enumerate(self.slots):
+            s.index = i
+            s.low = {k.lower(): v for k, v in s.ad.items() if isinstance(k, str)}
         self.static = [s for s in self.slots if not s.partitionable]
         self.pslots = [s for s in self.slots if s.partitionable]
-        self._slot_roots: set[str] | None = set()
-        for s in self.slots:
-            for attr in ("Requirements", "Rank"):
-                names = closure(s.ad, [attr])
-                if names is None:
-                    self._slot_roots = None
-                    break
-                if self._slot_roots is not None:
-                    self._slot_roots |= names
-        self._groupings: dict[frozenset[str] | None, list[Group]] = {}
-        self.evaluations = 0  # two-way match tests made (for the cycle statistics)
+        self._refs = SlotRefs(s.low for s in self.slots)
+        self._free_static = len(self.static)
+        self._partitions: dict[frozenset[str] | None, _Partition] = {}
+        self._sorted_names: dict[frozenset[str], tuple[str, ...]] = {}
+        self._ranks: dict[Any, dict[int, tuple[float, float]]] = {}  # rank signature -> rank group -> ranks
+        self._orders: dict[Any, dict[int, _Order]] = {}  # (rank signature, keys) -> group -> order
+        self.evaluations = 0  # two-way Requirements tests made (for the cycle statistics)
+        self.rank_evaluations = 0  # (job Rank, slot Rank) pairs evaluated
 
     @property
     def free_weight(self) -> float:
-        return sum(s.weight for s in self.static if not s.taken) + sum(
-            float(get(s.ad, "Cpus", 0) or 0) for s in self.pslots
-        )
+        return sum(s.weight for s in self.static if not s.taken) + sum(number(s.ad, "Cpus") for s in self.pslots)
 
     def has_free(self) -> bool:
-        return any(not s.taken for s in self.static) or any(
-            float(get(s.ad, "Cpus", 0) or 0) > 0 for s in self.pslots
-        )
+        return self._free_static > 0 or any(number(s.ad, "Cpus") > 0 for s in self.pslots)
 
     # ------------------------------------------------------------------ grouping
-    def _groups(self, job: dict[str, Any]) -> list[Group]:
-        job_refs = closure(job, ["Requirements", "Rank"])
-        keys: frozenset[str] | None
-        if job_refs is None or self._slot_roots is None:
-            keys = None  # cannot tell what matters: every slot is its own group
-        else:
-            keys = frozenset(job_refs | self._slot_roots)
-        groups = self._groupings.get(keys)
-        if groups is None:
-            groups = self._groupings[keys] = self._group(keys)
-        return groups
+    def _names(self, keys: frozenset[str]) -> tuple[str, ...]:
+        names = self._sorted_names.get(keys)
+        if names is None:
+            names = self._sorted_names[keys] = tuple(sorted(keys))
+        return names
 
-    def _group(self, keys: frozenset[str] | None) -> list[Group]:
-        by_key: dict[Any, Group] = {}
-        out: list[Group] = []
-        for s in self.static:
-            if s.taken:
-                continue
-            if keys is None:
-                out.append(Group(s.ad, [s]))
-                continue
-            lowered = {k.lower(): v for k, v in s.ad.items()}
-            # Attributes no expression looks at (Name, MyAddress, sequence numbers) stay out of
-            # the key, so otherwise identical slots share a group.
-            key = tuple((k, _key_value(lowered.get(k))) for k in sorted(keys | {"requirements", "rank"}))
-            group = by_key.get(key)
-            if group is None:
-                group = by_key[key] = Group(s.ad)
-                out.append(group)
-            group.free.append(s)
-        # Static slots are handed out from the end of each list; keep the ads' order stable.
-        for g in out:
-            g.free.reverse()
-        for p in self.pslots:
-            out.append(Group(p.ad, [p]))
-        return out
+    def _partition(self, keys: frozenset[str] | None) -> _Partition:
+        """The free static slots grouped by their values of ``keys`` (None: each on its own)."""
+        part = self._partitions.get(keys)
+        if part is not None:
+            return part
+        of = [-1] * len(self.slots)
+        members: list[list[int]] = []
+        if keys is None:
+            for s in self.static:
+                if not s.taken:
+                    of[s.index] = len(members)
+                    members.append([s.index])
+        else:
+            names = self._names(keys)
+            by_key: dict[tuple[Any, ...], int] = {}
+            for s in self.static:
+                if s.taken:
+                    continue
+                low = s.low
+                # Attributes nothing reaches (Name, MyAddress, ClaimId) stay out of the key, so
+                # otherwise identical slots share a group.
+                key = tuple([_key_value(low.get(n, _ABSENT)) for n in names])
+                gid = by_key.get(key)
+                if gid is None:
+                    gid = by_key[key] = len(members)
+                    members.append([])
+                members[gid].append(s.index)
+                of[s.index] = gid
+        part = self._partitions[keys] = _Partition(members, of)
+        return part
+
+    def _take(self, slot: Slot) -> None:
+        slot.taken = True
+        self._free_static -= 1
+        for part in self._partitions.values():
+            gid = part.of[slot.index]
+            if gid >= 0:
+                part.free[gid] -= 1
+
+    # ------------------------------------------------------------------ ranks
+    def _rank(self, job: dict[str, Any], job_rank: Any, slot_ad: dict[str, Any]) -> tuple[float, float]:
+        self.rank_evaluations += 1
+        return eval_number(job_rank, job, slot_ad), eval_number(get(slot_ad, "Rank"), slot_ad, job)
+
+    def _rank_signature(self, job_low: dict[str, Any], keys: frozenset[str] | None) -> Any:
+        """What decides both Ranks on the job's side; None when that cannot be told."""
+        if keys is None:
+            return None
+        return keys, tuple([_key_value(job_low.get(n, _ABSENT)) for n in self._names(keys)])
+
+    @staticmethod
+    def _bounded(cache: dict[Any, Any], key: Any, make: type) -> Any:
+        value = cache.get(key)
+        if value is None:
+            if len(cache) >= _CACHE_MAX:
+                cache.clear()
+            value = cache[key] = make()
+        return value
 
     # ------------------------------------------------------------------ matching
-    def candidates(self, job: dict[str, Any]) -> list[Group]:
-        """Groups with free slots that match ``job`` both ways, best (job Rank, slot Rank) first."""
-        job_req = get(job, "Requirements")
-        job_rank = get(job, "Rank")
-        scored = []
-        for i, g in enumerate(self._groups(job)):
-            while g.free and g.free[-1].taken:  # taken through another grouping
-                g.free.pop()
-            if not g.free:
-                continue
-            ad = g.ad
-            if g.free[0].partitionable and float(get(ad, "Cpus", 0) or 0) <= 0:
+    def _candidates(self, job: dict[str, Any]) -> list[tuple[float, float, int, _Order | None]]:
+        """A heap of (-job rank, -slot rank, index, order) over the free slots matching ``job``:
+        for static slots one entry per matching group (its best free slot; ``order`` holds the
+        rest), for partitionable slots one entry each (``order`` None)."""
+        job_low = {k.lower(): v for k, v in job.items() if isinstance(k, str)}
+        job_req = job_low.get("requirements")
+        job_rank = job_low.get("rank")
+        heap: list[tuple[float, float, int, _Order | None]] = []
+        if self._free_static > 0:
+            req_keys = reach(job_low, ("requirements",), self._refs)
+            rank_keys = reach(job_low, ("rank",), self._refs)
+            part = self._partition(req_keys)
+            signature = self._rank_signature(job_low, rank_keys)
+            if signature is None:  # nothing can be shared with other requests
+                ranks: dict[int, tuple[float, float]] = {}
+                orders: dict[int, _Order] = {}
+            else:
+                ranks = self._bounded(self._ranks, signature, dict)
+                orders = self._bounded(self._orders, (signature, req_keys), dict)
+            rank_part = self._partition(rank_keys)
+            slots = self.slots
+            for gid, members in enumerate(part.members):
+                if part.free[gid] <= 0:
+                    continue
+                rep = slots[members[0]].ad  # static ads never change: any member will do
+                self.evaluations += 1
+                if not test_expr(job_req, job, rep) or not test_expr(get(rep, "Requirements"), rep, job):
+                    continue
+                order = orders.get(gid)
+                if order is None:
+                    order = orders[gid] = self._order(members, job, job_rank, rank_part, ranks)
+                while order and slots[-order[-1][2]].taken:  # taken by an earlier request
+                    order.pop()
+                if order:
+                    jr, sr, neg_index = order[-1]
+                    heap.append((-jr, -sr, -neg_index, order))
+        for p in self.pslots:
+            if number(p.ad, "Cpus") <= 0:
                 continue
             self.evaluations += 1
-            if not test_expr(job_req, job, ad) or not test_expr(get(ad, "Requirements"), ad, job):
+            if not test_expr(job_req, job, p.ad) or not test_expr(get(p.ad, "Requirements"), p.ad, job):
                 continue
-            scored.append((-eval_number(job_rank, job, ad), -eval_number(get(ad, "Rank"), ad, job), i, g))
-        scored.sort(key=lambda t: t[:3])
-        return [g for *_, g in scored]
+            jr, sr = self._rank(job, job_rank, p.ad)
+            heap.append((-jr, -sr, p.index, None))
+        heapq.heapify(heap)
+        return heap
+
+    def _order(
+        self, members: list[int], job: dict[str, Any], job_rank: Any, rank_part: _Partition,
+        ranks: dict[int, tuple[float, float]],
+    ) -> _Order:
+        """A group's free slots by rank, the best last; one Rank evaluation per rank group."""
+        out: _Order = []
+        for i in members:
+            s = self.slots[i]
+            if s.taken:
+                continue
+            rgid = rank_part.of[i]
+            r = ranks.get(rgid) if rgid >= 0 else None
+            if r is None:
+                r = self._rank(job, job_rank, s.ad)
+                if rgid >= 0:
+                    ranks[rgid] = r
+            out.append((r[0], r[1], -i))
+        out.sort()
+        return out
+
+    def candidates(self, job: dict[str, Any]) -> list[Slot]:
+        """The free slots that match ``job`` both ways, best (job Rank, slot Rank, place) first."""
+        ranked: list[tuple[float, float, int]] = []
+        for neg_jr, neg_sr, index, order in self._candidates(job):
+            if order is None:
+                ranked.append((neg_jr, neg_sr, index))
+            else:
+                ranked.extend((-jr, -sr, -ni) for jr, sr, ni in order if not self.slots[-ni].taken)
+        ranked.sort()
+        return [self.slots[i] for *_, i in ranked]
 
     def match(
         self,
@@ -262,35 +377,39 @@ class Matchmaker:
         spent = 0.0
         if not self.has_free():
             return matches, REJECT_PRIORITY  # the pool is busy: others hold every slot
-        groups = self.candidates(job)
-        if not groups:
+        heap = self._candidates(job)
+        if not heap:
             return matches, REJECT_NO_MATCH
-        for g in groups:
-            while g.free and len(matches) < count:
-                slot = g.free[-1]
-                if slot.taken:
-                    g.free.pop()
-                    continue
-                if slot.partitionable:
+        slots = self.slots
+        while heap and len(matches) < count:
+            index, order = heap[0][2], heap[0][3]
+            slot = slots[index]
+            if order is None:  # a partitionable slot: carve it while the request fits
+                heapq.heappop(heap)
+                while len(matches) < count:
                     need = _request(job, slot.ad)
-                    weight = need[0]
                     if not self._fits(slot, job, need):
-                        g.free.pop()
                         break
-                else:
-                    weight = slot.weight
-                if spent + weight > budget + 1e-9:
-                    return matches, REJECT_PRIORITY
-                matches.append(SlotMatch(slot, dict(slot.ad), weight))
-                spent += weight
-                if slot.partitionable:
+                    if spent + need[0] > budget + 1e-9:
+                        return matches, REJECT_PRIORITY
+                    matches.append(SlotMatch(slot, dict(slot.ad), need[0]))
+                    spent += need[0]
                     _carve(slot.ad, need)
-                    g.ad = slot.ad
-                else:
-                    g.free.pop()
-                    slot.taken = True
-            if len(matches) >= count:
-                return matches, None
+                continue
+            weight = slot.weight
+            if spent + weight > budget + 1e-9:
+                return matches, REJECT_PRIORITY
+            matches.append(SlotMatch(slot, dict(slot.ad), weight))
+            spent += weight
+            self._take(slot)
+            order.pop()  # this slot was the order's last (best) entry
+            while order and slots[-order[-1][2]].taken:
+                order.pop()
+            if order:
+                jr, sr, neg_index = order[-1]
+                heapq.heapreplace(heap, (-jr, -sr, -neg_index, order))
+            else:
+                heapq.heappop(heap)
         if len(matches) >= count:
             return matches, None
         # Fewer than wanted: the matching slots ran out. If no slot at all is left, others hold
@@ -300,9 +419,7 @@ class Matchmaker:
     def _fits(self, slot: Slot, job: dict[str, Any], need: tuple[float, float, float]) -> bool:
         cpus, memory, disk = need
         ad = slot.ad
-        if cpus > float(get(ad, "Cpus", 0) or 0) or memory > float(get(ad, "Memory", 0) or 0):
-            return False
-        if disk > float(get(ad, "Disk", 0) or 0):
+        if cpus > number(ad, "Cpus") or memory > number(ad, "Memory") or disk > number(ad, "Disk"):
             return False
         self.evaluations += 1
         return test_expr(get(job, "Requirements"), job, ad) and test_expr(get(ad, "Requirements"), ad, job)
@@ -329,12 +446,24 @@ def _carve(ad: dict[str, Any], need: tuple[float, float, float]) -> None:
         ad[key] = int(left) if isinstance(value, int) and float(left).is_integer() else left
 
 
+_ABSENT = object()  # an attribute the ad does not have (unlike one whose value is undefined)
+
+
 def _key_value(value: Any) -> Any:
+    """A hashable stand-in for an attribute value, equal only for values that evaluate alike
+    (1, 1.0 and true are different ClassAd values, though equal in Python)."""
+    t = type(value)
+    if t is str or t is int or t is float or t is bool:
+        return (t, value)
+    if value is _ABSENT:
+        return ("absent",)
+    if value is None:
+        return ("none",)
     if _is_expr(value):
         return ("expr", str(value))
-    if isinstance(value, (list, dict)):
-        return ("json", repr(value))
-    return value
+    if isinstance(value, (list, tuple, dict)):
+        return ("repr", repr(value))
+    return (t.__name__, repr(value))
 
 
 def fair_shares(pie: float, eup: dict[str, float], in_use: dict[str, float]) -> dict[str, float]:

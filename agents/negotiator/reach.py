@@ -1,0 +1,142 @@
+"""Which attributes a match could look at: the names an expression reaches in either ad.
+
+Matchmaking evaluates a job's expressions with the slot as TARGET and the slot's with the job as
+TARGET, and an unscoped name missing from MY is looked up in TARGET; so a name an expression
+refers to may be read from either ad, and if it holds an expression there, that expression's names
+may be read in turn. ``reach`` follows names through the job's expressions and through every
+slot's until nothing new appears. Two slots that agree on every reached name answer the job alike;
+two jobs that agree on every reached name are answered alike by every slot.
+
+Names are lower-case. ``None`` means "cannot be told" (``eval()`` builds an expression from a
+string at run time; a computed subscript picks an attribute by a value): callers must then treat
+every slot and every job as distinct.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from gridbus import classad
+from gridbus.classad import nodes as N
+
+# Functions that read attributes whose names are not written in the expression.
+_OPAQUE_CALLS = frozenset({"eval"})
+
+_REFS_BY_TEXT: dict[str, frozenset[str] | None] = {}
+_REFS_CACHE_MAX = 50_000
+
+
+def node_refs(node: N.Node) -> frozenset[str] | None:
+    """Every attribute name (lower-case, any scope) a syntax tree may look up, or None."""
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is N.AttrRef:
+            out.add(n.lname)  # type: ignore[attr-defined]
+        elif t is N.Literal:
+            continue
+        elif t is N.Binary or t is N.Elvis:
+            stack += (n.left, n.right)  # type: ignore[attr-defined]
+        elif t is N.Chain:
+            stack += n.operands  # type: ignore[attr-defined]
+        elif t is N.Unary:
+            stack.append(n.operand)  # type: ignore[attr-defined]
+        elif t is N.Paren:
+            stack.append(n.inner)  # type: ignore[attr-defined]
+        elif t is N.Conditional:
+            stack += (n.cond, n.then, n.other)  # type: ignore[attr-defined]
+        elif t is N.Call:
+            if n.lname in _OPAQUE_CALLS:  # type: ignore[attr-defined]
+                return None
+            stack += n.args  # type: ignore[attr-defined]
+        elif t is N.ListExpr:
+            stack += n.items  # type: ignore[attr-defined]
+        elif t is N.RecordExpr:
+            stack += [v for _, v in n.attrs]  # type: ignore[attr-defined]
+        elif t is N.Select:
+            # `ad.name` falls back to the ads enclosing `ad`, so the name may be read from MY too.
+            out.add(n.lname)  # type: ignore[attr-defined]
+            stack.append(n.base)  # type: ignore[attr-defined]
+        elif t is N.Subscript:
+            index = n.index  # type: ignore[attr-defined]
+            if type(index) is N.Literal:
+                if isinstance(index.value, str):  # type: ignore[attr-defined]
+                    out.add(index.value.lower())  # type: ignore[attr-defined]
+            else:
+                return None  # `ad[expr]` names an attribute only at run time
+            stack += (n.base, index)  # type: ignore[attr-defined]
+        else:
+            return None  # a node kind this walker does not know: assume the worst
+    return frozenset(out)
+
+
+def value_refs(value: Any) -> frozenset[str] | None:
+    """The names an attribute value may look up when evaluated (empty for plain values)."""
+    if isinstance(value, classad.ExprTree):
+        text = str(value)
+        refs = _REFS_BY_TEXT.get(text, False)
+        if refs is False:
+            refs = node_refs(classad.compile(value).node)
+            if len(_REFS_BY_TEXT) >= _REFS_CACHE_MAX:
+                _REFS_BY_TEXT.clear()
+            _REFS_BY_TEXT[text] = refs
+        return refs  # type: ignore[return-value]
+    items: Iterable[Any]
+    if isinstance(value, dict):
+        items = value.values()
+    elif isinstance(value, (list, tuple)):
+        items = value
+    elif isinstance(getattr(value, "_data", None), dict):  # a ClassAd nested in a plain ad
+        items = value._data.values()
+    else:
+        return frozenset()
+    out: set[str] = set()
+    for v in items:  # a nested ad's expressions are evaluated when selected
+        more = value_refs(v)
+        if more is None:
+            return None
+        out |= more
+    return frozenset(out)
+
+
+class SlotRefs:
+    """For each attribute name, the names any slot's value of it may look up (over the pool)."""
+
+    def __init__(self, lowered_ads: Iterable[dict[str, Any]]):
+        self.refs: dict[str, set[str]] = {}
+        self.opaque: set[str] = set()  # names some slot holds an opaque expression under
+        for low in lowered_ads:
+            for name, value in low.items():
+                if type(value) in (int, float, str, bool) or value is None:
+                    continue
+                more = value_refs(value)
+                if more is None:
+                    self.opaque.add(name)
+                elif more:
+                    self.refs.setdefault(name, set()).update(more)
+
+
+def reach(job_low: dict[str, Any], roots: Iterable[str], slots: SlotRefs) -> frozenset[str] | None:
+    """Every name reachable from ``roots`` through the job's and the slots' expressions."""
+    seen: set[str] = set()
+    todo = [r.lower() for r in roots]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in slots.opaque:
+            return None
+        more = slots.refs.get(name)
+        if more:
+            todo.extend(more)
+        value = job_low.get(name)
+        if value is not None and type(value) not in (int, float, str, bool):
+            job_more = value_refs(value)
+            if job_more is None:
+                return None
+            todo.extend(job_more)
+    return frozenset(seen)
