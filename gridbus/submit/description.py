@@ -10,6 +10,11 @@ The schedd's contract: `cluster_ad(...)` is the cluster's common attributes as a
 are literals or `gridbus.classad.ExprTree`), `proc_ads(...)` the per-proc differences after the queue
 statement's items are expanded, each with its `ProcId`. A cluster id is needed only when the
 description refers to `$(Cluster)`; `uses_cluster_id()` says whether it does.
+
+A description may hold several queue statements (condor_submit's rule): each makes its own procs,
+numbered on from the previous one's, with the commands above it in effect. The mapping, `getQArgs`
+and `itemdata` show the first queue statement and the commands before it, as htcondor2 does;
+`build`, `jobs` and `str()` cover them all.
 """
 
 from __future__ import annotations
@@ -60,6 +65,9 @@ class Submit(MutableMapping[str, str]):
         self._entries: dict[str, tuple[str, str, int | None]] = {}
         self._qargs: str | None = None
         self._qlineno: int | None = None
+        # the second and later queue statements: (commands since the previous one, args, line)
+        self._more: list[tuple[dict[str, tuple[str, str, int | None]], str, int | None]] = []
+        self._condition_refs: set[str] = set()  # macros read by if conditions and include names
         self._submit_method = SUBMIT_METHOD_PYTHON
         self._warnings: list[str] = []
         self.cwd: str | None = None  # directory relative paths are read against (default: os.getcwd())
@@ -68,9 +76,13 @@ class Submit(MutableMapping[str, str]):
             for st in parsed.statements:
                 self._entries[st.key.lower()] = (st.key, st.value, st.lineno)
             self._qargs, self._qlineno = parsed.queue_args, parsed.queue_lineno
+            self._condition_refs = parsed.referenced
+            for q in parsed.more:
+                self._more.append(({st.key.lower(): (st.key, st.value, st.lineno) for st in q.statements}, q.args, q.lineno))
+            last = parsed.more[-1].lineno if parsed.more else parsed.queue_lineno
             for st in parsed.trailing:
                 self._warnings.append(
-                    f"line {st.lineno}: {st.key!r} comes after the queue statement (line {parsed.queue_lineno}) and applies to no job"
+                    f"line {st.lineno}: {st.key!r} comes after the queue statement (line {last}) and applies to no job"
                 )
         elif isinstance(input, dict):
             for k, v in input.items():
@@ -116,9 +128,11 @@ class Submit(MutableMapping[str, str]):
 
     def __str__(self) -> str:
         body = "".join(f"{k} = {v}\n" for k, v, _ in self._entries.values())
-        if self._qargs is None:
-            return body + "queue\n"
-        return body + (f"queue {self._qargs}\n" if self._qargs else "queue\n")
+        body += f"queue {self._qargs}\n" if self._qargs else "queue\n"
+        for delta, qargs, _ in self._more:
+            body += "".join(f"{k} = {v}\n" for k, v, _ in delta.values())
+            body += f"queue {qargs}\n" if qargs else "queue\n"
+        return body
 
     def __repr__(self) -> str:
         return f"Submit({str(self)!r})"
@@ -134,6 +148,9 @@ class Submit(MutableMapping[str, str]):
         if text[:5].lower() == "queue" and (len(text) == 5 or text[5].isspace()):
             text = text[5:].strip()
         queue.parse_queue(text)  # raises on a bad statement
+        if self._more:
+            raise SubmitError(f"this description has {1 + len(self._more)} queue statements; "
+                              "replacing the queue arguments needs a description with one")
         self._qargs, self._qlineno = text, None
 
     def getSubmitMethod(self) -> int:
@@ -187,9 +204,13 @@ class Submit(MutableMapping[str, str]):
                  qdate: int | None = None) -> list[dict[str, Any]]:
         return self.build(cluster_id=cluster_id, count=count, itemdata=itemdata, qdate=qdate).proc_ads
 
+    def queue_count(self) -> int:
+        """How many queue statements the description holds (0 when it has none)."""
+        return (self._qargs is not None or self._qlineno is not None) + len(self._more)
+
     def uses_cluster_id(self) -> bool:
         """True when some value refers to $(Cluster)/$(ClusterId), so ads need the real cluster id."""
-        texts = [v for _, v, _ in self._entries.values()] + [self._qargs or ""]
+        texts = self._all_texts()
         return bool(commands.referenced_macros(texts) & _CLUSTER)
 
     @property
@@ -205,6 +226,11 @@ class Submit(MutableMapping[str, str]):
             raise SubmitError(f"count must be a non-negative integer, not {count!r}")
         self._check_commands(raise_unknown=True)
         qdate = int(time.time()) if qdate is None else int(qdate)
+        if self._more:
+            if count or itemdata is not None:
+                raise SubmitError(f"this description has {1 + len(self._more)} queue statements; "
+                                  "count and itemdata replace a single queue statement's")
+            return self._build_all(cluster_id, qdate, owner, first_proc)
         plan = list(self._plan(count, itemdata))
         if not plan:
             raise SubmitError("the queue statement makes no jobs")
@@ -228,14 +254,54 @@ class Submit(MutableMapping[str, str]):
         return Built(common, procs, self.warnings)
 
     # ------------------------------------------------------------------ internals
+    def _segments(self) -> list[Submit]:
+        """One single-queue description per queue statement, each with the commands then in effect."""
+        out: list[Submit] = []
+        entries = dict(self._entries)
+        for delta, qargs, qlineno in [({}, self._qargs or "", self._qlineno), *self._more]:
+            entries.update(delta)
+            seg = Submit.__new__(Submit)
+            seg._entries, seg._qargs, seg._qlineno, seg._more = dict(entries), qargs, qlineno, []
+            seg._submit_method, seg._warnings, seg.cwd = self._submit_method, [], self.cwd
+            seg._condition_refs = self._condition_refs
+            out.append(seg)
+        return out
+
+    def _build_all(self, cluster_id: int, qdate: int, owner: str | None, first_proc: int) -> Built:
+        """Every queue statement's procs, numbered on; attributes shared by all go in the cluster ad."""
+        parts: list[Built] = []
+        next_proc = first_proc
+        for seg in self._segments():
+            part = seg.build(cluster_id=cluster_id, qdate=qdate, owner=owner, first_proc=next_proc)
+            parts.append(part)
+            next_proc += len(part.proc_ads)
+        first = parts[0].cluster_ad
+        common = {k: v for k, v in first.items()
+                  if all(k in p.cluster_ad and _same(p.cluster_ad[k], v) for p in parts[1:])}
+        procs = [
+            {"ProcId": proc["ProcId"], **{k: v for k, v in part.cluster_ad.items() if k not in common},
+             **{k: v for k, v in proc.items() if k != "ProcId"}}
+            for part in parts for proc in part.proc_ads
+        ]
+        return Built(common, procs, self.warnings)
+
+    def _all_texts(self) -> list[str]:
+        texts = [v for _, v, _ in self._entries.values()] + [self._qargs or ""]
+        for delta, qargs, _ in self._more:
+            texts += [v for _, v, _ in delta.values()] + [qargs]
+        return texts
+
     def _cwd(self) -> str:
         return self.cwd or os.getcwd()
 
     def _queue_names(self) -> list[str]:
-        try:
-            return queue.parse_queue(self._qargs or "", self._qlineno).names
-        except SubmitError:
-            return []
+        names: list[str] = []
+        for qargs, qlineno in [(self._qargs or "", self._qlineno), *((q, n) for _, q, n in self._more)]:
+            try:
+                names += queue.parse_queue(qargs, qlineno).names
+            except SubmitError:
+                pass
+        return names
 
     def _expanded_qargs(self, qargs: str | None) -> str:
         text = ((self._qargs or "") if qargs is None else qargs).strip()
@@ -323,9 +389,10 @@ class Submit(MutableMapping[str, str]):
         return entry[2] if entry else None
 
     def _check_commands(self, raise_unknown: bool) -> None:
-        texts = [v for _, v, _ in self._entries.values()] + [self._qargs or ""]
-        referenced = commands.referenced_macros(texts) | {n.lower() for n in self._queue_names()}
-        for key, (written, _, lineno) in self._entries.items():
+        referenced = (commands.referenced_macros(self._all_texts()) | {n.lower() for n in self._queue_names()}
+                      | self._condition_refs)
+        every = [*self._entries.items(), *(item for delta, _, _ in self._more for item in delta.items())]
+        for key, (written, _, lineno) in every:
             if key.startswith("my.") or key in commands.USED or key in referenced or key in commands.BUILTIN_MACROS:
                 continue
             if key in commands.KNOWN_UNUSED:

@@ -32,11 +32,9 @@ def test_known_but_unused_command_warns_with_its_line():
     assert sub.build(qdate=0).cluster_ad["TransferInput"] == "a.dat"
 
 
-def test_unreadable_line_and_second_queue_statement_are_errors():
+def test_unreadable_line_is_an_error():
     with pytest.raises(SubmitError, match=r"line 2: cannot read 'this is not a command'"):
         Submit("executable = /bin/true\nthis is not a command\nqueue\n")
-    with pytest.raises(SubmitError, match=r"line 3: gridbus takes one queue statement .* line 2"):
-        Submit("executable = /bin/true\nqueue\nqueue 2\n")
 
 
 def test_commands_after_the_queue_statement_warn():

@@ -73,7 +73,9 @@ def test_job_ads_agree_with_htcondor(name: str, oracle: dict, monkeypatch: pytes
     monkeypatch.chdir(WORKDIR)
     jobs = Submit(text).build(cluster_id=CLUSTER, qdate=QDATE).jobs()
     assert len(jobs) == len(expected["jobs"]), f"{name}: {len(jobs)} jobs, HTCondor makes {len(expected['jobs'])}"
-    attrs = COMPARED + _custom_attrs(text)
+    # custom attributes set in include files count too (048 reads common.inc)
+    included = "".join(p.read_text() for p in sorted(WORKDIR.rglob("*.inc")) if p.name in text)
+    attrs = COMPARED + _custom_attrs(text + "\n" + included) + (["FromCommand"] if "+FromCommand" in text else [])
     for index, (ours, theirs) in enumerate(zip(jobs, expected["jobs"], strict=True)):
         for attr in attrs:
             if attr not in theirs:
