@@ -75,6 +75,8 @@ class Claim:
     last_alive: float = field(default_factory=time.monotonic)  # last time the startd vouched for it
     buffered: list[dict[str, Any]] = field(default_factory=list)  # reports that beat the activation
     jobs_run: int = 0
+    in_reports: bool = False  # the startd takes this claim's next activations in JobReports answers
+    reply_sent: float = 0.0  # monotonic time claim.job's activation went out in a JobReports answer
 
     def record(self) -> bytes:
         return msgpack.packb(
@@ -82,6 +84,7 @@ class Claim:
                 "claim_id": self.claim_id, "startd": self.startd, "slot": self.slot, "owner": self.owner,
                 "slot_ad": wire.encode(self.slot_ad), "worklife_end": self.worklife_end,
                 "job": list(self.job) if self.job else None, "jobs_run": self.jobs_run,
+                "in_reports": self.in_reports,
             }
         )
 
@@ -89,7 +92,8 @@ class Claim:
     def from_record(cls, blob: bytes) -> Claim:
         raw = msgpack.unpackb(blob)
         claim = cls(raw["claim_id"], raw["startd"], raw["slot"], raw["owner"], wire.decode(raw["slot_ad"]),
-                    float(raw["worklife_end"]), jobs_run=int(raw.get("jobs_run", 0)))
+                    float(raw["worklife_end"]), jobs_run=int(raw.get("jobs_run", 0)),
+                    in_reports=bool(raw.get("in_reports", False)))
         if raw.get("job"):
             claim.job = (int(raw["job"][0]), int(raw["job"][1]))
             claim.state = RUNNING_JOB
@@ -126,7 +130,7 @@ class ShadowMixin:
         self._claims_flush_pending = False
         self.shadow_stats = {"Matches": 0, "ClaimsRequested": 0, "ClaimsRefused": 0, "Activations": 0,
                              "ActivationBatches": 0, "ClaimReuses": 0, "ClaimsReleased": 0, "ClaimsLost": 0,
-                             "ExitReports": 0}
+                             "ExitReports": 0, "ActivationsInAnswers": 0}
 
     # ------------------------------------------------------------------ lifecycle hooks
     async def setup(self) -> None:
@@ -291,6 +295,7 @@ class ShadowMixin:
             owner=str(ad.get("Owner", "")),
             slot_ad=out.get("SlotAd") if isinstance(out.get("SlotAd"), dict) else match["SlotAd"],
             worklife_end=time.time() + self.claim_worklife,
+            in_reports=out.get("ReportActivations") is True,
         )
         self._claims[claim.claim_id] = claim
         self._claim_changed(claim)
@@ -342,15 +347,18 @@ class ShadowMixin:
             status, text = statuses.get(claim.claim_id, (7, "no answer" if result is None else result.text))
             if claim.job != job:
                 continue
-            if status == 0:
-                await self._job_running(claim, job)
-            else:
-                self.log.info("activation of job %d.%d on %s failed: %s", *job, claim.slot, text)  # type: ignore[attr-defined]
-                self._unreserve(claim, job)
-                if status == Status.FORBIDDEN or result is None:
-                    self._drop_claim(claim)
-                else:
-                    self._release(claim)
+            await self._activation_result(claim, job, status, text, answered=result is not None)
+
+    async def _activation_result(self, claim: Claim, job: tuple[int, int], status: int, text: str, *, answered: bool) -> None:
+        if status == 0:
+            await self._job_running(claim, job)
+            return
+        self.log.info("activation of job %d.%d on %s failed: %s", *job, claim.slot, text)  # type: ignore[attr-defined]
+        self._unreserve(claim, job)
+        if status == Status.FORBIDDEN or not answered:
+            self._drop_claim(claim)
+        else:
+            self._release(claim)
 
     def _unreserve(self, claim: Claim, job: tuple[int, int]) -> None:
         self._reserved.discard(job)
@@ -380,19 +388,92 @@ class ShadowMixin:
         for i, report in enumerate(Reports):
             if not isinstance(report, dict) or not isinstance(report.get("ClaimId"), str):
                 raise invalid(f"JobReports: Reports[{i}] must be a map with a ClaimId")
+        now = time.monotonic()
+        callers: set[str] = set()  # startds that take activations in this answer
+        resend: list[Claim] = []
         for report in Reports:
             claim = self._claims.get(report["ClaimId"])
             if claim is None:
                 unknown.append(report["ClaimId"])
                 continue
-            claim.last_alive = time.monotonic()
-            if claim.state == ACTIVATING and _job_of(report) == claim.job:
+            claim.last_alive = now
+            if claim.in_reports:
+                callers.add(claim.startd)
+            job = _job_of(report)
+            if report.get("Event") == "activated":
+                await self._activation_reported(claim, report)
+                continue
+            if claim.state == ACTIVATING and job == claim.job:
                 claim.buffered.append(report)  # the activation's answer is still on its way
                 continue
+            if claim.state == ACTIVATING and claim.reply_sent and report.get("Event") == "exit" and job != claim.job:
+                # A repeated exit report of the claim's previous job: the startd never got the
+                # answer that carried the next activation, so it goes again in this one.
+                resend.append(claim)
             await self._handle_report(claim, report)
-        # Every next job chosen for this batch goes out in one ActivateClaims per startd.
+        out: dict[str, Any] = {"Unknown": unknown}
+        activations = self._activations_for_answer(callers, resend)
+        if activations:
+            out["Activations"] = activations
+        # The rest of the next jobs chosen for this batch go out in one ActivateClaims per startd.
         self._flush_activations_now()
-        return {"Unknown": unknown}
+        return out
+
+    def _activations_for_answer(self, callers: set[str], resend: list[Claim]) -> list[dict[str, Any]]:
+        """Claim reuse with no round trip of its own: the next activations of the calling startd's
+        claims ride in its JobReports answer; the startd reports each as an ``activated`` report."""
+        out: list[dict[str, Any]] = []
+        now = time.monotonic()
+        loop = asyncio.get_running_loop()
+        for claim in resend:
+            if claim.state == ACTIVATING and claim.job is not None and claim.reply_sent:
+                ad = self.queue.get(*claim.job)  # type: ignore[attr-defined]
+                if ad is not None and ad.get("JobStatus") == 1:
+                    out.append({"ClaimId": claim.claim_id, "JobAd": ad})
+        for startd in callers:
+            batch = self._to_activate.get(startd)
+            if not batch:
+                continue
+            rest = []
+            for claim, job in batch:
+                if not claim.in_reports:
+                    rest.append((claim, job))
+                    continue
+                ad = self.queue.get(*job)  # type: ignore[attr-defined]
+                if ad is None or ad.get("JobStatus") != 1 or claim.job != job:
+                    self._unreserve(claim, job)
+                    continue
+                out.append({"ClaimId": claim.claim_id, "JobAd": ad})
+                claim.reply_sent = now
+                self.shadow_stats["ActivationsInAnswers"] += 1
+                # Should the answer never reach the startd, the activation goes by ActivateClaims.
+                loop.call_later(self.shadow_call_timeout, self._answer_activation_lost, claim, job, now)
+            if rest:
+                self._to_activate[startd] = rest
+            else:
+                del self._to_activate[startd]
+        return out
+
+    def _answer_activation_lost(self, claim: Claim, job: tuple[int, int], sent: float) -> None:
+        if self._claims.get(claim.claim_id) is not claim or claim.state != ACTIVATING:
+            return
+        if claim.job != job or claim.reply_sent != sent:
+            return
+        self.log.info("no word on activation of job %d.%d on %s sent in a JobReports answer; sending ActivateClaims",  # type: ignore[attr-defined]
+                      *job, claim.slot)
+        claim.reply_sent = 0.0
+        self._to_activate.setdefault(claim.startd, []).append((claim, job))
+        self._flush_activations_now()
+
+    async def _activation_reported(self, claim: Claim, report: dict[str, Any]) -> None:
+        """The startd's outcome of an activation sent in a JobReports answer."""
+        job = _job_of(report)
+        if claim.state != ACTIVATING or job is None or job != claim.job:
+            return  # a repeated outcome, or one of a job the claim has moved past
+        claim.reply_sent = 0.0
+        status = report.get("Status")
+        await self._activation_result(claim, job, status if isinstance(status, int) else Status.EXCEPTION,
+                                      str(report.get("Text", "")), answered=True)
 
     async def _handle_report(self, claim: Claim, report: dict[str, Any]) -> None:
         job = _job_of(report)

@@ -112,6 +112,7 @@ class Startd(Agent):
             is_live=lambda cid: cid in self.claims,
             on_unknown=self._on_unknown,
             on_answered=self._on_answered,
+            on_activations=self._on_activations,
         )
         self.spawn(self.starter.monitor(), "starter monitor")
         self.spawn(self._lease_loop(), "claim leases")
@@ -279,7 +280,8 @@ class Startd(Agent):
             if existing.schedd != Schedd:
                 raise forbidden(f"RequestClaim: {existing.slot.name} is claimed by another schedd")
             existing.renew()
-            return {"ClaimId": existing.id, "Slot": existing.slot.name, "SlotAd": self.slot_ad(existing.slot)}
+            return {"ClaimId": existing.id, "Slot": existing.slot.name, "SlotAd": self.slot_ad(existing.slot),
+                    "ReportActivations": True}
         slot = self.table.by_claim_id(ClaimId)
         if slot is None:
             raise forbidden(f"RequestClaim: claim id {ClaimId[:6]}... is not one {self.address} issued (forged or stale)")
@@ -311,7 +313,9 @@ class Startd(Agent):
         self.claims[claim.id] = claim
         log.info("%s claimed by %s for %s (lease %d s)", slot.name, Schedd, claim.owner or "?", LeaseDuration)
         self.ads_changed()
-        return {"ClaimId": claim.id, "Slot": slot.name, "SlotAd": self.slot_ad(slot)}
+        # ReportActivations: this startd takes the claim's next activations in the answers to its
+        # JobReports calls (docs/protocols.md, "Claiming and running").
+        return {"ClaimId": claim.id, "Slot": slot.name, "SlotAd": self.slot_ad(slot), "ReportActivations": True}
 
     @method("startd")
     async def ActivateClaims(self, call: Call, Activations: list) -> dict:
@@ -337,6 +341,8 @@ class Startd(Agent):
         if claim.retiring or claim_id in self._ending:
             raise app_error(CLAIM_REFUSED, f"ActivateClaim: the claim on {slot.name} is retiring (draining or ending); no new job starts on it")
         if claim.job is not None:
+            if _same_job(claim.job.ad, job_ad):  # a repeated activation (its answer was lost): same answer
+                return slot.name
             raise app_error(CLAIM_BUSY, f"ActivateClaim: {slot.name} is still running job {_job_id(claim.job.ad)}")
         claim.renew()
         ad = self.slot_ad(slot)
@@ -558,12 +564,37 @@ class Startd(Agent):
             if claim is not None:
                 claim.renew()
 
+    def _on_activations(self, schedd: str, activations: list[Any]) -> None:
+        """Activations a schedd put in its answer to JobReports (claim reuse without a round trip of
+        its own): each is started as ActivateClaims would, and its outcome is an ``activated``
+        report (Status, Text) in the next JobReports call."""
+        for i, entry in enumerate(activations):
+            cid = entry.get("ClaimId") if isinstance(entry, dict) else None
+            job_ad = entry.get("JobAd") if isinstance(entry, dict) else None
+            if not isinstance(cid, str) or not isinstance(job_ad, dict):
+                log.warning("%s answered JobReports with a malformed activation %d (needs ClaimId and JobAd)", schedd, i)
+                continue
+            claim = self.claims.get(cid)
+            if claim is None or claim.schedd != schedd:
+                log.warning("%s sent an activation for claim %s..., which it does not hold here", schedd, cid[:6])
+                continue
+            try:
+                self._activate(cid, job_ad)
+                status, text = 0, "OK"
+            except MethodError as exc:
+                status, text = exc.status, exc.text
+            self._report(claim, job_ad, "activated", {"Status": status, "Text": text})
+
     def _on_unknown(self, claim_ids: list[str]) -> None:
         for cid in claim_ids:
             claim = self.claims.get(cid)
             if claim is not None:
                 log.warning("%s no longer knows the claim on %s: ending it", claim.schedd, claim.slot.name)
                 self.spawn(self._end_claim(claim, graceful=True, reason="unknown to the schedd"), "claim unknown")
+
+
+def _same_job(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return all(lookup(a, k) == lookup(b, k) for k in ("GlobalJobId", "ClusterId", "ProcId"))
 
 
 def _job_id(ad: Mapping[str, Any]) -> str:

@@ -40,6 +40,7 @@ class Reporter:
         is_live: Callable[[str], bool],
         on_unknown: Callable[[list[str]], None],
         on_answered: Callable[[list[str]], None],
+        on_activations: Callable[[str, list[Any]], None] | None = None,
     ):
         self._call = call
         self.timeout = timeout
@@ -47,6 +48,7 @@ class Reporter:
         self._is_live = is_live
         self._on_unknown = on_unknown
         self._on_answered = on_answered
+        self._on_activations = on_activations
         self._boxes: dict[str, _Outbox] = {}
         self._scheduled = False
         self._tasks: set[asyncio.Task] = set()
@@ -96,6 +98,12 @@ class Reporter:
                 self._on_unknown(unknown)
             unknown_set = set(unknown)
             self._on_answered([r["ClaimId"] for r in batch if r.get("ClaimId") not in unknown_set])
+            activations = result.outArgs.get("Activations")
+            if activations and isinstance(activations, list) and self._on_activations is not None:
+                try:
+                    self._on_activations(schedd, activations)
+                except Exception:  # a bad activation must not stop the reports
+                    log.exception("activations in the answer of %s could not be applied", schedd)
             if box.pending:
                 self._schedule_flush()
             return
