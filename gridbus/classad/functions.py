@@ -240,22 +240,16 @@ def _identical_member(x: Any, lst: Any) -> Any:
 
 
 def _member_impl(x: Any, lst: Any, ident: bool) -> Any:
-    if type(lst) is not ListValue:
-        return UNDEFINED if lst is UNDEFINED else ERROR
-    if type(x) in (ListValue, AdValue):
+    # As HTCondor's testMember: undefined first, then the types, then each element compared with
+    # == (or =?=); an element that does not compare (a list, an ad, another type) is just no match.
+    if lst is UNDEFINED or (not ident and x is UNDEFINED):
+        return UNDEFINED
+    if type(lst) is not ListValue or type(x) in (ListValue, AdValue):
         return ERROR
-    if not ident:
-        if x is UNDEFINED:
-            return UNDEFINED
-        if x is ERROR or type(x) in (ListValue, AdValue):
-            return ERROR
+    if not ident and x is ERROR:
+        return ERROR
     for e in lst.values():
-        if ident:
-            r = identical(x, e)
-        else:
-            if type(e) in (ListValue, AdValue):
-                return ERROR
-            r = compare("==", x, e)
+        r = identical(e, x) if ident else compare("==", e, x)
         if r is True:
             return True
     return False
@@ -310,16 +304,22 @@ strict("min", 1)(lambda v: _extreme(v, False))
 strict("max", 1)(lambda v: _extreme(v, True))
 
 
+_LIST_COMPARE_OPS = {"<": "<", "<=": "<=", "==": "==", "!=": "!=", ">=": ">=", ">": ">", "is": "is", "isnt": "isnt"}
+
+
 def _anyall(want_any: bool) -> Callable:
     def fn(op: Any, lst: Any, x: Any) -> Any:
-        if type(op) is not str or type(lst) is not ListValue:
+        if op is UNDEFINED:
+            return UNDEFINED
+        if type(op) is not str:
             return ERROR
-        o = op.strip().lower()
-        ops = {"<": "<", "<=": "<=", "==": "==", "!=": "!=", ">=": ">=", ">": ">", "=?=": "is", "is": "is",
-               "=!=": "isnt", "isnt": "isnt"}
-        if o not in ops:
+        o = _LIST_COMPARE_OPS.get(op)  # spelled exactly: HTCondor compares the operator text as is
+        if o is None:
             return ERROR
-        o = ops[o]
+        if lst is UNDEFINED:
+            return UNDEFINED
+        if type(lst) is not ListValue:
+            return ERROR
         for e in lst.values():
             if o == "is":
                 r = identical(e, x)
@@ -328,10 +328,16 @@ def _anyall(want_any: bool) -> Callable:
                 r = r if r is ERROR else not r
             else:
                 r = compare(o, e, x)
-            if want_any and r is True:
-                return True
-            if not want_any and r is not True:
-                return False
+            if r is True:
+                if want_any:
+                    return True
+            elif r is False:
+                if not want_any:
+                    return False
+            elif r is UNDEFINED:
+                return False  # an undefined comparison ends the walk with false, for both
+            else:
+                return ERROR
         return not want_any
 
     return fn
@@ -356,29 +362,30 @@ def _strcat(*vals: Any) -> Any:
 
 @strict("join", 1, VARIADIC)
 def _join(*vals: Any) -> Any:
-    if len(vals) == 1:
-        sep: Any = ""
-        items = vals[0]
-        if type(items) is not ListValue:
-            return UNDEFINED if items is UNDEFINED else ERROR
-        items = items.values()
+    # join(list) and join(sep, list) spread the list; otherwise the first argument is the
+    # separator. Undefined items are skipped; an error anywhere makes an error; no defined item
+    # while some argument was undefined makes undefined.
+    if len(vals) <= 2 and type(vals[-1]) is ListValue:
+        args = ([vals[0]] if len(vals) == 2 else [""]) + list(vals[-1].values())
     else:
-        sep = to_string(vals[0])
-        if type(sep) is not str:
-            return sep
-        if len(vals) == 2 and type(vals[1]) is ListValue:
-            items = vals[1].values()
-        else:
-            items = list(vals[1:])
-    out = []
-    for v in items:
-        if v is UNDEFINED:
-            continue
-        s = to_string(v)
-        if type(s) is not str:
+        args = list(vals)
+    texts: list[Any] = []
+    for v in args:
+        t = to_string(v)
+        if t is ERROR:
             return ERROR
-        out.append(s)
-    return sep.join(out)
+        texts.append(t)
+    sep, items = texts[0], texts[1:]
+    defined = [t for t in items if t is not UNDEFINED]
+    if not defined and (sep is UNDEFINED or len(defined) != len(items)):
+        return UNDEFINED
+    sep = "" if sep is UNDEFINED else sep
+    out = ""
+    for t in defined:
+        if out:  # HTCondor puts the separator in only once something has been written
+            out += sep
+        out += t
+    return out
 
 
 def _case(upper: bool) -> Callable:
@@ -395,23 +402,29 @@ strict("toUpper", 1)(_case(True))
 strict("toLower", 1)(_case(False))
 
 
+def _int32(n: int) -> int:
+    """A long long narrowed to a C int, as HTCondor's IsIntegerValue(int&) does."""
+    n &= 0xFFFFFFFF
+    return n - (1 << 32) if n & 0x80000000 else n
+
+
 @strict("substr", 2, 3)
 def _substr(s: Any, offset: Any, length: Any = None) -> Any:
-    bad = _bad(s, offset, length)
-    if bad is not None:
-        return bad
+    if s is UNDEFINED or offset is UNDEFINED or length is UNDEFINED:
+        return UNDEFINED
     if type(s) is not str or type(offset) is not int or (length is not None and type(length) is not int):
         return ERROR
+    # Perl-like: negative offsets and lengths count from the end; both are C ints.
     n = len(s)
-    start = offset if offset >= 0 else max(0, n + offset)
-    if start > n:
-        return ""
+    start = _int32(offset)
+    start = max(0, n + start) if start < 0 else min(start, n)
     if length is None:
         return s[start:]
-    end = start + length if length >= 0 else n + length
-    if end <= start:
+    ln = _int32(length)
+    if ln == 0:
         return ""
-    return s[start:end]
+    end = n + ln if ln < 0 else start + ln
+    return s[start:end] if end > start else ""
 
 
 def _cmp(fold: bool) -> Callable:
@@ -436,52 +449,92 @@ strict("stricmp", 2)(_cmp(True))
 
 # -- conversions --------------------------------------------------------------------------
 
-_NUM_PREFIX = re.compile(r"\s*[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.I)
+_DEC_PREFIX = re.compile(r"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)")
+_HEX_PREFIX = re.compile(r"([+-]?)0[xX]((?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?\d+)?)")
+_SPECIAL_PREFIX = re.compile(r"([+-]?)(inf(?:inity)?|nan(?:\([0-9A-Za-z_]*\))?)", re.I)
+_INT_MIN = -(1 << 63)
 
 
-@strict("int", 1)
-def _int(v: Any) -> Any:
-    t = type(v)
-    if t is int:
-        return v
-    if t is bool:
-        return int(v)
-    if t is float:
-        if math.isnan(v) or math.isinf(v):
-            return ERROR
-        return wrap64(int(v))
-    if t is str:
-        r = _real(v)
-        if type(r) is not float or math.isnan(r) or math.isinf(r):
-            return ERROR
-        return wrap64(int(r))
-    if t is AbsTime:
-        return v.secs
-    if t is RelTime:
-        return int(v.secs)
-    return v if v is UNDEFINED else ERROR
+def strtod(text: str) -> float | None:
+    """C's strtod on the longest numeric prefix (decimal, hexadecimal, inf, nan); None when no
+    prefix converts. HTCondor's string-to-number conversions use it."""
+    t = text.lstrip(" \t\n\r\f\v")
+    m = _HEX_PREFIX.match(t)
+    if m:
+        body = m.group(2)
+        if "p" not in body.lower():
+            body += "p0"
+        try:
+            v = float.fromhex("0x" + body)
+        except (ValueError, OverflowError):
+            v = math.inf
+        return -v if m.group(1) == "-" else v
+    m = _SPECIAL_PREFIX.match(t)
+    if m:
+        v = math.inf if m.group(2)[0] in "iI" else math.nan
+        return -v if m.group(1) == "-" else v
+    m = _DEC_PREFIX.match(t)
+    if not m:
+        return None
+    return float(m.group())
 
 
-@strict("real", 1)
-def _real(v: Any) -> Any:
+def f2ll(x: float) -> int:
+    """A double converted to long long as x86 does: NaN and out-of-range values become INT_MIN."""
+    if x != x or not -9.223372036854775808e18 <= x < 9.223372036854775808e18:
+        return _INT_MIN
+    return int(x)
+
+
+def c_real(v: Any) -> float | None:
+    """HTCondor's convertValueToRealValue: the number a value stands for, None if it has none."""
     t = type(v)
     if t is float:
         return v
     if t is int or t is bool:
         return float(v)
     if t is str:
-        m = _NUM_PREFIX.match(v)  # strtod: a numeric prefix is enough
-        if not m:
-            return ERROR
-        try:
-            return float(m.group())
-        except ValueError:
-            return ERROR
+        return strtod(v)
     if t is AbsTime:
         return float(v.secs)
     if t is RelTime:
-        return float(v.secs)
-    return v if v is UNDEFINED else ERROR
+        return float(f2ll(v.secs))  # a relative time converts through time_t: whole seconds
+    return None
+
+
+def c_int(v: Any) -> int | None:
+    """HTCondor's convertValueToIntegerValue: strings go through strtod, reals are truncated."""
+    t = type(v)
+    if t is int:
+        return v
+    if t is bool:
+        return int(v)
+    if t is float:
+        return f2ll(v)
+    if t is str:
+        r = strtod(v)
+        return None if r is None else f2ll(r)
+    if t is AbsTime:
+        return v.secs
+    if t is RelTime:
+        return f2ll(v.secs)
+    return None
+
+
+@strict("int", 1)
+def _int(v: Any) -> Any:
+    if v is UNDEFINED:
+        return UNDEFINED
+    r = c_int(v)
+    return ERROR if r is None else r
+
+
+@strict("real", 1)
+def _real(v: Any) -> Any:
+    if v is UNDEFINED:
+        return UNDEFINED
+    r = c_real(v)
+    return ERROR if r is None else r
 
 
 @strict("string", 1)
@@ -548,22 +601,14 @@ def _reltime(v: Any = None) -> Any:
 
 def _rounding(fn: Callable[[float], float]) -> Callable:
     def g(v: Any) -> Any:
-        t = type(v)
-        if t is int:
+        if type(v) is int:
             return v
-        if t is bool:
-            return int(v)
-        if t is str:
-            v = _real(v)
-            if type(v) is not float:
-                return ERROR
-            t = float
-        if t is float:
-            if math.isnan(v) or math.isinf(v):
-                return v
-            r = fn(v)
-            return int(r) if -(2**63) <= r < 2**63 else -(2**63)  # x86's cvttsd2si overflow
-        return ERROR  # undefined too: HTCondor's rounding functions are not lenient
+        r = c_real(v)
+        if r is None:
+            return ERROR  # undefined too: HTCondor's rounding functions are not lenient
+        if r != r or r in (math.inf, -math.inf):
+            return _INT_MIN
+        return f2ll(fn(r))
 
     return g
 
@@ -571,66 +616,72 @@ def _rounding(fn: Callable[[float], float]) -> Callable:
 strict("floor", 1)(_rounding(math.floor))
 strict("ceil", 1)(_rounding(math.ceil))
 strict("ceiling", 1)(_rounding(math.ceil))
-strict("round", 1)(_rounding(round))
+strict("round", 1)(_rounding(round))  # rint: halves go to even, as round() does
+
+
+def c_pow(x: float, y: float) -> float:
+    """C's pow(): infinities and NaN where Python raises."""
+    if x == 0.0 and y < 0:  # 0 to a negative power
+        odd = y.is_integer() and abs(y) < 2**53 and int(y) % 2 == 1
+        return math.copysign(math.inf, x) if odd else math.inf
+    try:
+        return math.pow(x, y)
+    except OverflowError:
+        odd = y.is_integer() and abs(y) < 2**53 and int(y) % 2 == 1
+        return -math.inf if x < 0 and odd else math.inf
+    except ValueError:  # a negative base to a fractional power
+        return math.nan
+
+
+def _cceil(x: float) -> float:
+    return x if x != x or x in (math.inf, -math.inf) else float(math.ceil(x))
 
 
 @strict("pow", 2)
 def _pow(a: Any, b: Any) -> Any:
-    bad = _bad(a, b)
-    if bad is not None:
-        return bad
-    if not (_isnum(a) or type(a) is bool) or not (_isnum(b) or type(b) is bool):
+    if type(a) is int and type(b) is int and b >= 0:
+        # Computed through doubles, rounded by adding 0.5, then converted as x86 does.
+        return f2ll(c_pow(float(a), float(b)) + 0.5)
+    x, y = c_real(a), c_real(b)
+    if x is None or y is None:
         return ERROR
-    if type(a) in (int, bool) and type(b) in (int, bool) and b >= 0:
-        r = int(a) ** int(b) if b < 4096 else 2**64
-        # Computed through a double in HTCondor: out of range becomes the x86 "indefinite" INT_MIN.
-        return r if -(2**63) <= r < 2**63 else -(2**63)
-    try:
-        return float(a) ** float(b)
-    except (OverflowError, ZeroDivisionError):
-        return ERROR
-
-
-@strict("log", 1, 2)
-def _log(a: Any, base: Any = None) -> Any:
-    bad = _bad(a, base)
-    if bad is not None:
-        return bad
-    if not _isnum(a) or (base is not None and not _isnum(base)):
-        return ERROR
-    try:
-        return math.log(a) if base is None else math.log(a, base)
-    except (ValueError, ZeroDivisionError):
-        return ERROR
+    return c_pow(x, y)
 
 
 @strict("quantize", 2)
 def _quantize(a: Any, q: Any) -> Any:
-    bad = _bad(a, q)
-    if bad is not None:
-        return bad
-    if not _isnum(a):
+    # HTCondor's doMath2: a list picks its first element >= a (as it is, not converted), else
+    # quantizes on its last element; a zero base answers a itself.
+    rval = c_real(a)
+    if rval is None:
         return ERROR
-    if _isnum(q):
-        if q == 0:
-            return ERROR
-        if type(a) is int and type(q) is int:
-            return -(-a // q) * q if a % q else a
-        return float(math.ceil(a / q) * q)
+    base: Any = q
     if type(q) is ListValue:
-        last: Any = ERROR
+        base = 0.0
         for e in q.values():
-            if not _isnum(e):
+            rb = c_real(e)
+            if rb is None:
                 return ERROR
-            if e >= a:
+            if rb >= rval:
                 return e
-            last = e
-        if last is ERROR:
+            base = e
+        rbase = c_real(base)
+    else:
+        rbase = c_real(q)
+        if rbase is None:
+            return ERROR
+    if type(base) is int:
+        if base == 0:
             return a
-        if type(a) is int and type(last) is int:
-            return -(-a // last) * last if a % last else a
-        return float(math.ceil(a / last) * last)
-    return ERROR
+        if type(a) is int:
+            n = wrap64(a + base - 1)
+            quotient = abs(n) // abs(base)
+            return wrap64((quotient if (n < 0) == (base < 0) else -quotient) * base)
+        return _cceil(rval / base) * base
+    assert rbase is not None
+    if -1e-8 <= rbase <= 1e-8:
+        return a
+    return _cceil(rval / rbase) * rbase
 
 
 @strict("random", 0, 1)
@@ -713,22 +764,23 @@ strict("getSeconds", 1)(_rel_part(1, 60))
 
 @strict("interval", 1)
 def _interval(v: Any) -> Any:
-    if v is UNDEFINED:
-        return UNDEFINED
-    if type(v) is not int:
+    n = c_int(v)
+    if n is None:
         return ERROR
-    secs = abs(v)
-    days, rest = divmod(secs, 86400)
-    h, rest = divmod(rest, 3600)
-    m, s = divmod(rest, 60)
-    sign = "-" if v < 0 else ""
+    secs = _int32(n)  # HTCondor keeps the seconds in a C int
+    days = int(secs / 86400)  # C division and remainder truncate toward zero
+    secs -= days * 86400
+    h = int(secs / 3600)
+    secs -= h * 3600
+    m = int(secs / 60)
+    secs -= m * 60
     if days:
-        return f"{sign}{days}+{h:02d}:{m:02d}:{s:02d}"
+        return f"{days}+{abs(h):02d}:{abs(m):02d}:{abs(secs):02d}"
     if h:
-        return f"{sign}{h}:{m:02d}:{s:02d}"
+        return f"{h}:{abs(m):02d}:{abs(secs):02d}"
     if m:
-        return f"{sign}{m}:{s:02d}"
-    return f"{sign}{s}"
+        return f"{m}:{abs(secs):02d}"
+    return f"{secs}"
 
 
 @strict("formatTime", 0, 2)
@@ -801,40 +853,62 @@ def _split_time(v: Any) -> Any:
 
 # -- versions -------------------------------------------------------------------------------
 
-def _strverscmp(a: str, b: str) -> int:
-    """glibc's strverscmp, which HTCondor's versioncmp uses."""
-    ra = re.findall(r"\d+|\D+", a)
-    rb = re.findall(r"\d+|\D+", b)
-    for x, y in zip(ra, rb, strict=False):
-        if x == y:
-            continue
-        if x.isdigit() and y.isdigit():
-            fx, fy = x.startswith("0"), y.startswith("0")
-            if fx or fy:  # fractional parts compare as decimals
-                if fx and fy:
-                    return -1 if x < y else 1
-                return -1 if fx else 1
-            if len(x) != len(y):
-                return -1 if len(x) < len(y) else 1
-            return -1 if x < y else 1
-        # compare char by char up to the difference
-        for cx, cy in zip(x, y, strict=False):
-            if cx != cy:
-                if cx.isdigit() != cy.isdigit():
-                    return -1 if cy.isdigit() else 1
-                return -1 if cx < cy else 1
-        return -1 if len(x) < len(y) else 1
-    return (len(ra) > len(rb)) - (len(ra) < len(rb))
+def _sbyte(c: int) -> int:
+    return c - 256 if c > 127 else c  # C's plain char is signed on x86
+
+
+def _isdigit(c: int) -> bool:
+    return 48 <= c <= 57
+
+
+def natural_cmp(a: str, b: str) -> int:
+    """HTCondor's natural_cmp (strverscmp-like), byte for byte: the result is a difference of
+    characters or of digit-run lengths, not just its sign, because versioncmp() returns it."""
+    s1 = a.encode("utf-8") + b"\0"
+    s2 = b.encode("utf-8") + b"\0"
+    i = 0
+    while s1[i] and s1[i] == s2[i]:
+        i += 1
+    if s1[i] == s2[i]:
+        return 0
+    n = i  # the start of the digit run that leads up to the mismatch (same in both strings)
+    while n > 0 and _isdigit(s1[n - 1]):
+        n -= 1
+    if n == i and (not _isdigit(s1[i]) or not _isdigit(s2[i])):
+        return _sbyte(s1[i]) - _sbyte(s2[i])
+    z1 = n
+    while s1[z1] == 48:
+        z1 += 1
+    z2 = n
+    while s2[z2] == 48:
+        z2 += 1
+    if z1 > n and not _isdigit(s1[z1]):  # a final zero is the number, not a leading zero
+        z1 -= 1
+    if z2 > n and not _isdigit(s2[z2]):
+        z2 -= 1
+    if z1 != z2:
+        return z2 - z1  # fewer leading zeros sorts first
+    if z1 > n:
+        return _sbyte(s1[i]) - _sbyte(s2[i])
+    e1 = z1
+    while _isdigit(s1[e1]):
+        e1 += 1
+    e2 = z2
+    while _isdigit(s2[e2]):
+        e2 += 1
+    if e1 != e2:
+        return e1 - e2
+    return _sbyte(s1[i]) - _sbyte(s2[i])
 
 
 def _version_args(a: Any, b: Any) -> Any:
-    bad = _bad(a, b)
-    if bad is not None:
-        return bad
+    # Undefined wins over error here: HTCondor tests for undefined before converting.
+    if a is UNDEFINED or b is UNDEFINED:
+        return UNDEFINED
     x, y = to_string(a), to_string(b)
     if type(x) is not str or type(y) is not str:
         return ERROR
-    return _strverscmp(x, y)
+    return natural_cmp(x, y)
 
 
 @strict("versioncmp", 2)
@@ -859,13 +933,12 @@ strict("versionEQ", 2)(_version_pred(lambda r: r == 0))
 
 @strict("version_in_range", 3)
 def _version_in_range(v: Any, lo: Any, hi: Any) -> Any:
-    a = _version_args(v, lo)
-    b = _version_args(v, hi)
-    if type(a) is not int:
-        return a
-    if type(b) is not int:
-        return b
-    return a >= 0 and b <= 0
+    if lo is UNDEFINED or hi is UNDEFINED:
+        return UNDEFINED
+    t, a, b = to_string(v), to_string(lo), to_string(hi)
+    if type(t) is not str or type(a) is not str or type(b) is not str:
+        return ERROR
+    return natural_cmp(a, t) <= 0 and natural_cmp(t, b) <= 0
 
 
 # -- regular expressions --------------------------------------------------------------------
@@ -971,21 +1044,20 @@ strict("replaceAll", 3, 4)(_regex_sub("replaceall"))
 
 # -- HTCondor string lists --------------------------------------------------------------------
 
-def _split_list(s: str, delims: str | None) -> list[str]:
-    d = ", " if delims is None else delims
-    if not d:
-        return [s] if s else []
-    parts = re.split("[" + re.escape(d) + "]", s)
+def _tokens(s: str, delims: str) -> list[str]:
+    """HTCondor's StringTokenIterator: split at any delimiter character, trim white space, drop
+    empty items."""
+    if not delims:
+        return [s.strip()] if s.strip() else []
+    parts = re.split("[" + re.escape(delims) + "]", s)
     return [p.strip() for p in parts if p.strip()]
 
 
-def _slist_args(s: Any, delims: Any) -> Any:
-    bad = _bad(s, delims)
-    if bad is not None:
-        return bad
+def _slist_args(s: Any, delims: Any, default: str = ", ") -> Any:
+    # The extension functions want strings and nothing else: undefined is an error here.
     if type(s) is not str or (delims is not None and type(delims) is not str):
         return ERROR
-    return _split_list(s, delims)
+    return _tokens(s, default if delims is None else delims)
 
 
 @strict("stringListSize", 1, 2)
@@ -994,120 +1066,108 @@ def _sl_size(s: Any, delims: Any = None) -> Any:
     return len(items) if type(items) is list else items
 
 
-def _sl_numbers(s: Any, delims: Any) -> Any:
-    items = _slist_args(s, delims)
-    if type(items) is not list:
-        return items
-    out: list = []
-    for it in items:
-        r = _real(it)
-        if type(r) is not float:
-            return ERROR
-        out.append(int(it) if re.fullmatch(r"[+-]?\d+", it) else r)
-    return out
+_FLT_MAX = 3.4028234663852886e38
+_FLT_MIN = 1.1754943508222875e-38
 
 
-@strict("stringListSum", 1, 2)
-def _sl_sum(s: Any, delims: Any = None) -> Any:
-    nums = _sl_numbers(s, delims)
-    if type(nums) is not list:
-        return nums
-    if any(type(n) is float for n in nums):
-        return float(sum(nums))
-    return sum(nums)
-
-
-@strict("stringListAvg", 1, 2)
-def _sl_avg(s: Any, delims: Any = None) -> Any:
-    nums = _sl_numbers(s, delims)
-    if type(nums) is not list:
-        return nums
-    return float(sum(nums)) / len(nums) if nums else 0.0
-
-
-def _sl_extreme(pick_max: bool) -> Callable:
+def _sl_summarize(kind: str) -> Callable:
+    # stringListSummarize_func: sscanf("%lf") per item, real as soon as one item has a character
+    # other than +-0123456789, min/max start from FLT_MAX/FLT_MIN (so max of negatives is 0).
     def fn(s: Any, delims: Any = None) -> Any:
-        nums = _sl_numbers(s, delims)
-        if type(nums) is not list:
-            return nums
-        if not nums:
-            return UNDEFINED
-        best = max(nums) if pick_max else min(nums)
-        return float(best) if any(type(n) is float for n in nums) else best
-
-    return fn
-
-
-strict("stringListMin", 1, 2)(_sl_extreme(False))
-strict("stringListMax", 1, 2)(_sl_extreme(True))
-
-
-def _sl_member(fold: bool) -> Callable:
-    def fn(item: Any, s: Any, delims: Any = None) -> Any:
-        if item is UNDEFINED or s is UNDEFINED:
-            return False
-        if type(item) is not str or type(s) is not str:
-            return ERROR
         items = _slist_args(s, delims)
         if type(items) is not list:
             return items
-        if fold:
-            low = item.lower()
-            return any(low == it.lower() for it in items)
-        return item in items
+        if not items:
+            return 0.0 if kind in ("sum", "avg") else UNDEFINED
+        acc = {"sum": 0.0, "avg": 0.0, "min": _FLT_MAX, "max": _FLT_MIN}[kind]
+        is_real = False
+        for it in items:
+            x = strtod(it)
+            if x is None:
+                return ERROR
+            if it.strip("+-0123456789"):
+                is_real = True
+            if kind in ("sum", "avg"):
+                acc = x + acc
+            elif kind == "min":
+                acc = x if x < acc else acc
+            else:
+                acc = x if x > acc else acc
+        if kind == "avg":
+            acc /= len(items)
+        return acc if is_real else f2ll(acc)
 
     return fn
 
 
-strict("stringListMember", 2, 3)(_sl_member(False))
-strict("stringListIMember", 2, 3)(_sl_member(True))
+strict("stringListSum", 1, 2)(_sl_summarize("sum"))
+strict("stringListAvg", 1, 2)(_sl_summarize("avg"))
+strict("stringListMin", 1, 2)(_sl_summarize("min"))
+strict("stringListMax", 1, 2)(_sl_summarize("max"))
 
 
-def _sl_subset(fold: bool) -> Callable:
-    def fn(a: Any, b: Any, delims: Any = None) -> Any:
-        xs = _slist_args(a, delims)
-        if type(xs) is not list:
-            return xs
-        ys = _slist_args(b, delims)
-        if type(ys) is not list:
-            return ys
+def _sl_member(fold: bool, subset: bool) -> Callable:
+    # stringListMember_func: strings or undefined (which counts as ""), both undefined is
+    # undefined; the default delimiters include tabs and line ends.
+    def fn(item: Any, s: Any, delims: Any = None) -> Any:
+        for v in (item, s, delims):
+            if v is not None and v is not UNDEFINED and type(v) is not str:
+                return ERROR
+        if item is UNDEFINED and s is UNDEFINED:
+            return UNDEFINED
+        d = ", \t\r\n" if delims is None or delims is UNDEFINED else delims
+        item_s = "" if item is UNDEFINED else item
+        items = _tokens("" if s is UNDEFINED else s, d)
+        if not subset:
+            if fold:
+                return item_s.lower() in [x.lower() for x in items]
+            return item_s in items
+        if not item_s:
+            return True  # the empty string is always a subset
+        wanted = _tokens(item_s, d)  # split before folding: the delimiters are case-sensitive
         if fold:
-            xs = [x.lower() for x in xs]
-            ys = [y.lower() for y in ys]
-        yset = set(ys)
-        return all(x in yset for x in xs)
+            items = [x.lower() for x in items]
+            wanted = [w.lower() for w in wanted]
+        have = set(items)
+        return bool(wanted) and all(w in have for w in wanted)
 
     return fn
 
 
-strict("stringListSubsetMatch", 2, 3)(_sl_subset(False))
-strict("stringListISubsetMatch", 2, 3)(_sl_subset(True))
+strict("stringListMember", 2, 3)(_sl_member(False, False))
+strict("stringListIMember", 2, 3)(_sl_member(True, False))
+strict("stringListSubsetMatch", 2, 3)(_sl_member(False, True))
+strict("stringListISubsetMatch", 2, 3)(_sl_member(True, True))
+
+
+def _split_raw(s: str, delims: str) -> list[str]:
+    """The core library's split_string_list: strcspn pieces, not trimmed, empty ones dropped."""
+    d = delims or " ,"
+    return [p for p in re.split("[" + re.escape(d) + "]", s) if p]
 
 
 @strict("stringListsIntersect", 2, 3)
 def _sl_intersect(a: Any, b: Any, delims: Any = None) -> Any:
-    xs = _slist_args(a, delims)
-    if type(xs) is not list:
-        return xs
-    ys = _slist_args(b, delims)
-    if type(ys) is not list:
-        return ys
-    return bool(set(xs) & set(ys))
+    bad = _bad(a, b, delims)
+    if bad is not None:
+        return bad
+    if type(a) is not str or type(b) is not str or (delims is not None and type(delims) is not str):
+        return ERROR
+    d = delims or ""
+    ys = set(_split_raw(b, d))
+    return any(x in ys for x in _split_raw(a, d))
 
 
 @strict("stringList_regexpMember", 2, 4)
 def _sl_regexp_member(pattern: Any, s: Any, delims: Any = None, options: Any = None) -> Any:
-    bad = _bad(pattern, s, delims, options)
-    if bad is not None:
-        return bad
-    if type(pattern) is not str:
+    if any(v is not None and type(v) is not str for v in (pattern, s, delims, options)):
         return ERROR
-    items = _slist_args(s, delims)
-    if type(items) is not list:
-        return items
     rx = _regex(pattern, options)
     if rx is None:
         return ERROR
+    items = _tokens(s, ", " if delims is None else delims)
+    if not items:
+        return UNDEFINED
     return any(rx.search(it) for it in items)
 
 
@@ -1118,17 +1178,37 @@ def _list_of(strings: list, scope: Scope | None = None) -> ListValue:
 
 
 @strict("split", 1, 2)
-def _split(s: Any, delims: Any = None) -> Any:
-    if s is UNDEFINED:
+def _split(s: Any, seps: Any = None) -> Any:
+    if type(s) is not str or (seps is not None and type(seps) is not str):
         return ERROR
-    items = _slist_args(s, delims)
-    return _list_of(items) if type(items) is list else items
+    d = ", \t" if seps is None else seps
+    # splitArb_func: white space runs and a separator mixed with white space count once, but a
+    # repeated non-space separator ("a,,b") makes an empty item.
+    out: list[str] = []
+    last = 0
+    ch = -1
+    if d:
+        for ix, c in enumerate(s):
+            if c not in d:
+                continue
+            if ix > last:
+                out.append(s[last:ix])
+            elif not _c_isspace(ch) and ch == ord(c):
+                out.append("")
+            if not c.isspace():
+                ch = ord(c)
+            last = ix + 1
+    if len(s) > last:
+        out.append(s[last:])
+    return _list_of(out)
+
+
+def _c_isspace(ch: int) -> bool:
+    return ch in (9, 10, 11, 12, 13, 32)
 
 
 def _split_at(name_first: bool) -> Callable:
     def fn(s: Any) -> Any:
-        if s is UNDEFINED or s is ERROR:
-            return s
         if type(s) is not str:
             return ERROR
         at = s.find("@")
@@ -1143,50 +1223,30 @@ strict("splitUserName", 1)(_split_at(True))
 strict("splitSlotName", 1)(_split_at(False))
 
 
-@strict("splitSinful", 1)
-def _split_sinful(s: Any) -> Any:
-    if s is UNDEFINED or s is ERROR:
-        return s
-    if type(s) is not str:
-        return ERROR
-    m = re.fullmatch(r"<([^:>?]+|\[[^\]]+\])(?::(\d+))?(?:\?([^>]*))?>", s.strip())
-    if not m:
-        return ERROR
-    host, port, params = m.groups()
-    return _list_of([host, port or "", "", params or ""])
-
-
-@strict("countMatches", 2)
-def _count_matches(pattern: Any, target: Any) -> Any:
-    bad = _bad(pattern, target)
-    if bad is not None:
-        return bad
-    if type(pattern) is not str or type(target) is not str:
-        return ERROR
-    rx = _regex(pattern, None)
-    if rx is None:
-        return ERROR
-    return len(rx.findall(target))
-
-
 @strict("userHome", 1, 2)
 def _user_home(user: Any, default: Any = None) -> Any:
     import pwd
 
+    dflt = default if type(default) is str and default else ""
+    if user is UNDEFINED and not dflt:
+        return UNDEFINED
     if type(user) is not str:
-        return default if default is not None else (user if user is UNDEFINED else ERROR)
+        return dflt or ERROR
     try:
-        return pwd.getpwnam(user).pw_dir
-    except KeyError:
-        return default if default is not None else UNDEFINED
+        home = pwd.getpwnam(user).pw_dir
+    except (KeyError, ValueError):
+        return dflt or UNDEFINED
+    return home or dflt or UNDEFINED
 
 
 @strict("userMap", 2, 4)
-def _user_map(*args: Any) -> Any:
-    # No map files are configured in gridbus; HTCondor answers the preferred/default value then.
-    if len(args) >= 4:
-        return args[3]
-    return UNDEFINED
+def _user_map(mapname: Any, user: Any, preferred: Any = None, default: Any = None) -> Any:
+    # No map files are configured in gridbus, so no user maps: HTCondor then answers the
+    # 4-argument form's default and undefined otherwise.
+    if type(mapname) is not str or type(user) is not str:
+        if mapname is ERROR or user is ERROR:
+            return ERROR
+    return default if default is not None else UNDEFINED
 
 
 @strict("listToArgs", 1)
