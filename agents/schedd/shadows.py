@@ -488,11 +488,20 @@ class ShadowMixin:
             self.shadow_stats["ExitReports"] += 1
             ad = self.queue.get(*job)  # type: ignore[attr-defined]
             if not claim.stopping and ad is not None and ad.get("JobStatus") == RUNNING:
-                await self.job_exited(job[0], job[1], report)  # type: ignore[attr-defined]
+                if report.get("Evicted"):
+                    # The startd stopped the job on its own (lease, drain, vacate, shutdown): the
+                    # job did not finish, it goes back to Idle to run again; never a completion.
+                    why = f"evicted by {claim.startd} ({report.get('EvictReason') or 'no reason given'})"
+                    await self.job_evicted(job[0], job[1], why)  # type: ignore[attr-defined]
+                else:
+                    await self.job_exited(job[0], job[1], report)  # type: ignore[attr-defined]
             self._by_job.pop(job, None)
             claim.job, claim.state, claim.stopping = None, IDLE, False
             self._claim_changed(claim)
-            self._start_next(claim)
+            if report.get("ClaimEnded"):
+                self._drop_claim(claim)  # the startd ended the claim with the job: nothing more runs on it
+            else:
+                self._start_next(claim)
 
     def _start_next(self, claim: Claim) -> None:
         """Claim reuse: the owner's next idle job that matches the slot, at once; else release."""

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.e2e.pool import Pool, wait_for
 from tests.integration.faults.netns import NetnsLink, unavailable
 
 
@@ -21,3 +22,53 @@ def link() -> Iterator[NetnsLink]:
         yield net
     finally:
         net.close()
+
+
+@pytest.fixture
+def make_netpool(amqp_url: str, link: NetnsLink, tmp_path) -> Iterator[Callable[..., Pool]]:
+    """A pool whose schedd runs inside ``link``'s namespace; the rest on the host.
+
+    The collector, the negotiator and one startd (``startd@a``, two static slots) talk to the broker
+    directly; the schedd (``schedd@s``) reaches it only through the veth pair and the forwarder, so
+    cutting the link cuts exactly the path between the schedd side and the startd. Leases are
+    ``lease`` seconds (JOB_LEASE_DURATION: the schedd's Alive every lease/3, the startd's lease).
+    """
+    pools: list[Pool] = []
+
+    def make(lease: float) -> Pool:
+        # An unanswered report is retried within a fraction of the lease, not after the default 10 s.
+        pool = Pool(amqp_url, tmp_path / f"pool{len(pools)}", GRIDBUS_JOB_LEASE_DURATION=str(lease),
+                    GRIDBUS_STARTD_REPORT_TIMEOUT="2")
+        pools.append(pool)
+        pool.wrappers["schedd@s"] = link.command([])
+        pool.start("collector", "c")
+        pool.start("negotiator", "n")
+        pool.start("startd", "a", GRIDBUS_NUM_CPUS="2", GRIDBUS_NUM_SLOTS="2", GRIDBUS_MEMORY="2048")
+        pool.start("schedd", "s", GRIDBUS_URL=link.broker_url(amqp_url))
+        # Short calls until each answers: a call sent before an agent's queue exists waits its whole timeout.
+        wait_for("the collector answering", lambda: _answers(pool, "collector@c", "Query", {"AdTypes": ["Machine"]}), 30)
+        pool.wait_slots(2)
+        wait_for("the schedd in the namespace answering",
+                 lambda: _answers(pool, "schedd@s", "Query", {"Constraint": "false", "Projection": []}), 30)
+        return pool
+
+    try:
+        yield make
+    finally:
+        link.restore()  # a failed test may leave the link cut: let the schedd stop gracefully
+        for pool in pools:
+            pool.stop()
+
+
+def _answers(pool: Pool, address: str, method: str, args: dict) -> bool:
+    try:
+        return pool.console().call(address, method, args, timeout=1).ok
+    except Exception:
+        # Before the schedd declares its queue a call may fail or the channel close: start over.
+        session, pool.session = pool.session, None
+        if session is not None:
+            try:
+                session.close()
+            except Exception:
+                pass
+        return False

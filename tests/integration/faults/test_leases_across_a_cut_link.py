@@ -1,0 +1,165 @@
+"""Claim leases across a real cut link (issues 6 and 7).
+
+The schedd runs in a network namespace and reaches the broker only through a veth pair; the
+startd, the collector and the negotiator are on the host. Cutting the veth cuts exactly the path
+between the schedd side and the startd, while TCP stays open (segments are dropped, then
+retransmitted), as on a real outage. The broker's heartbeat (60 s) is far longer than any cut
+here, so neither the broker nor the clients notice: only the claim leases decide.
+
+- Shorter than the lease: running jobs survive, an exit that happened during the cut arrives
+  afterwards and is recorded exactly once.
+- Longer than the lease: both sides end the claim on their own (the startd kills the job and frees
+  the slot, the schedd returns the job to Idle); after the restore the job runs again and
+  completes, once.
+- Restored just after the startd ended the claim, before the schedd noticed: the startd's exit
+  report of the job it killed arrives at a schedd that still holds the claim; it must send the job
+  back to Idle (an eviction), not record the kill as the job's completion.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from htcondor2 import JobEventLog, JobEventType
+
+from tests.e2e.pool import Pool, wait_for
+from tests.integration.faults.netns import NetnsLink
+
+pytestmark = [pytest.mark.broker, pytest.mark.e2e]
+
+SCHEDD = "schedd@s"
+STARTD = "startd@a"
+
+# A job that is killed on its first run and succeeds on its second: each start appends a line to
+# <dir>/runs; the first one then sleeps long enough to outlive any lease here.
+RERUN_SCRIPT = """#!/bin/sh
+runs="$(dirname "$0")/runs"
+echo start >> "$runs"
+if [ "$(wc -l < "$runs")" -gt 1 ]; then exit 0; fi
+exec sleep 120
+"""
+
+
+def events(log: Path) -> list[tuple[JobEventType, int, int]]:
+    if not log.exists():
+        return []
+    return [(e.type, e.cluster, e.proc) for e in JobEventLog(str(log)).events(0)]
+
+
+def count(log: Path, kind: JobEventType, cluster: int | None = None) -> int:
+    return sum(1 for t, c, _p in events(log) if t == kind and (cluster is None or c == cluster))
+
+
+def slot_states(pool: Pool) -> dict[str, tuple[str, str]]:
+    return {a["Name"]: (a.get("State"), a.get("Activity")) for a in pool.ads("Machine", f'MyAddress == "{STARTD}"')}
+
+
+def all_unclaimed(pool: Pool) -> dict | None:
+    states = slot_states(pool)
+    return states if len(states) == 2 and all(s == ("Unclaimed", "Idle") for s in states.values()) else None
+
+
+def rerun_job(pool: Pool, tmp_path: Path, log: Path) -> int:
+    job_dir = tmp_path / "rerun"
+    job_dir.mkdir()
+    script = job_dir / "job.sh"
+    script.write_text(RERUN_SCRIPT)
+    script.chmod(0o755)
+    return pool.submit(SCHEDD, 1, cmd="/bin/sh", args=str(script), log=log)
+
+
+def runs(tmp_path: Path) -> int:
+    f = tmp_path / "rerun" / "runs"
+    return len(f.read_text().splitlines()) if f.exists() else 0
+
+
+def completed_once(pool: Pool, cluster: int, log: Path) -> dict:
+    """The job's one history record, after the pool has settled: no claim left, nothing in the queue."""
+    hist = wait_for(f"job {cluster}.0 in the history", lambda: pool.history(SCHEDD, f"ClusterId == {cluster}"), 60)
+    wait_for("every slot unclaimed again", lambda: all_unclaimed(pool), 30)
+    # Settled: late or repeated exit reports have been answered; nothing may have been added since.
+    hist = pool.history(SCHEDD, f"ClusterId == {cluster}")
+    assert len(hist) == 1, hist
+    assert pool.jobs(SCHEDD, f"ClusterId == {cluster}") == []
+    assert count(log, JobEventType.JOB_TERMINATED, cluster) == 1, events(log)
+    return hist[0]
+
+
+def test_a_cut_shorter_than_the_lease_loses_nothing(make_netpool, link: NetnsLink, tmp_path: Path):
+    lease = 10.0
+    pool = make_netpool(lease)
+    log = tmp_path / "short.log"
+    quick = pool.submit(SCHEDD, 1, cmd="/bin/sh", args="-c 'sleep 1.5; exit 7'", log=log)
+    slow = pool.submit(SCHEDD, 1, cmd="/bin/sh", args="-c 'sleep 6; exit 3'", log=log)
+    wait_for("both jobs running", lambda: len(pool.jobs(SCHEDD, "JobStatus == 2")) == 2, 30)
+
+    link.cut()
+    try:
+        # The quick job ends during the cut: its exit report goes unanswered and is retried.
+        wait_for("the startd retrying an unanswered exit report",
+                 lambda: "JobReports to schedd@s unanswered" in pool.log_of(STARTD, "StartLog"), lease * 0.6)
+        remaining = lease * 0.35 - (time.monotonic() - (link.cut_at or 0))
+        time.sleep(max(0.0, remaining))  # the outage itself: a third of the lease, by design
+    finally:
+        outage = link.restore()
+    assert outage < lease / 2
+
+    first = completed_once(pool, quick, log)
+    assert first["ExitCode"] == 7 and first["JobStatus"] == 4
+    second = completed_once(pool, slow, log)
+    assert second["ExitCode"] == 3 and second["JobStatus"] == 4
+    for job in (first, second):
+        assert job.get("NumJobStarts", 1) == 1, job
+    assert count(log, JobEventType.EXECUTE) == 2 and count(log, JobEventType.JOB_EVICTED) == 0, events(log)
+    assert "ran out" not in pool.log_of(STARTD, "StartLog")
+
+
+def test_a_cut_longer_than_the_lease_ends_the_claim_on_both_sides(make_netpool, link: NetnsLink, tmp_path: Path):
+    lease = 5.0
+    pool = make_netpool(lease)
+    log = tmp_path / "long.log"
+    cluster = rerun_job(pool, tmp_path, log)
+    wait_for("the job running", lambda: pool.jobs(SCHEDD, "JobStatus == 2") and runs(tmp_path) == 1, 30)
+    wait_for("the startd advertising the busy slot", lambda: ("Claimed", "Busy") in slot_states(pool).values(), 10)
+
+    link.cut()
+    try:
+        # Each side acts on its own, with no word from the other: the startd kills the job and
+        # frees the slot; the schedd (whose user log is a local file) sends the job back to Idle.
+        wait_for("the startd freeing the slot after the lease", lambda: all_unclaimed(pool), lease * 3)
+        assert "lease of 5 s ran out with no word from schedd@s" in pool.log_of(STARTD, "StartLog")
+        wait_for("the schedd evicting the job after the lease",
+                 lambda: count(log, JobEventType.JOB_EVICTED, cluster) == 1, lease * 4)
+    finally:
+        outage = link.restore()
+    assert outage > lease
+
+    job = completed_once(pool, cluster, log)
+    assert job["ExitCode"] == 0 and job["NumJobStarts"] == 2, job
+    assert runs(tmp_path) == 2
+    assert count(log, JobEventType.EXECUTE, cluster) == 2 and count(log, JobEventType.JOB_EVICTED, cluster) == 1
+
+
+def test_a_restore_between_the_startd_ending_the_claim_and_the_schedd_noticing(make_netpool, link: NetnsLink,
+                                                                               tmp_path: Path):
+    lease = 5.0
+    pool = make_netpool(lease)
+    log = tmp_path / "race.log"
+    cluster = rerun_job(pool, tmp_path, log)
+    wait_for("the job running", lambda: pool.jobs(SCHEDD, "JobStatus == 2") and runs(tmp_path) == 1, 30)
+    wait_for("the startd advertising the busy slot", lambda: ("Claimed", "Busy") in slot_states(pool).values(), 10)
+
+    link.cut()
+    try:
+        wait_for("the startd freeing the slot after the lease", lambda: all_unclaimed(pool), lease * 3)
+    finally:
+        outage = link.restore()  # at once: the schedd's own lease check is typically still to come
+    assert outage > lease
+
+    job = completed_once(pool, cluster, log)
+    # The kill at the lease's end is an eviction, whichever side's word reached the schedd first.
+    assert job["ExitCode"] == 0 and not job.get("ExitBySignal") and job["NumJobStarts"] == 2, job
+    assert runs(tmp_path) == 2
+    assert count(log, JobEventType.JOB_EVICTED, cluster) == 1, events(log)
