@@ -1,7 +1,11 @@
 """Job events: to `gridbus.events` (``job.<event>.<owner>``) and to each job's user log.
 
 Events leave in the order they happen through one pump task, so a handler never waits for the
-broker; user-log text for several jobs of one file goes out in one append.
+broker; user-log text for several jobs of one file goes out in one append. What piled up while the
+pump waited leaves batched: the events of one routing key (``job.<event>.<owner>``) go in one
+message ``{"event", "time", "source", "Owner", "Events": [event bodies]}`` (docs/protocols.md,
+"Events"), as long as that keeps every job's events in their order; a lone event keeps the one-event
+form.
 """
 
 from __future__ import annotations
@@ -17,6 +21,36 @@ from gridbus.eventlog import writer
 log = logging.getLogger("gridbus.schedd.events")
 
 Publish = Callable[[str, str, str, dict[str, Any]], Awaitable[None]]
+
+MAX_BATCH = 500  # events in one message at most
+
+
+def batches(items: list[tuple[str, str, dict[str, Any]]]) -> list[tuple[str, str, list[dict[str, Any]]]]:
+    """Group queued events by routing key (event, owner) without reordering any job's events.
+
+    An event joins the open group of its key only if no later group holds an event of the same
+    job or its cluster's submit: what a consumer sees of one job stays in order. A submit (one per
+    cluster, with ProcIds) is a group of its own.
+    """
+    groups: list[tuple[str, str, list[dict[str, Any]]]] = []
+    open_group: dict[tuple[str, str], int] = {}
+    last_of_job: dict[tuple[Any, Any], int] = {}
+    submit_of_cluster: dict[Any, int] = {}
+    for event, owner, body in items:
+        cluster = body.get("ClusterId")
+        if body.get("ProcIds") is not None:
+            groups.append((event, owner, [body]))
+            submit_of_cluster[cluster] = len(groups) - 1
+            continue
+        job = (cluster, body.get("ProcId"))
+        must_follow = max(last_of_job.get(job, -1), submit_of_cluster.get(cluster, -1))
+        idx = open_group.get((event, owner))
+        if idx is None or idx < must_follow or len(groups[idx][2]) >= MAX_BATCH:
+            groups.append((event, owner, []))
+            idx = open_group[(event, owner)] = len(groups) - 1
+        groups[idx][2].append(body)
+        last_of_job[job] = max(idx, last_of_job.get(job, -1))
+    return groups
 
 
 def user_log_path(ad: dict[str, Any]) -> str | None:
@@ -38,7 +72,8 @@ class JobEvents:
         self.host = source_host
         self._queue: asyncio.Queue[tuple[str, str, dict[str, Any]]] | None = None
         self._logs: dict[str, list[str]] = {}
-        self.published = 0
+        self.published = 0  # events
+        self.messages = 0  # messages they went in
         self.log_errors = 0
 
     # ------------------------------------------------------------------ recording
@@ -95,15 +130,23 @@ class JobEvents:
 
     async def pump(self) -> None:
         assert self._queue is not None
+        queue = self._queue
         while True:
-            event, owner, body = await self._queue.get()
+            items = [await queue.get()]
+            while not queue.empty():
+                items.append(queue.get_nowait())
             try:
-                await self._publish("job", event, owner, body)
-                self.published += 1
-            except Exception:
-                log.warning("publishing job event %s failed", event, exc_info=True)
+                for event, owner, bodies in batches(items):
+                    body = bodies[0] if len(bodies) == 1 else {"Owner": owner, "Events": bodies}
+                    try:
+                        await self._publish("job", event, owner, body)
+                        self.published += len(bodies)
+                        self.messages += 1
+                    except Exception:
+                        log.warning("publishing %d job event(s) %s failed", len(bodies), event, exc_info=True)
             finally:
-                self._queue.task_done()
+                for _ in items:
+                    queue.task_done()
 
     async def drain(self, timeout: float = 5.0) -> None:
         """Wait until every recorded bus event is published (graceful stop, tests)."""

@@ -77,12 +77,16 @@ class Claim:
     jobs_run: int = 0
     in_reports: bool = False  # the startd takes this claim's next activations in JobReports answers
     reply_sent: float = 0.0  # monotonic time claim.job's activation went out in a JobReports answer
+    _slot_ad_wire: bytes | None = field(default=None, repr=False)  # slot_ad encoded once: it never changes
 
     def record(self) -> bytes:
+        # Written at every job start and end: the slot ad, the bulk of it, is encoded only once.
+        if self._slot_ad_wire is None:
+            self._slot_ad_wire = wire.encode(self.slot_ad)
         return msgpack.packb(
             {
                 "claim_id": self.claim_id, "startd": self.startd, "slot": self.slot, "owner": self.owner,
-                "slot_ad": wire.encode(self.slot_ad), "worklife_end": self.worklife_end,
+                "slot_ad": self._slot_ad_wire, "worklife_end": self.worklife_end,
                 "job": list(self.job) if self.job else None, "jobs_run": self.jobs_run,
                 "in_reports": self.in_reports,
             }
