@@ -719,7 +719,7 @@ class Schedd(ShadowMixin, Agent):
             yield {"Jobs": self._summary(test)}
             return
         if Opts & QUERY_AUTOCLUSTER:
-            yield {"Jobs": self._autoclusters(test, Limit)}
+            yield {"Jobs": self._autocluster_rows(test, Limit)}
             return
         if Compact:
             async for part in self._query_compact(test, projection, Limit):
@@ -788,7 +788,8 @@ class Schedd(ShadowMixin, Agent):
         out.append(_summary_ad(total, None))
         return out
 
-    def _autoclusters(self, test: Any, limit: int) -> list[dict[str, Any]]:
+    def _autocluster_rows(self, test: Any, limit: int) -> list[dict[str, Any]]:
+        # (not `_autoclusters`: ShadowMixin keeps its AutoClusters object under that name)
         groups: dict[tuple, dict[str, Any]] = {}
         for p in self.queue.procs():
             if p.status != IDLE:
