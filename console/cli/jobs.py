@@ -157,29 +157,25 @@ def _schedd_address(schedd: Any) -> str:
 
 
 def _autocluster(schedd: Any, constraint: str, args: argparse.Namespace) -> int:
-    """condor_q -autocluster: one row per group of jobs that match alike (same resources and Requirements)."""
-    ads = list(schedd.query(constraint=constraint))
-    groups: dict[tuple[str, ...], list[Any]] = {}
-    keys = ("Owner", "JobUniverse", "RequestCpus", "RequestMemory", "RequestDisk", "Requirements", "Rank")
-    for ad in ads:
-        groups.setdefault(tuple(formats.unparse(formats.get(ad, k)) for k in keys), []).append(ad)
+    """condor_q -autocluster: the schedd's own autoclusters (idle jobs that match alike), one row each.
+
+    The grouping is the schedd's (Query with the AutoCluster option), the same the negotiator is
+    offered, so the ids here are the ones GetResourceRequests and the match log name."""
+    from gridbus.console.schedd import QueryOpt
+
+    groups = list(schedd.query(constraint=constraint, limit=args.limit, opts=QueryOpt.AutoCluster))
     if args.long or args.json:
-        rows = []
-        for n, (_key, jobs) in enumerate(groups.items(), start=1):
-            row = {"AutoClusterId": formats.get(jobs[0], "AutoClusterId", n), "JobCount": len(jobs)}
-            row.update({k: formats.get(jobs[0], k) for k in keys})
-            rows.append(row)
-        sys.stdout.write(formats.json_form(rows) if args.json else formats.long_form(rows))
+        sys.stdout.write(formats.json_form(groups) if args.json else formats.long_form(groups))
         return 0
     print(" AUTO_ID  COUNT OWNER    CPUS  MEMORY     DISK REQUIREMENTS")
-    for n, (_, jobs) in enumerate(groups.items(), start=1):
-        ad = jobs[0]
-        auto = formats.get(ad, "AutoClusterId", n)
+    for ad in groups:
         print(
-            f"{auto!s:>8} {len(jobs):>6} {str(formats.get(ad, 'Owner', '?')):<8} {formats.plain(formats.get(ad, 'RequestCpus')):>4} "
+            f"{formats.get(ad, 'AutoClusterId', '?')!s:>8} {formats.get(ad, 'JobCount', 0)!s:>6} "
+            f"{str(formats.get(ad, 'Owner', '?')):<8} {formats.plain(formats.get(ad, 'RequestCpus')):>4} "
             f"{formats.plain(formats.get(ad, 'RequestMemory')):>7} {formats.plain(formats.get(ad, 'RequestDisk')):>8} "
             f"{formats.plain(formats.get(ad, 'Requirements'))}"
         )
+    print(f"\n{len(groups)} autoclusters; {sum(int(formats.get(ad, 'JobCount', 0) or 0) for ad in groups)} idle jobs")
     return 0
 
 

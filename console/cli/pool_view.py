@@ -4,6 +4,7 @@ analyze (condor_q -better-analyze)."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
 
@@ -39,28 +40,21 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _negotiator(session: Any) -> str:
-    found = sorted(o._agent for o in session.getObjects(_class="negotiator", _timeout=3.0))
-    if not found:
-        raise LookupError(f"no negotiator answers on {session.url.redacted()} (is one running?)")
-    return found[0]
-
-
 def cmd_userprio(args: argparse.Namespace) -> int:
-    from gridbus.console import Session
+    from gridbus.console.negotiator import Negotiator
 
-    with Session(args.url, name="gridbus-userprio") as session:
-        address = _negotiator(session)
+    with Negotiator(args.url, timeout=10.0) as negotiator:
         if args.setprio:
-            session.call(address, "SetPriority", {"Name": args.setprio[0], "Priority": float(args.setprio[1])}).check("SetPriority")
-            print(f"The priority of {args.setprio[0]} was set to {float(args.setprio[1]):g}")
+            user, value = args.setprio[0], _number(args.setprio[1], "-setprio")
+            negotiator.setPriority(user, value)
+            print(f"The priority of {user} was set to {value:g}")
             return 0
         if args.setfactor:
-            session.call(address, "SetPriorityFactor",
-                         {"Name": args.setfactor[0], "PriorityFactor": float(args.setfactor[1])}).check("SetPriorityFactor")
-            print(f"The priority factor of {args.setfactor[0]} was set to {float(args.setfactor[1]):g}")
+            user, value = args.setfactor[0], _number(args.setfactor[1], "-setfactor")
+            negotiator.setFactor(user, value)
+            print(f"The priority factor of {user} was set to {value:g}")
             return 0
-        rows = session.call(address, "GetPriorities", {}).check("GetPriorities").outArgs.get("Priorities", [])
+        rows = negotiator.getPriorities()
     if args.json:
         sys.stdout.write(formats.json_form(rows))
         return 0
@@ -75,6 +69,13 @@ def cmd_userprio(args: argparse.Namespace) -> int:
     print(f"{'-' * 30} {'-' * 18} {'-' * 15} {'-' * 7} {'-' * 19}")
     print(f"{'Number of users: ' + str(len(rows)):<30}")
     return 0
+
+
+def _number(text: str, option: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{option} takes a number, not {text!r}") from None
 
 
 def cmd_drain(args: argparse.Namespace) -> int:
@@ -96,14 +97,15 @@ def cmd_drain(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from gridbus.console import Session
+    from gridbus.console import Schedd
+    from gridbus.console.negotiator import Negotiator
 
-    with Session(args.url, name="gridbus-analyze") as session:
-        schedds = sorted(o._agent for o in session.getObjects(_class="scheduler", _timeout=3.0))
-        if not schedds:
-            raise LookupError(f"no schedd answers on {session.url.redacted()} (is one running?)")
-        job = session.call(schedds[0], "GetAd", {"Id": args.job}).check(f"GetAd {args.job}").outArgs.get("Ad")
-        out = session.call(_negotiator(session), "Analyze", {"Job": job}).check("Analyze").outArgs
+    if not re.fullmatch(r"\d+\.\d+", args.job):
+        raise ValueError(f"{args.job!r} is not a job id (cluster.proc)")
+    with Schedd() as schedd:
+        job = dict(schedd.get_ad(args.job))
+        with Negotiator(session=schedd.session) as negotiator:
+            out = negotiator.analyze(job)
     print(f"\n-- Job {args.job}: {out.get('Summary', '')}\n")
     print(f"{out.get('Slots', 0)} slots considered:")
     print(f"  {out.get('RejectedByJob', 0):>6} rejected by the job's Requirements")
