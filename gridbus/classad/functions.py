@@ -18,7 +18,7 @@ from typing import Any
 from gridbus.classad import nodes as N
 from gridbus.classad.operators import compare, identical
 from gridbus.classad.scope import AdValue, ListValue, Scope
-from gridbus.classad.timefmt import format_reltime, local_offset, parse_abstime, parse_reltime
+from gridbus.classad.timefmt import format_reltime, local_offset
 from gridbus.classad.unparse import COMPACT, format_real, unparse
 from gridbus.classad.values import ERROR, UNDEFINED, AbsTime, RelTime, type_name, wrap64
 
@@ -159,7 +159,7 @@ def _eval(args: list, scope: Scope, ctx: Any, nodes: list) -> Any:
 
     s = to_string(args[0](scope, ctx))
     if type(s) is not str:
-        return s
+        return ERROR  # undefined too: there is no text to parse
     try:
         node = parse_cached(s)
     except ClassAdParseError:
@@ -169,15 +169,21 @@ def _eval(args: list, scope: Scope, ctx: Any, nodes: list) -> Any:
 
 @lazy("unparse", 1)
 def _unparse(args: list, scope: Scope, ctx: Any, nodes: list) -> Any:
+    # HTCondor unparses only an attribute reference, looked up by its full text in the ad being
+    # evaluated (so a scoped or missing reference gives "").
     node = nodes[0]
-    if type(node) is N.AttrRef:
-        raw = _lookup_raw(node, scope, ctx)
-        if raw is None:
-            return unparse(node, COMPACT)
-        from gridbus.classad.exprtree import python_to_node
+    if type(node) is not N.AttrRef:
+        return ERROR
+    if node.scope:
+        return ""
+    from gridbus.classad.values import MISSING
 
-        return unparse(python_to_node(raw), COMPACT)
-    return unparse(node, COMPACT)
+    raw = scope.get(node.name, node.lname)
+    if raw is MISSING:
+        return ""
+    from gridbus.classad.exprtree import python_to_node
+
+    return unparse(python_to_node(raw), COMPACT)
 
 
 def _lookup_raw(node: N.AttrRef, scope: Scope, ctx: Any) -> Any:
@@ -550,50 +556,75 @@ def _bool(v: Any) -> Any:
     if t is int or t is float:
         return v != 0
     if t is str:
-        low = v.strip().lower()
+        low = v.lower()
         if low == "true":
             return True
         if low == "false":
             return False
         return UNDEFINED
+    if t is RelTime:
+        return f2ll(v.secs) != 0  # through time_t: whole seconds
     return v if v is UNDEFINED else ERROR
+
+
+def _d2i32(x: float) -> int:
+    """A double converted to a C int as x86 does: NaN and out-of-range values become INT_MIN."""
+    if x != x or not -2147483648.0 <= x < 2147483648.0:
+        return -(1 << 31)
+    return int(x)
 
 
 @strict("absTime", 0, 2)
 def _abstime(v: Any = None, offset: Any = None) -> Any:
+    # HTCondor's convTime: the offset (a C int) is checked first, the seconds of an integer or real
+    # are kept in a C int, an absolute time is returned unchanged.
     if v is None:
         now = int(time.time())
         return AbsTime(now, local_offset(now))
-    bad = _bad(v, offset)
-    if bad is not None:
-        return bad
-    t = type(v)
-    if t is str:
-        at = parse_abstime(v)
-        return ERROR if at is None else at
-    if t is int or t is float:
-        secs = int(v)
-        off = local_offset(secs) if offset is None else offset
-        if type(off) is not int:
+    off: int | None = None
+    if offset is not None:
+        to = type(offset)
+        if to is int:
+            off = _int32(offset)
+        elif to is float:
+            off = _d2i32(offset)
+        elif to is RelTime:
+            off = _int32(f2ll(offset.secs))
+        else:
             return ERROR
+    t = type(v)
+    if v is UNDEFINED:
+        return UNDEFINED
+    if t is int or t is float:
+        secs = _int32(v) if t is int else _d2i32(v)
+        if off is None:
+            off = local_offset(secs)
+        elif off == -1 and t is int:
+            return ERROR  # HTCondor takes an offset of -1 for a failed time zone lookup
         return AbsTime(secs, off)
     if t is AbsTime:
         return v
+    if t is RelTime:
+        secs = f2ll(v.secs)
+        return AbsTime(secs, local_offset(secs) if off is None else off)
+    if t is str:
+        return v  # a string not folded at parse time comes back as it is (HTCondor's fall-through)
     return ERROR
 
 
-@strict("relTime", 0, 1)
-def _reltime(v: Any = None) -> Any:
-    if v is None:
-        return RelTime(0.0)
+@strict("relTime", 1)
+def _reltime(v: Any) -> Any:
     t = type(v)
-    if t is str:
-        rt = parse_reltime(v)
-        return ERROR if rt is None else rt
-    if t is int or t is float:
-        return RelTime(float(v))
+    if t is int:
+        return RelTime(float(_int32(v)))
+    if t is float:
+        return RelTime(v)
+    if t is AbsTime:
+        return RelTime(float(v.secs))
     if t is RelTime:
         return v
+    if t is str:
+        return RelTime(0.0)  # a string not folded at parse time: HTCondor's fall-through gives 0
     return v if v is UNDEFINED else ERROR
 
 
@@ -719,47 +750,55 @@ def _day_time() -> Any:
     return RelTime(float(lt.tm_hour * 3600 + lt.tm_min * 60 + lt.tm_sec))
 
 
-def _time_parts(v: Any) -> Any:
-    if type(v) is AbsTime:
-        return time.gmtime(v.secs + v.offset)
-    if type(v) is int:
-        return time.localtime(v)
-    return None
-
-
-def _part(fn: Callable) -> Callable:
+def _abs_field(fn: Callable) -> Callable:
     def g(v: Any) -> Any:
-        if v is UNDEFINED:
-            return UNDEFINED
-        parts = _time_parts(v)
-        return ERROR if parts is None else fn(parts)
-
-    return g
-
-
-strict("getYear", 1)(_part(lambda p: p.tm_year))
-strict("getMonth", 1)(_part(lambda p: p.tm_mon))
-strict("getDayOfYear", 1)(_part(lambda p: p.tm_yday - 1))
-strict("getDayOfMonth", 1)(_part(lambda p: p.tm_mday))
-strict("getDayOfWeek", 1)(_part(lambda p: (p.tm_wday + 1) % 7))
-
-
-def _rel_part(divisor: int, modulo: int | None) -> Callable:
-    def g(v: Any) -> Any:
-        if v is UNDEFINED:
-            return UNDEFINED
-        if type(v) is not RelTime:
+        if type(v) is not AbsTime:
             return ERROR
-        n = int(v.secs) // divisor
-        return n % modulo if modulo else n
+        try:
+            p = time.localtime(v.secs)  # HTCondor uses the local time here, not the value's offset
+        except (OverflowError, OSError, ValueError):
+            return ERROR
+        return fn(p)
 
     return g
 
 
-strict("getDays", 1)(_rel_part(86400, None))
-strict("getHours", 1)(_rel_part(3600, 24))
-strict("getMinutes", 1)(_rel_part(60, 60))
-strict("getSeconds", 1)(_rel_part(1, 60))
+strict("getYear", 1)(_abs_field(lambda p: p.tm_year))
+strict("getMonth", 1)(_abs_field(lambda p: p.tm_mon))
+strict("getDayOfYear", 1)(_abs_field(lambda p: p.tm_yday - 1))
+strict("getDayOfMonth", 1)(_abs_field(lambda p: p.tm_mday))
+strict("getDayOfWeek", 1)(_abs_field(lambda p: (p.tm_wday + 1) % 7))
+
+
+def _crem(a: int, b: int) -> int:
+    """C's % (the sign follows the dividend)."""
+    r = abs(a) % abs(b)
+    return -r if a < 0 else r
+
+
+def _cquot(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _hms_field(rel: Callable[[int], int], absolute: Callable | None) -> Callable:
+    def g(v: Any) -> Any:
+        if type(v) is RelTime:
+            return rel(f2ll(v.secs))
+        if type(v) is AbsTime and absolute is not None:
+            try:
+                return absolute(time.localtime(v.secs))
+            except (OverflowError, OSError, ValueError):
+                return ERROR
+        return ERROR
+
+    return g
+
+
+strict("getDays", 1)(_hms_field(lambda r: _cquot(r, 86400), None))
+strict("getHours", 1)(_hms_field(lambda r: _cquot(_crem(r, 86400), 3600), lambda p: p.tm_hour))
+strict("getMinutes", 1)(_hms_field(lambda r: _cquot(_crem(r, 3600), 60), lambda p: p.tm_min))
+strict("getSeconds", 1)(_hms_field(lambda r: _crem(r, 60), lambda p: p.tm_sec))
 
 
 @strict("interval", 1)
@@ -785,69 +824,95 @@ def _interval(v: Any) -> Any:
 
 @strict("formatTime", 0, 2)
 def _format_time(t: Any = None, fmt: Any = None) -> Any:
+    from gridbus.classad.timefmt import c_strftime, day_numbers
+
     if t is None:
-        t = int(time.time())
-    bad = _bad(t, fmt)
-    if bad is not None:
-        return bad
-    if type(t) is AdValue:
-        t = _abstime_of_split(t)
-    if type(t) is int:
-        parts = time.localtime(t)
-    elif type(t) is AbsTime:
-        parts = time.gmtime(t.secs + t.offset)
-    else:
+        lt = time.localtime()
+        fields = (lt.tm_sec, lt.tm_min, lt.tm_hour, lt.tm_mday, lt.tm_mon - 1, lt.tm_year - 1900,
+                  (lt.tm_wday + 1) % 7, lt.tm_yday - 1)
+        return c_strftime("%c", fields)
+    if type(t) is RelTime:
         return ERROR
+    split = _split_fields(t)
+    if split is None:
+        return ERROR
+
+    def field(name: str) -> int | None:
+        v = split.get(name)
+        return v if type(v) is int else None  # EvaluateAttrInt fails on anything else
+
+    # A missing field is 0 in the struct tm (so a missing year is 1900 and a missing month January).
+    tm_mon = 0 if field("month") is None else field("month") - 1  # type: ignore[operator]
+    tm_year = 0 if field("year") is None else field("year") - 1900  # type: ignore[operator]
+    day = field("day") or 0
+    wday, yday = day_numbers(tm_year + 1900, tm_mon + 1, day)
     if fmt is None:
         fmt = "%c"
-    if type(fmt) is not str:
+    elif type(fmt) is not str:
         return ERROR
-    try:
-        return time.strftime(fmt, parts)
-    except ValueError:
-        return ERROR
+    return c_strftime(fmt, (field("seconds") or 0, field("minutes") or 0, field("hours") or 0, day, tm_mon, tm_year,
+                            wday, yday))
 
 
-def _abstime_of_split(ad: AdValue) -> Any:
-    """The absolute time a splitTime() ad describes (formatTime accepts one)."""
-    import calendar
+def _split_fields(v: Any) -> dict[str, Any] | None:
+    """HTCondor's doSplitTime as a dict keyed by lower-case names, None when v is no time."""
+    t = type(v)
+    if t is int or t is float or t is AbsTime:
+        if t is AbsTime:
+            secs, off = v.secs, v.offset
+        else:
+            secs = v if t is int else _d2i32(v)  # a real goes through a C int, an integer does not
+            off = local_offset(secs)
+        try:
+            p = time.gmtime(secs + off)
+        except (OverflowError, OSError, ValueError):
+            return None
+        return {"type": "AbsoluteTime", "year": p.tm_year, "month": p.tm_mon, "day": p.tm_mday,
+                "hours": p.tm_hour, "minutes": p.tm_min, "seconds": p.tm_sec, "offset": off}
+    if t is RelTime:
+        r = v.secs
+        neg = r < 0
+        if neg:
+            r = -r
+        whole = _d2i32(r)
+        hrs = whole % 86400
+        mins = hrs % 3600
+        secs = (mins % 60) + (r - math.floor(r))
+        days, hrs, mins = whole // 86400, hrs // 3600, mins // 60
+        if neg:  # only the first nonzero field carries the sign
+            if days > 0:
+                days = -days
+            elif hrs > 0:
+                hrs = -hrs
+            elif mins > 0:
+                mins = -mins
+            else:
+                secs = -secs
+        return {"type": "RelativeTime", "days": days, "hours": hrs, "minutes": mins, "seconds": float(secs)}
+    if t is AdValue:
+        out: dict[str, Any] = {}
+        for k in ("year", "month", "day", "hours", "minutes", "seconds"):
+            out[k] = v.lookup(k, k)
+        return out
+    return None
 
-    f = {k: ad.lookup(k, k) for k in ("year", "month", "day", "hours", "minutes", "seconds", "offset")}
-    if any(type(v) is not int for v in f.values()):
-        return ERROR
-    try:
-        naive = calendar.timegm((f["year"], f["month"], f["day"], f["hours"], f["minutes"], f["seconds"], 0, 0, 0))
-    except (ValueError, OverflowError):
-        return ERROR
-    return AbsTime(naive - f["offset"], f["offset"])
+
+_SPLIT_NAMES = {"type": "Type", "year": "Year", "month": "Month", "day": "Day", "days": "Days", "hours": "Hours",
+                "minutes": "Minutes", "seconds": "Seconds", "offset": "Offset"}
 
 
 @strict("splitTime", 1)
 def _split_time(v: Any) -> Any:
     from gridbus.classad.scope import EMPTY_SCOPE, Ctx
 
+    if type(v) is AdValue:
+        return ERROR
     if v is UNDEFINED:
         return UNDEFINED
-    t = type(v)
-    d: dict[str, Any]
-    if t is AbsTime or t is int or t is float:
-        at = v if t is AbsTime else AbsTime(int(v), local_offset(int(v)))
-        p = time.gmtime(at.secs + at.offset)
-        d = {"Type": "Absolute", "Year": p.tm_year, "Month": p.tm_mon, "Day": p.tm_mday, "Hours": p.tm_hour,
-             "Minutes": p.tm_min, "Seconds": p.tm_sec, "Offset": at.offset}
-    elif t is RelTime:
-        secs = v.secs
-        neg = secs < 0
-        whole = int(abs(secs))
-        days, rest = divmod(whole, 86400)
-        h, rest = divmod(rest, 3600)
-        m, s = divmod(rest, 60)
-        frac = abs(secs) - whole
-        d = {"Type": "Relative", "Days": -days if neg else days, "Hours": -h if neg else h,
-             "Minutes": -m if neg else m, "Seconds": (-(s + frac) if neg else s + frac) if frac else (-s if neg else s)}
-    else:
+    low = _split_fields(v)
+    if low is None:
         return ERROR
-    low = {k.lower(): val for k, val in d.items()}
+    d = {_SPLIT_NAMES[k]: val for k, val in low.items()}
     return AdValue(Scope(low, True, None, d), Ctx(EMPTY_SCOPE, None))
 
 
@@ -1029,8 +1094,11 @@ def _regex_sub(mode: str) -> Callable:
             if mode == "regexps":
                 m = rx.search(target)
                 return _expand(m, subst) if m else ""
-            count = 0 if mode == "replaceall" else 1
-            return rx.sub(lambda m: _expand(m, subst), target, count=count)
+            if mode == "replaceall":
+                if any(m.end() == m.start() for m in rx.finditer(target)):
+                    return ERROR  # HTCondor's global replace fails on an empty match
+                return rx.sub(lambda m: _expand(m, subst), target)
+            return rx.sub(lambda m: _expand(m, subst), target, count=1)
         except _NoGroup:
             return ERROR
 
@@ -1252,7 +1320,7 @@ def _user_map(mapname: Any, user: Any, preferred: Any = None, default: Any = Non
 @strict("listToArgs", 1)
 def _list_to_args(lst: Any) -> Any:
     if type(lst) is not ListValue:
-        return UNDEFINED if lst is UNDEFINED else ERROR
+        return ERROR
     out = []
     for v in lst.values():
         if type(v) is not str:
@@ -1267,7 +1335,7 @@ def _list_to_args(lst: Any) -> Any:
 @strict("argsToList", 1)
 def _args_to_list(s: Any) -> Any:
     if type(s) is not str:
-        return UNDEFINED if s is UNDEFINED else ERROR
+        return ERROR
     args: list[str] = []
     cur: list[str] = []
     in_arg = False
@@ -1335,18 +1403,46 @@ def _merge_environment(*envs: Any) -> Any:
     return " ".join(f"{k}={v}" for k, v in merged.items())
 
 
-@lazy("evalInEachContext", 2)
-def _eval_in_each(args: list, scope: Scope, ctx: Any, nodes: list) -> Any:
-    lst = args[1](scope, ctx)
-    if type(lst) is not ListValue:
-        return UNDEFINED if lst is UNDEFINED else ERROR
-    out = []
-    for e in lst.values():
-        if type(e) is not AdValue:
-            out.append(ERROR)
-            continue
-        out.append(args[0](e.scope, ctx))
-    return _list_of(out)
+def _each_context(count: bool) -> Callable:
+    # HTCondor's evalInEachContext_func: an attribute reference is looked up here first and its
+    # expression is evaluated in each nested ad, alone (no TARGET); the list may be a literal
+    # whose elements are evaluated one by one.
+    def fn(args: list, scope: Scope, ctx: Any, nodes: list) -> Any:
+        from gridbus.classad.scope import Ctx
+
+        expr_fn = args[0]
+        node = nodes[0]
+        unresolved = False
+        if type(node) is N.AttrRef:
+            raw = _lookup_raw(node, scope, ctx)
+            if raw is not None:
+                from gridbus.classad.exprtree import fn_for, python_to_node
+
+                expr_fn = fn_for(python_to_node(raw))
+            else:
+                unresolved = True
+        lst = args[1](scope, ctx)
+        if unresolved and type(nodes[1]) is N.AttrRef and (lst is UNDEFINED or type(lst) is not ListValue):
+            return 0 if count else UNDEFINED  # as classad2 answers an unresolved reference here
+        if type(lst) is not ListValue:
+            if lst is UNDEFINED:
+                return 0 if count else UNDEFINED
+            return ERROR
+        out = []
+        for e in lst.values():
+            if type(e) is not AdValue:
+                out.append(UNDEFINED if e is UNDEFINED else ERROR)
+                continue
+            out.append(expr_fn(e.scope, Ctx(e.scope, None)))
+        if count:
+            return sum(1 for r in out if (r is True) or (type(r) in (int, float) and r != 0))
+        return _list_of(out)
+
+    return fn
+
+
+lazy("evalInEachContext", 2)(_each_context(False))
+lazy("countMatches", 2)(_each_context(True))
 
 
 @lazy("unresolved", 1, 2)

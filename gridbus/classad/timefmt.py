@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import calendar
+import ctypes
+import ctypes.util
 import datetime as _dt
 import re
 import time
+from typing import Any
 
 from gridbus.classad.values import AbsTime, RelTime
 
@@ -51,7 +54,10 @@ def parse_abstime(text: str) -> AbsTime | None:
 
 
 def parse_reltime(text: str) -> RelTime | None:
-    """Parse ``[-][D+][HH:][MM:]SS`` or ``1d2h3m4s``; None if malformed."""
+    """Parse ``[-][D+][HH:][MM:]SS`` or ``1d2h3m4s``; None if malformed. An empty text is
+    zero seconds, as HTCondor's lexer reads it."""
+    if not text.strip():
+        return RelTime(0.0)
     m = _REL_HMS_RE.match(text)
     if m:
         sign, d, h, mi, s = m.groups()
@@ -89,3 +95,60 @@ def format_reltime(secs: float) -> str:
     else:
         body = f"{seconds:02d}"
     return ("-" if neg else "") + body
+
+
+def _fixed_from_gregorian(year: int, month: int, day: int) -> int:
+    """Days since the start of the Gregorian calendar (HTCondor's classad util.cpp)."""
+
+    def cdiv(a: int, b: int) -> int:  # C division truncates toward zero
+        q = abs(a) // abs(b)
+        return q if (a < 0) == (b < 0) else -q
+
+    if month <= 2:
+        adjust = 0
+    elif (year % 4 == 0 and year % 100 != 0) or year % 400 == 0:
+        adjust = -1
+    else:
+        adjust = -2
+    y = year - 1
+    return 365 * y + cdiv(y, 4) - cdiv(y, 100) + cdiv(y, 400) + cdiv(367 * month - 362, 12) + adjust + day
+
+
+def day_numbers(year: int, month: int, day: int) -> tuple[int, int]:
+    """(weekday with Sunday 0, day of the year from 0) as formatTime computes them itself."""
+    fixed = _fixed_from_gregorian(year, month, day)
+    weekday = abs(fixed) % 7 * (1 if fixed >= 0 else -1)  # C's remainder keeps the sign
+    return weekday, fixed - _fixed_from_gregorian(year, 1, 1)
+
+
+class _Tm(ctypes.Structure):
+    _fields_ = [("tm_sec", ctypes.c_int), ("tm_min", ctypes.c_int), ("tm_hour", ctypes.c_int),
+                ("tm_mday", ctypes.c_int), ("tm_mon", ctypes.c_int), ("tm_year", ctypes.c_int),
+                ("tm_wday", ctypes.c_int), ("tm_yday", ctypes.c_int), ("tm_isdst", ctypes.c_int),
+                ("tm_gmtoff", ctypes.c_long), ("tm_zone", ctypes.c_char_p)]
+
+
+_LIBC: Any = None
+
+
+def c_strftime(fmt: str, fields: tuple[int, int, int, int, int, int, int, int]) -> str:
+    """The C library's strftime on a zeroed struct tm, as HTCondor's formatTime calls it.
+
+    ``fields`` is (sec, min, hour, mday, mon from 0, year - 1900, wday, yday). Python's own
+    time.strftime checks and adjusts out-of-range fields (HTCondor prints "?" for a bad month),
+    so the C function is called directly; the result is cut at 1023 bytes as HTCondor's buffer is.
+    """
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        _LIBC.strftime.restype = ctypes.c_size_t
+        _LIBC.strftime.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.POINTER(_Tm)]
+    tm = _Tm(*[_c_int(f) for f in fields], 0, 0, None)
+    buf = ctypes.create_string_buffer(1024)
+    n = _LIBC.strftime(buf, 1023, fmt.encode("utf-8", "surrogateescape"), ctypes.byref(tm))
+    return buf.raw[:n].decode("utf-8", "replace")
+
+
+def _c_int(n: int) -> int:
+    n &= 0xFFFFFFFF
+    return n - (1 << 32) if n & 0x80000000 else n
