@@ -348,6 +348,23 @@ def select_value(base: Any, name: str, lname: str) -> Any:
 def _select(node: N.Select) -> Fn:
     bf = compile_node(node.base)
     name, lname = node.name, node.lname
+    inner = node.base
+    while type(inner) is N.Paren:
+        inner = inner.inner  # type: ignore[attr-defined]
+    if type(inner) is N.Subscript:
+        cf = compile_node(inner.base)  # type: ignore[attr-defined]
+        xf = compile_node(inner.index)  # type: ignore[attr-defined]
+
+        def select_from_subscript(scope: Scope, ctx: Ctx) -> Any:
+            # HTCondor answers undefined when selecting from an ad that came out of ad["name"]
+            # (the nested ad loses its scope there); a list element's ad selects normally.
+            container = cf(scope, ctx)
+            v = subscript_value(container, xf(scope, ctx))
+            if type(container) is AdValue and type(v) is AdValue:
+                return UNDEFINED
+            return select_value(v, name, lname)
+
+        return select_from_subscript
 
     def select(scope: Scope, ctx: Ctx) -> Any:
         return select_value(bf(scope, ctx), name, lname)
