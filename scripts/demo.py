@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         unprivileged = True
     console.print(f"[bold]1.[/] starting the personal pool on {url.split('@')[-1]}")
     up = gridbus("pool", "up", "--detach")
-    console.print(up.stdout.strip())
+    console.out(up.stdout.strip(), highlight=False)
 
     demo_dir = cfg.path_of("LOCAL_DIR") / "demo" / time.strftime("%Y%m%d-%H%M%S")
     demo_dir.mkdir(parents=True, exist_ok=True)
@@ -103,9 +103,9 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(0.5)
 
     console.print("[bold]4.[/] the queue ([cyan]gridbus q[/]): the demo's jobs have left it")
-    console.print(gridbus("q", check=False).stdout.rstrip())
+    console.out(gridbus("q", check=False).stdout.rstrip(), highlight=False)
     console.print(f"[bold]5.[/] the results ([cyan]gridbus history {cluster}[/] and the jobs' output)")
-    console.print(gridbus("history", str(cluster), check=False).stdout.rstrip())
+    console.out(gridbus("history", str(cluster), check=False).stdout.rstrip(), highlight=False)
     missing = []
     for proc in range(args.jobs):
         out = demo_dir / f"out.{proc}"
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"demo: jobs {missing} completed without output; see {demo_dir}")
     console.print(f"[bold green]all {args.jobs} jobs completed.[/]")
     if args.down:
-        console.print(gridbus("pool", "down").stdout.rstrip())
+        console.out(gridbus("pool", "down").stdout.rstrip(), highlight=False)
     else:
         console.print("The pool is still up: try `gridbus status`, `gridbus q`, the management UI on "
                       "http://localhost:15672, and `gridbus pool down` to stop it.")
