@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.e2e.pool import Pool, wait_for
+from tests.integration.faults.helpers import answers
 from tests.integration.faults.netns import NetnsLink, unavailable
 
 
@@ -46,10 +47,10 @@ def make_netpool(amqp_url: str, link: NetnsLink, tmp_path) -> Iterator[Callable[
         pool.start("startd", "a", GRIDBUS_NUM_CPUS="2", GRIDBUS_NUM_SLOTS="2", GRIDBUS_MEMORY="2048")
         pool.start("schedd", "s", GRIDBUS_URL=link.broker_url(amqp_url))
         # Short calls until each answers: a call sent before an agent's queue exists waits its whole timeout.
-        wait_for("the collector answering", lambda: _answers(pool, "collector@c", "Query", {"AdTypes": ["Machine"]}), 30)
+        wait_for("the collector answering", lambda: answers(pool, "collector@c", "Query", {"AdTypes": ["Machine"]}), 30)
         pool.wait_slots(2)
         wait_for("the schedd in the namespace answering",
-                 lambda: _answers(pool, "schedd@s", "Query", {"Constraint": "false", "Projection": []}), 30)
+                 lambda: answers(pool, "schedd@s", "Query", {"Constraint": "false", "Projection": []}), 30)
         return pool
 
     try:
@@ -58,17 +59,3 @@ def make_netpool(amqp_url: str, link: NetnsLink, tmp_path) -> Iterator[Callable[
         link.restore()  # a failed test may leave the link cut: let the schedd stop gracefully
         for pool in pools:
             pool.stop()
-
-
-def _answers(pool: Pool, address: str, method: str, args: dict) -> bool:
-    try:
-        return pool.console().call(address, method, args, timeout=1).ok
-    except Exception:
-        # Before the schedd declares its queue a call may fail or the channel close: start over.
-        session, pool.session = pool.session, None
-        if session is not None:
-            try:
-                session.close()
-            except Exception:
-                pass
-        return False
