@@ -30,7 +30,7 @@ from gridbus.agents.startd.arguments import lookup
 from gridbus.agents.startd.detect import detect, load_average
 from gridbus.agents.startd.reports import Reporter
 from gridbus.agents.startd.settings import StartdSettings
-from gridbus.agents.startd.starter import Job, Starter, StartFailed
+from gridbus.agents.startd.starter import HOLD_FAILED_TO_CREATE_PROCESS, Job, Starter, StartFailed
 from gridbus.status import MethodError, Status, app_error, forbidden, invalid
 
 # Application statuses (Status.USER + n), each answered with a sentence.
@@ -77,10 +77,13 @@ class Startd(Agent):
             on_usage=self._on_usage,
             usage_interval=self.settings.update_interval,
             check_interval=self.settings.memory_check_interval,
+            spawn_threads=self.settings.spawn_threads,
         )
         self.reporter: Reporter | None = None
         self.counters = {"JobsStarted": 0, "JobsExited": 0}
         self._ending: dict[str, asyncio.Future] = {}  # claims being ended, done when they are
+        self._starting: dict[str, dict[str, Any]] = {}  # claim id -> job ad being spawned on it
+        self._launches: set[asyncio.Task] = set()
         self._exprs: dict[str, Any] | None = None
         self._machine_attrs = self.machine.attributes()
 
@@ -320,30 +323,45 @@ class Startd(Agent):
     @method("startd")
     async def ActivateClaims(self, call: Call, Activations: list) -> dict:
         results = []
+        launches = []
         for i, entry in enumerate(Activations):
             cid = entry.get("ClaimId") if isinstance(entry, dict) else None
             try:
                 if not isinstance(entry, dict) or not isinstance(cid, str) or not isinstance(entry.get("JobAd"), dict):
                     raise invalid(f"ActivateClaims: activation {i} must be a map with ClaimId (string) and JobAd (map)")
-                self._activate(cid, entry["JobAd"])
+                launch = self._activate(cid, entry["JobAd"])
+                if launch is not None:
+                    launches.append(launch)
                 results.append({"ClaimId": cid, "Status": 0, "Text": "OK"})
             except MethodError as exc:
                 results.append({"ClaimId": cid, "Status": exc.status, "Text": exc.text})
+        # Answered once every accepted job runs (or was reported unable to start), as before.
+        if launches:
+            await asyncio.gather(*launches)
         return {"Results": results}
 
     @method("startd")
     async def ActivateClaim(self, call: Call, ClaimId: str, JobAd: dict) -> dict:
-        return {"Slot": self._activate(ClaimId, JobAd)}
+        launch = self._activate(ClaimId, JobAd)
+        slot = self.claims[ClaimId].slot.name  # _activate refused unknown claims
+        if launch is not None:
+            await launch
+        return {"Slot": slot}
 
-    def _activate(self, claim_id: str, job_ad: dict) -> str:
+    def _activate(self, claim_id: str, job_ad: dict) -> asyncio.Task | None:
+        """Check an activation (MethodError if refused) and launch its job on a spawner thread.
+
+        Returns the launch's task (None for a repeat of the job the claim already runs); the claim
+        counts as busy from now on."""
         claim = self._claim(claim_id, "ActivateClaim")
         slot = claim.slot
         if claim.retiring or claim_id in self._ending:
             raise app_error(CLAIM_REFUSED, f"ActivateClaim: the claim on {slot.name} is retiring (draining or ending); no new job starts on it")
-        if claim.job is not None:
-            if _same_job(claim.job.ad, job_ad):  # a repeated activation (its answer was lost): same answer
-                return slot.name
-            raise app_error(CLAIM_BUSY, f"ActivateClaim: {slot.name} is still running job {_job_id(claim.job.ad)}")
+        current = claim.job.ad if claim.job is not None else self._starting.get(claim_id)
+        if current is not None:
+            if _same_job(current, job_ad):  # a repeated activation (its answer was lost): same answer
+                return None
+            raise app_error(CLAIM_BUSY, f"ActivateClaim: {slot.name} is still running job {_job_id(current)}")
         claim.renew()
         ad = self.slot_ad(slot)
         job = self._job_for_match(job_ad)
@@ -355,20 +373,36 @@ class Startd(Agent):
         except ValueError as exc:
             raise invalid(f"ActivateClaim: {exc}") from None
         claim.last_ad = job_ad
+        self._starting[claim.id] = job_ad
+        task = asyncio.get_running_loop().create_task(self._launch(claim, job_ad, memory), name=f"launch {slot.name}")
+        self._launches.add(task)
+        task.add_done_callback(self._launches.discard)
+        return task
+
+    async def _launch(self, claim: sl.Claim, job_ad: dict, memory: int) -> None:
+        slot = claim.slot
         try:
-            started = self.starter.start(claim.id, job_ad, slot.name, {"OMP_NUM_THREADS": str(slot.cpus)}, memory)
-        except StartFailed as exc:
+            started = await self.starter.start_async(claim.id, job_ad, slot.name, {"OMP_NUM_THREADS": str(slot.cpus)}, memory)
+        except (StartFailed, OSError) as exc:
             # The protocol's one path for "it did not run": an exit report with the hold reason.
+            if isinstance(exc, OSError):  # past the starter's own checks (pidfd_open, a thread): still a start failure
+                exc = StartFailed(f"cannot start the job: {exc.strerror or exc}", HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0)
             log.info("job %s could not start on %s: %s", _job_id(job_ad), slot.name, exc.reason)
             self._report(claim, job_ad, "exit", {"HoldReason": exc.reason, "HoldReasonCode": exc.code,
                                                   "HoldReasonSubCode": exc.subcode})
-            return slot.name
+            return
+        finally:
+            self._starting.pop(claim.id, None)
         claim.job = started
         self.counters["JobsStarted"] += 1
+        if self.claims.get(claim.id) is not claim or claim.retiring or claim.id in self._ending:
+            # The claim ended, or began to, while the job was being spawned: it does not run on.
+            log.info("claim on %s ended while job %s was starting; stopping the job", slot.name, _job_id(job_ad))
+            self.starter.stop(started, graceful=False, reason="release")
+            return
         slot.set(activity=sl.BUSY)
         self._report(claim, job_ad, "execute", {"Slot": slot.name, "RemoteHost": slot.name})
         self.ads_changed()
-        return slot.name
 
     @method("startd")
     async def DeactivateClaim(self, call: Call, ClaimId: str, Graceful: bool) -> dict:
@@ -579,11 +613,14 @@ class Startd(Agent):
                 log.warning("%s sent an activation for claim %s..., which it does not hold here", schedd, cid[:6])
                 continue
             try:
-                self._activate(cid, job_ad)
-                status, text = 0, "OK"
+                launch = self._activate(cid, job_ad)
             except MethodError as exc:
-                status, text = exc.status, exc.text
-            self._report(claim, job_ad, "activated", {"Status": status, "Text": text})
+                self._report(claim, job_ad, "activated", {"Status": exc.status, "Text": exc.text})
+                continue
+            if launch is None:
+                self._report(claim, job_ad, "activated", {"Status": 0, "Text": "OK"})
+            else:
+                launch.add_done_callback(lambda _t, c=claim, a=job_ad: self._report(c, a, "activated", {"Status": 0, "Text": "OK"}))
 
     def _on_unknown(self, claim_ids: list[str]) -> None:
         for cid in claim_ids:

@@ -1,7 +1,10 @@
 """Reports to the schedds: batched JobReports calls that only an explicit "unknown" can end.
 
 Every report made in one loop iteration for one schedd goes in one call (a burst of exits is one
-message). An unanswered call (a timeout, a lost connection, a garbled or failed answer) is
+message), and one call at a time goes to each schedd: what is made while it is answered leaves in
+the next call. Under load this batches several jobs' reports in one message (measured on the
+2,000-job pool: 16 calls in flight cost twice the schedd and startd cpu per job of one, and
+fewer jobs per second), and the schedd's answer carries the next activations for all of them. An unanswered call (a timeout, a lost connection, a garbled or failed answer) is
 retried, in order and merged with what came meanwhile, every STARTD_REPORT_RETRY seconds while the
 claim's lease lasts; a usage report is not retried (the next one supersedes it). Only the schedd's
 answer ``Unknown=[claim ids]`` ends a claim (seed 002: a communication failure taken for "claim
@@ -19,7 +22,7 @@ from gridbus.rpc import MethodResult
 
 log = logging.getLogger("gridbus.startd.reports")
 
-MAX_IN_FLIGHT = 16  # concurrent JobReports calls per schedd while it answers
+MAX_IN_FLIGHT = 1  # concurrent JobReports calls per schedd while it answers
 
 
 class _Outbox:

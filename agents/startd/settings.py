@@ -32,6 +32,7 @@ knob("STARTER_ENFORCE_MEMORY_LIMIT", True, "kill a job whose resident memory exc
 knob("STARTER_ALLOW_RUNAS_OWNER", True, "when the startd runs as root, run each job as its Owner if that account exists")
 knob("STARTER_UNPRIVILEGED_USER", "", "account for jobs whose Owner cannot be used (e.g. nobody); empty: refuse such jobs")
 knob("STARTER_ALLOW_ROOT_JOBS", False, "let a job run as root when no other account applies (never the default)")
+knob("STARTER_SPAWN_THREADS", 0, "threads that fork/exec jobs off the startd's loop; 0: on the loop (least cpu per job)")
 knob("STARTD_REPORT_TIMEOUT", 10.0, "seconds a JobReports call to a schedd may take before it is retried")
 knob("STARTD_REPORT_RETRY", 1.0, "seconds between retries of an unanswered JobReports call")
 knob("JOB_DEFAULT_REQUESTCPUS", 1, "cpus a job without RequestCpus gets")
@@ -91,6 +92,7 @@ class StartdSettings:
     allow_root_jobs: bool = False
     report_timeout: float = 10.0
     report_retry: float = 1.0
+    spawn_threads: int = 0  # STARTER_SPAWN_THREADS
     default_request_cpus: int = 1
     default_request_memory: int = 128
     default_request_disk: int = 1024
@@ -127,6 +129,7 @@ class StartdSettings:
             allow_root_jobs=cfg.get("STARTER_ALLOW_ROOT_JOBS"),
             report_timeout=cfg.get("STARTD_REPORT_TIMEOUT"),
             report_retry=cfg.get("STARTD_REPORT_RETRY"),
+            spawn_threads=int(cfg.get("STARTER_SPAWN_THREADS")),
             default_request_cpus=cfg.get("JOB_DEFAULT_REQUESTCPUS"),
             default_request_memory=cfg.get("JOB_DEFAULT_REQUESTMEMORY"),
             default_request_disk=cfg.get("JOB_DEFAULT_REQUESTDISK"),
@@ -140,6 +143,8 @@ class StartdSettings:
         for name in ("update_interval", "memory_check_interval", "report_timeout", "report_retry"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, not {getattr(self, name)}")
+        if not 0 <= self.spawn_threads <= 64:
+            raise ValueError(f"STARTER_SPAWN_THREADS must be 0 to 64, not {self.spawn_threads}")
         if not os.path.isabs(self.execute):
             raise ValueError(f"EXECUTE must be an absolute path, not {self.execute!r}")
 
