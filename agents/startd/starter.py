@@ -148,13 +148,12 @@ class Starter:
             self._spawner = ThreadPoolExecutor(max_workers=self.spawn_threads, thread_name_prefix="spawner")
         launch = loop.run_in_executor(self._spawner, self._launch, ad, slot, env_extra)
         self._launching.add(launch)
+        launch.add_done_callback(self._launching.discard)
         try:
             proc, scratch, account = await asyncio.shield(launch)
         except asyncio.CancelledError:
             launch.add_done_callback(self._unwatched)  # nobody will watch what it launches: kill it
             raise
-        finally:
-            self._launching.discard(launch)
         return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib)
 
     def _launch(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str]) -> tuple[subprocess.Popen, str, Account]:
