@@ -382,6 +382,9 @@ def subscript_value(base: Any, index: Any) -> Any:
     if tb is ListValue:
         if ti is not int:
             return ERROR
+        if not -(1 << 31) <= index < (1 << 31):  # HTCondor takes the index as a C int
+            index &= 0xFFFFFFFF
+            index = index - (1 << 32) if index & 0x80000000 else index
         if index < 0 or index >= len(base):
             return ERROR
         return base.item(index)

@@ -1371,20 +1371,87 @@ def _args_to_list(s: Any) -> Any:
     return _list_of(args)
 
 
+def _v2_quote(text: str) -> str:
+    """HTCondor's V2 raw environment quoting: each run of white space and single quotes goes
+    inside one pair of single quotes, a quote inside doubled."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c in " \t\r\n'":
+            j = i
+            while j < len(text) and text[j] in " \t\r\n'":
+                j += 1
+            out.append("'" + text[i:j].replace("'", "''") + "'")
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _v2_text(env: dict[str, str]) -> str:
+    return " ".join(f"{_v2_quote(k)}={_v2_quote(v)}" for k, v in env.items())
+
+
 @strict("envV1ToV2", 1)
 def _env_v1_to_v2(s: Any) -> Any:
     if type(s) is not str:
         return UNDEFINED if s is UNDEFINED else ERROR
-    pairs = [p for p in s.split(";") if p]
-    out = []
-    for p in pairs:
-        if "=" not in p:
+    env: dict[str, str] = {}
+    for entry in s.split(";"):
+        if not entry.strip():
+            continue
+        if "=" not in entry:
             return ERROR
-        k, v = p.split("=", 1)
-        if re.search(r"[\s'\"]", v):
-            v = "'" + v.replace("'", "''") + "'"
-        out.append(f"{k}={v}")
-    return " ".join(out)
+        k, v = entry.lstrip().split("=", 1)
+        if not k.strip():
+            return ERROR
+        env[k] = v
+    return _v2_text(env)
+
+
+def _parse_v2(text: str) -> dict[str, str] | None:
+    """Words separated by white space, single-quoted runs kept whole ('' is a quote)."""
+    words: list[str] = []
+    cur: list[str] = []
+    in_word = False
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "'":
+            in_word = True
+            i += 1
+            while True:
+                if i >= len(text):
+                    return None
+                if text[i] == "'":
+                    if text.startswith("''", i):
+                        cur.append("'")
+                        i += 2
+                        continue
+                    i += 1
+                    break
+                cur.append(text[i])
+                i += 1
+            continue
+        if c in " \t\r\n":
+            if in_word:
+                words.append("".join(cur))
+                cur, in_word = [], False
+        else:
+            cur.append(c)
+            in_word = True
+        i += 1
+    if in_word:
+        words.append("".join(cur))
+    env: dict[str, str] = {}
+    for w in words:
+        if "=" not in w or w.startswith("="):
+            return None
+        k, v = w.split("=", 1)
+        env[k] = v
+    return env
 
 
 @strict("mergeEnvironment", 0, VARIADIC)
@@ -1395,12 +1462,11 @@ def _merge_environment(*envs: Any) -> Any:
             continue
         if type(e) is not str:
             return ERROR
-        for part in re.findall(r"(?:[^\s']+|'(?:[^']|'')*')+", e):
-            if "=" not in part:
-                return ERROR
-            k, v = part.split("=", 1)
-            merged[k] = v
-    return " ".join(f"{k}={v}" for k, v in merged.items())
+        parsed = _parse_v2(e)
+        if parsed is None:
+            return ERROR
+        merged.update(parsed)
+    return _v2_text(merged)
 
 
 def _each_context(count: bool) -> Callable:

@@ -159,6 +159,10 @@ def bitwise(op: str, a: Any, b: Any) -> Any:
     if op == "<<":
         return wrap64(a << n)
     if op == ">>":
+        if a < 0 and not 0 <= b < 64:
+            # HTCondor sign-extends a negative value itself: a count of 64 or more gives -1 and
+            # a negative count leaves the value as it is (as classad2 answers).
+            return -1 if b >= 64 else a
         return a >> n
     if a >= 0:
         return a >> n

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from tests.unit.classad.generator import MY_AD, TARGET_AD, expression
+from tests.unit.classad.generator import MY_AD_CORE, TARGET_AD, expression
 from tests.unit.classad.oracle import classad2, norm, ours
 
-ADS = [MY_AD, TARGET_AD, '[ a = 1; b = 1.5; s = "a\\"b\\\\c"; l = { 1, "x", { 2 } }; n = [ x = 1 ]; u = undefined ]']
+ADS = [MY_AD_CORE, TARGET_AD, '[ a = 1; b = 1.5; s = "a\\"b\\\\c"; l = { 1, "x", { 2 } }; n = [ x = 1 ]; u = undefined ]']
 
 
 @pytest.mark.parametrize("text", ADS)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import re
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,9 +13,8 @@ from tests.unit.classad.oracle import classad2, norm, ours
 BATCH = 100
 EXAMPLES = 230  # 230 x 100 = 23,000 generated; unparsable and skipped ones aside, >= 10,000 compared expressions per run
 COUNT = {"compared": 0}
-# Known differences left to resolve: shift counts outside 0..63 (HTCondor's results depend on the
-# C compiler's handling of out-of-range shifts) and subscripts inside nested ads.
-_KNOWN_DIVERGENT = re.compile(r"(<<|>>>?)\s*(?![0-3]\b)|\[ a = [^;]*\[|identicalMember\(\[")
+# Nothing is filtered out here: what the generator leaves out, and why, is written in generator.py.
+# classad2 itself raising while converting its answer to Python (a time before year 1) is skipped.
 
 T_MY, T_TARGET = classad2.ClassAd(MY_AD), classad2.ClassAd(TARGET_AD)
 O_MY, O_TARGET = ours.ClassAd(MY_AD), ours.ClassAd(TARGET_AD)
@@ -28,14 +26,15 @@ def test_random_expressions_agree(seed):
     rng = random.Random(seed)
     for _ in range(BATCH):
         text = expression(rng)
-        if _KNOWN_DIVERGENT.search(text):
-            continue
         try:
             theirs = classad2.ExprTree(text)
         except Exception:
             continue  # not in the language (e.g. `0x` forms): nothing to compare
         mine = ours.ExprTree(text)
-        expected = norm(theirs.eval(T_MY, T_TARGET))
+        try:
+            expected = norm(theirs.eval(T_MY, T_TARGET))
+        except Exception:
+            continue  # classad2 could not hand its value to Python
         got = norm(mine.eval(O_MY, O_TARGET))
         assert got == expected, f"{text!r}: ours {got} theirs {expected}"
         COUNT["compared"] += 1
