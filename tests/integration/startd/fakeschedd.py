@@ -32,6 +32,9 @@ class FakeSchedd(Agent):
         self.reports: list[dict[str, Any]] = []
         self.held: dict[str, tuple[str, float]] = {}  # claim id -> (startd, lease)
         self.dropped: dict[str, str] = {}  # claim id -> why
+        # (claim id, event, proc id) -> activations put as they are in the answer to the
+        # JobReports call that carries that report (activations in the answer)
+        self.answer_after: dict[tuple[str, str, int], list[Any]] = {}
         self.changed = threading.Condition()
 
     def wait_for(self, predicate, timeout: float = 20.0) -> Any:
@@ -54,13 +57,16 @@ class FakeSchedd(Agent):
     @method("fakeschedd")
     async def JobReports(self, call: Call, Reports: list) -> dict:
         unknown = []
+        activations: list[Any] = []
         for r in Reports:
             self.reports.append(r)
             cid = r.get("ClaimId")
             if cid in self.dropped:
                 unknown.append(cid)
+            else:
+                activations += self.answer_after.pop((cid, r.get("Event"), r.get("ProcId")), [])
         self._notify()
-        return {"Unknown": unknown}
+        return {"Unknown": unknown, **({"Activations": activations} if activations else {})}
 
     @method("fakeschedd")
     async def Run(self, call: Call, Startd: str, ClaimId: str, JobAd: dict, Lease: int) -> dict:
