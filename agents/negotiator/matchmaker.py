@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from gridbus import classad
+from gridbus.agents.negotiator.prefilter import AttrIndex, conjuncts
 from gridbus.agents.negotiator.reach import SlotRefs, reach
 
 REJECT_NO_MATCH = "no match found"
@@ -38,6 +39,9 @@ REJECT_LIMIT = "concurrency limit reached"  # decided by the caller, which knows
 # Bounds on the per-cycle caches (rank tables and per-group orders): a cycle whose requests all
 # rank differently must not hold a table per request.
 _CACHE_MAX = 256
+# Up to this many candidate slot groups are all tested up front; beyond it they are tested in rank
+# order, as met, until the request has its slots.
+_EAGER_GROUPS = 32
 
 
 def get(ad: dict[str, Any], name: str, default: Any = None) -> Any:
@@ -208,6 +212,8 @@ class Matchmaker:
         self._sorted_names: dict[frozenset[str], tuple[str, ...]] = {}
         self._ranks: dict[Any, dict[int, tuple[float, float]]] = {}  # rank signature -> rank group -> ranks
         self._orders: dict[Any, dict[int, _Order]] = {}  # (rank signature, keys) -> group -> order
+        self._global_orders: dict[Any, tuple[list[tuple[float, float, int]], int]] = {}  # signature -> order
+        self._indexes: dict[str, AttrIndex] = {}
         self.evaluations = 0  # two-way Requirements tests made (for the cycle statistics)
         self.rank_evaluations = 0  # (job Rank, slot Rank) pairs evaluated
 
@@ -285,52 +291,133 @@ class Matchmaker:
         return value
 
     # ------------------------------------------------------------------ matching
-    def _candidates(self, job: dict[str, Any]) -> list[tuple[float, float, int, _Order | None]]:
-        """A heap of (-job rank, -slot rank, index, order) over the free slots matching ``job``:
-        for static slots one entry per matching group (its best free slot; ``order`` holds the
-        rest), for partitionable slots one entry each (``order`` None)."""
+    def _index(self, name: str) -> AttrIndex:
+        index = self._indexes.get(name)
+        if index is None:
+            index = self._indexes[name] = AttrIndex(name, [(s.index, s.low) for s in self.static])
+        return index
+
+    def _prefiltered(self, job_req: Any, job_low: dict[str, Any], part: _Partition) -> set[int] | None:
+        """The groups of ``part`` the simple conjuncts of the job's Requirements leave (None: all).
+        A group's members agree on every attribute the Requirements reach, so one member decides."""
+        found: set[int] | None = None
+        for c in conjuncts(job_req, job_low):
+            hits = self._index(c.name).satisfying(c.op, c.value)
+            found = hits if found is None else found & hits
+            if not found:
+                return set()
+        if found is None:
+            return None
+        of = part.of
+        return {of[i] for i in found if of[i] >= 0}
+
+    def _rank_order(self, signature: Any, job: dict[str, Any], job_rank: Any, rank_keys: frozenset[str] | None,
+                    ranks: dict[int, tuple[float, float]]) -> list[tuple[float, float, int]]:
+        """Every free static slot as (-job rank, -slot rank, index), best first, for one rank
+        signature; slots taken since are dropped once they are half the list."""
+        entry = self._global_orders.get(signature)
+        if entry is not None and entry[1] <= 2 * self._free_static:
+            return entry[0]
+        if entry is not None:
+            order = [e for e in entry[0] if not self.slots[e[2]].taken]
+        else:
+            rank_part = self._partition(rank_keys)
+            order = []
+            for s in self.static:
+                if s.taken:
+                    continue
+                rgid = rank_part.of[s.index]
+                r = ranks.get(rgid)
+                if r is None:
+                    r = ranks[rgid] = self._rank(job, job_rank, s.ad)
+                order.append((-r[0], -r[1], s.index))
+            order.sort()
+        if len(self._global_orders) >= _CACHE_MAX:
+            self._global_orders.clear()
+        self._global_orders[signature] = (order, len(order))
+        return order
+
+    def _sources(self, job: dict[str, Any]) -> list[Iterator[tuple[float, float, int]]]:
+        """Streams of (-job rank, -slot rank, index) over the free slots matching ``job``, each
+        sorted best first; merged, they give the request's slots in order."""
         job_low = {k.lower(): v for k, v in job.items() if isinstance(k, str)}
         job_req = job_low.get("requirements")
         job_rank = job_low.get("rank")
-        heap: list[tuple[float, float, int, _Order | None]] = []
+        sources: list[Iterator[tuple[float, float, int]]] = []
         if self._free_static > 0:
             req_keys = reach(job_low, ("requirements",), self._refs)
             rank_keys = reach(job_low, ("rank",), self._refs)
             part = self._partition(req_keys)
+            wanted = self._prefiltered(job_req, job_low, part)
             signature = self._rank_signature(job_low, rank_keys)
+            gids = [g for g in (range(len(part.members)) if wanted is None else wanted) if part.free[g] > 0]
             if signature is None:  # nothing can be shared with other requests
                 ranks: dict[int, tuple[float, float]] = {}
                 orders: dict[int, _Order] = {}
             else:
                 ranks = self._bounded(self._ranks, signature, dict)
                 orders = self._bounded(self._orders, (signature, req_keys), dict)
-            rank_part = self._partition(rank_keys)
-            slots = self.slots
-            for gid, members in enumerate(part.members):
-                if part.free[gid] <= 0:
-                    continue
-                rep = slots[members[0]].ad  # static ads never change: any member will do
-                self.evaluations += 1
-                if not test_expr(job_req, job, rep) or not test_expr(get(rep, "Requirements"), rep, job):
-                    continue
-                order = orders.get(gid)
-                if order is None:
-                    order = orders[gid] = self._order(members, job, job_rank, rank_part, ranks)
-                while order and slots[-order[-1][2]].taken:  # taken by an earlier request
-                    order.pop()
-                if order:
-                    jr, sr, neg_index = order[-1]
-                    heap.append((-jr, -sr, -neg_index, order))
+            if signature is not None and len(gids) > _EAGER_GROUPS:
+                # Many kinds of slot (they differ in what the Requirements reach): walk them in
+                # rank order and test each group when first met, stopping when the request is served.
+                order = self._rank_order(signature, job, job_rank, rank_keys, ranks)
+                sources.append(self._walk(job, job_req, part, set(gids) if wanted is not None else None, order))
+            else:
+                rank_part = self._partition(rank_keys)
+                for gid in sorted(gids):
+                    members = part.members[gid]
+                    if not self._test(job, job_req, self.slots[members[0]].ad):  # static ads never change
+                        continue
+                    group_order = orders.get(gid)
+                    if group_order is None:
+                        group_order = orders[gid] = self._order(members, job, job_rank, rank_part, ranks)
+                    while group_order and self.slots[-group_order[-1][2]].taken:  # taken earlier
+                        group_order.pop()
+                    if group_order:
+                        sources.append(self._from_order(group_order))
+        pslots = []
         for p in self.pslots:
-            if number(p.ad, "Cpus") <= 0:
-                continue
-            self.evaluations += 1
-            if not test_expr(job_req, job, p.ad) or not test_expr(get(p.ad, "Requirements"), p.ad, job):
+            if number(p.ad, "Cpus") <= 0 or not self._test(job, job_req, p.ad):
                 continue
             jr, sr = self._rank(job, job_rank, p.ad)
-            heap.append((-jr, -sr, p.index, None))
-        heapq.heapify(heap)
-        return heap
+            pslots.append((-jr, -sr, p.index))
+        if pslots:
+            pslots.sort()
+            sources.append(iter(pslots))
+        return sources
+
+    def _test(self, job: dict[str, Any], job_req: Any, slot_ad: dict[str, Any]) -> bool:
+        """Both Requirements (HTCondor's symmetric match)."""
+        self.evaluations += 1
+        return test_expr(job_req, job, slot_ad) and test_expr(get(slot_ad, "Requirements"), slot_ad, job)
+
+    def _from_order(self, order: _Order) -> Iterator[tuple[float, float, int]]:
+        # Reads without popping: the merge looks one entry ahead, and an entry looked at but not
+        # handed out must stay for the next request.
+        slots = self.slots
+        for k in range(len(order) - 1, -1, -1):
+            jr, sr, neg_index = order[k]
+            if not slots[-neg_index].taken:
+                yield (-jr, -sr, -neg_index)
+
+    def _walk(
+        self, job: dict[str, Any], job_req: Any, part: _Partition, gids: set[int] | None,
+        order: list[tuple[float, float, int]],
+    ) -> Iterator[tuple[float, float, int]]:
+        slots, of = self.slots, part.of
+        tested: dict[int, bool] = {}
+        for entry in order:
+            index = entry[2]
+            if slots[index].taken:
+                continue
+            gid = of[index]
+            if gid < 0 or (gids is not None and gid not in gids):
+                continue
+            ok = tested.get(gid)
+            if ok is None:
+                ok = tested[gid] = self._test(job, job_req, slots[index].ad)
+            if ok:
+                yield entry
 
     def _order(
         self, members: list[int], job: dict[str, Any], job_rank: Any, rank_part: _Partition,
@@ -354,14 +441,7 @@ class Matchmaker:
 
     def candidates(self, job: dict[str, Any]) -> list[Slot]:
         """The free slots that match ``job`` both ways, best (job Rank, slot Rank, place) first."""
-        ranked: list[tuple[float, float, int]] = []
-        for neg_jr, neg_sr, index, order in self._candidates(job):
-            if order is None:
-                ranked.append((neg_jr, neg_sr, index))
-            else:
-                ranked.extend((-jr, -sr, -ni) for jr, sr, ni in order if not self.slots[-ni].taken)
-        ranked.sort()
-        return [self.slots[i] for *_, i in ranked]
+        return [self.slots[index] for *_, index in heapq.merge(*self._sources(job))]
 
     def match(
         self,
@@ -377,15 +457,14 @@ class Matchmaker:
         spent = 0.0
         if not self.has_free():
             return matches, REJECT_PRIORITY  # the pool is busy: others hold every slot
-        heap = self._candidates(job)
-        if not heap:
-            return matches, REJECT_NO_MATCH
-        slots = self.slots
-        while heap and len(matches) < count:
-            index, order = heap[0][2], heap[0][3]
-            slot = slots[index]
-            if order is None:  # a partitionable slot: carve it while the request fits
-                heapq.heappop(heap)
+        # Lazy: a source tests and ranks only as far as the request reads.
+        stream = heapq.merge(*self._sources(job))
+        while len(matches) < count:
+            entry = next(stream, None)
+            if entry is None:
+                break
+            slot = self.slots[entry[2]]
+            if slot.partitionable:  # carve it while the request fits
                 while len(matches) < count:
                     need = _request(job, slot.ad)
                     if not self._fits(slot, job, need):
@@ -402,14 +481,6 @@ class Matchmaker:
             matches.append(SlotMatch(slot, dict(slot.ad), weight))
             spent += weight
             self._take(slot)
-            order.pop()  # this slot was the order's last (best) entry
-            while order and slots[-order[-1][2]].taken:
-                order.pop()
-            if order:
-                jr, sr, neg_index = order[-1]
-                heapq.heapreplace(heap, (-jr, -sr, -neg_index, order))
-            else:
-                heapq.heappop(heap)
         if len(matches) >= count:
             return matches, None
         # Fewer than wanted: the matching slots ran out. If no slot at all is left, others hold

@@ -58,9 +58,13 @@ def test_identical_slots_are_one_group_and_cost_one_evaluation():
     assert len(found) == 300 and reason is None
     assert mm.evaluations == 1
     assert len({m.slot.claim_id for m in found}) == 300
-    # A job that looks at Name sees every slot apart.
+    # A job that looks at Name sees every slot apart; the Name index leaves one slot to test.
     mm = Matchmaker(slots)
     found, _ = mm.match(job('TARGET.Name == "slot7@n1"'), 5)
+    assert [m.slot.name for m in found] == ["slot7@n1"] and mm.evaluations == 1
+    # Unless the clause is beyond the index: then every slot is tested.
+    mm = Matchmaker(slots)
+    found, _ = mm.match(job('regexp("^slot7@n1$", TARGET.Name)'), 5)
     assert [m.slot.name for m in found] == ["slot7@n1"] and mm.evaluations == 400
 
 
