@@ -348,7 +348,8 @@ class Matchmaker:
             req_keys = reach(job_low, ("requirements",), self._refs)
             rank_keys = reach(job_low, ("rank",), self._refs)
             part = self._partition(req_keys)
-            wanted = self._prefiltered(job_req, job_low, part)
+            # A few groups are cheaper to test than to look up in the indexes.
+            wanted = self._prefiltered(job_req, job_low, part) if len(part.members) > _EAGER_GROUPS else None
             signature = self._rank_signature(job_low, rank_keys)
             gids = [g for g in (range(len(part.members)) if wanted is None else wanted) if part.free[g] > 0]
             if signature is None:  # nothing can be shared with other requests
