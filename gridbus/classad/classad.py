@@ -75,11 +75,13 @@ class ClassAd(MutableMapping):
             for name, node in parse_new_ad(input):
                 self._store(name, ExprTree._from_node(node))
             return
+        # classad2 refuses a ClassAd here (TypeError); gridbus copies it, a superset that code
+        # written for classad2 never reaches, and callers in gridbus rely on.
         if isinstance(input, (dict, ClassAd)):
             for k, v in input.items():
                 self[k] = v if not isinstance(input, ClassAd) else input._data[k.lower()]
             return
-        raise TypeError("input must be None, str, or dict")
+        raise TypeError(f"input must be None, str, dict or ClassAd, not {type(input).__name__}")
 
     def _store(self, name: str, value: Any) -> None:
         low = name.lower()
@@ -295,7 +297,7 @@ def _json_value(v: Any, indent: int) -> str:
             return _json_value(node_to_python(node), indent)
         if type(node) is N.RecordExpr:
             return _json_ad(node_to_python(node), indent)
-        return _json_expr(v._old() if False else _compact_text(v))
+        return _json_expr(_compact_text(v))  # any other expression is written as \/Expr(...)\/
     t = type(v)
     if t is bool:
         return "true" if v else "false"

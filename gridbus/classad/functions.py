@@ -271,13 +271,23 @@ def _numbers(v: Any) -> Any:
     return [int(e) if type(e) is bool else e for e in vals]
 
 
+def _lone_boolean(v: Any) -> Any:
+    """The only defined element of a list when it is a boolean, else None: classad2's sum, min and
+    max hand a single element back as it is and turn booleans into numbers only by combining."""
+    vals = [e for e in v.values() if e is not UNDEFINED]
+    return vals[0] if len(vals) == 1 and type(vals[0]) is bool else None
+
+
 @strict("sum", 1)
 def _sum(v: Any) -> Any:
     nums = _numbers(v)
     if type(nums) is not list:
         return nums
+    lone = _lone_boolean(v)
+    if lone is not None:
+        return lone
     if any(type(e) is float for e in nums):
-        return float(math.fsum(nums)) if False else sum(float(e) for e in nums)
+        return sum(float(e) for e in nums)
     return wrap64(sum(nums))
 
 
@@ -297,6 +307,9 @@ def _extreme(v: Any, pick_max: bool) -> Any:
         return nums
     if not nums:
         return UNDEFINED
+    lone = _lone_boolean(v)
+    if lone is not None:
+        return lone
     best = nums[0]
     real = type(best) is float
     for e in nums[1:]:
