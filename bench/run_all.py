@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import importlib
+import math
 import os
 import platform
 import sys
@@ -54,6 +55,30 @@ def run_one(path: Path, quick: bool) -> tuple[dict[str, Any] | None, str, float,
         return None, traceback.format_exc(limit=5), time.monotonic() - started, locals().get("doc", "")
 
 
+def fmt(value: Any) -> str:
+    """A figure as a reader wants it: floats to 3 significant digits (no exponent for everyday
+    sizes), thousands separated, the same inside dicts and lists."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return str(value)
+        if value == 0:
+            return "0"
+        if 1e-3 <= abs(value) < 1e9:
+            digits = max(0, 2 - math.floor(math.log10(abs(value))))
+            text = f"{round(value, digits):,.{digits}f}"
+            return text.rstrip("0").rstrip(".") if "." in text else text
+        return f"{value:.3g}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {fmt(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(fmt(v) for v in value) + "]"
+    return str(value)
+
+
 def render(results: list[tuple[str, dict | None, str, float, str]], command: str) -> str:
     now = dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     lines = [
@@ -76,7 +101,7 @@ def render(results: list[tuple[str, dict | None, str, float, str]], command: str
             continue
         lines += ["| figure | value |", "|---|---|"]
         for key, value in (figures or {}).items():
-            lines.append(f"| {key} | {value} |")
+            lines.append(f"| {key} | {fmt(value)} |")
         lines += ["", f"({seconds:.1f} s)", ""]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -99,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             print(error, flush=True)
         else:
             for k, v in figures.items():
-                print(f"   {k:40} {v}", flush=True)
+                print(f"   {k:40} {fmt(v)}", flush=True)
         results.append((path.stem, figures, error, seconds, doc))
     command = " ".join([".venv/bin/python", "bench/run_all.py", *(argv if argv is not None else sys.argv[1:])])
     Path(args.output).write_text(render(results, command))
