@@ -297,19 +297,15 @@ class Matchmaker:
             index = self._indexes[name] = AttrIndex(name, [(s.index, s.low) for s in self.static])
         return index
 
-    def _prefiltered(self, job_req: Any, job_low: dict[str, Any], part: _Partition) -> set[int] | None:
-        """The groups of ``part`` the simple conjuncts of the job's Requirements leave (None: all).
-        A group's members agree on every attribute the Requirements reach, so one member decides."""
+    def _prefiltered(self, job_req: Any, job_low: dict[str, Any]) -> set[int] | None:
+        """The static slots the simple conjuncts of the job's Requirements leave (None: all)."""
         found: set[int] | None = None
         for c in conjuncts(job_req, job_low):
             hits = self._index(c.name).satisfying(c.op, c.value)
             found = hits if found is None else found & hits
             if not found:
                 return set()
-        if found is None:
-            return None
-        of = part.of
-        return {of[i] for i in found if of[i] >= 0}
+        return found
 
     def _rank_order(self, signature: Any, job: dict[str, Any], job_rank: Any, rank_keys: frozenset[str] | None,
                     ranks: dict[int, tuple[float, float]]) -> list[tuple[float, float, int]]:
@@ -348,24 +344,28 @@ class Matchmaker:
             req_keys = reach(job_low, ("requirements",), self._refs)
             rank_keys = reach(job_low, ("rank",), self._refs)
             part = self._partition(req_keys)
-            # A few groups are cheaper to test than to look up in the indexes.
-            wanted = self._prefiltered(job_req, job_low, part) if len(part.members) > _EAGER_GROUPS else None
             signature = self._rank_signature(job_low, rank_keys)
-            gids = [g for g in (range(len(part.members)) if wanted is None else wanted) if part.free[g] > 0]
+            # A few groups are cheaper to test than to look up in the indexes. The slots an index
+            # leaves come in whole groups: a group's members agree on what the Requirements reach.
+            found = self._prefiltered(job_req, job_low) if len(part.members) > _EAGER_GROUPS else None
             if signature is None:  # nothing can be shared with other requests
                 ranks: dict[int, tuple[float, float]] = {}
                 orders: dict[int, _Order] = {}
             else:
                 ranks = self._bounded(self._ranks, signature, dict)
                 orders = self._bounded(self._orders, (signature, req_keys), dict)
-            if signature is not None and len(gids) > _EAGER_GROUPS:
+            many = len(part.members) > _EAGER_GROUPS and (found is None or len(found) > _EAGER_GROUPS)
+            if signature is not None and many:
                 # Many kinds of slot (they differ in what the Requirements reach): walk them in
                 # rank order and test each group when first met, stopping when the request is served.
                 order = self._rank_order(signature, job, job_rank, rank_keys, ranks)
-                sources.append(self._walk(job, job_req, part, set(gids) if wanted is not None else None, order))
+                sources.append(self._walk(job, job_req, part, found, order))
             else:
+                of = part.of
+                gids = range(len(part.members)) if found is None else sorted({of[i] for i in found if of[i] >= 0})
+                gids = [g for g in gids if part.free[g] > 0]
                 rank_part = self._partition(rank_keys)
-                for gid in sorted(gids):
+                for gid in gids:
                     members = part.members[gid]
                     if not self._test(job, job_req, self.slots[members[0]].ad):  # static ads never change
                         continue
@@ -402,17 +402,17 @@ class Matchmaker:
                 yield (-jr, -sr, -neg_index)
 
     def _walk(
-        self, job: dict[str, Any], job_req: Any, part: _Partition, gids: set[int] | None,
+        self, job: dict[str, Any], job_req: Any, part: _Partition, found: set[int] | None,
         order: list[tuple[float, float, int]],
     ) -> Iterator[tuple[float, float, int]]:
         slots, of = self.slots, part.of
         tested: dict[int, bool] = {}
         for entry in order:
             index = entry[2]
-            if slots[index].taken:
+            if slots[index].taken or (found is not None and index not in found):
                 continue
             gid = of[index]
-            if gid < 0 or (gids is not None and gid not in gids):
+            if gid < 0:
                 continue
             ok = tested.get(gid)
             if ok is None:
