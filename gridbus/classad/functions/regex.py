@@ -1,0 +1,115 @@
+"""Regular expressions: ``regexp``, ``regexpMember``, ``regexps``, ``replace`` and ``replaceAll``,
+with the compiled-pattern cache the string-list functions share."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from gridbus.classad.functions.registry import first_bad, strict
+from gridbus.classad.scope import ListValue
+from gridbus.classad.values import ERROR, UNDEFINED
+
+_RE_CACHE: dict[tuple[str, int], Any] = {}
+_OPTION_FLAGS = {"i": re.I, "I": re.I, "m": re.M, "M": re.M, "s": re.S, "S": re.S, "x": re.X, "X": re.X}
+
+
+def compile_regex(pattern: str, options: Any) -> Any:
+    """The compiled pattern with HTCondor's option letters (others are ignored), None when the
+    options are no string or the pattern does not compile."""
+    flags = 0
+    if options is not None:
+        if type(options) is not str:
+            return None
+        for ch in options:
+            flags |= _OPTION_FLAGS.get(ch, 0)
+    key = (pattern, flags)
+    rx = _RE_CACHE.get(key)
+    if rx is None:
+        try:
+            rx = re.compile(pattern, flags)
+        except (re.error, RecursionError, OverflowError):
+            return None
+        if len(_RE_CACHE) > 2000:  # patterns can come from ads: keep the cache bounded
+            _RE_CACHE.clear()
+        _RE_CACHE[key] = rx
+    return rx
+
+
+def _pattern(pattern: Any, options: Any, *others: Any) -> Any:
+    """The compiled pattern, or what the function answers instead: error or undefined among the
+    arguments (error first), else error for a pattern that is no string or does not compile."""
+    bad = first_bad(pattern, *others, options)
+    if bad is not None:
+        return bad
+    if type(pattern) is not str:
+        return ERROR
+    rx = compile_regex(pattern, options)
+    return ERROR if rx is None else rx
+
+
+@strict("regexp", 2, 3)
+def _regexp(pattern: Any, target: Any, options: Any = None) -> Any:
+    rx = _pattern(pattern, options, target)
+    if rx is ERROR or rx is UNDEFINED:
+        return rx
+    if type(target) is not str:
+        return ERROR
+    return rx.search(target) is not None
+
+
+@strict("regexpMember", 2, 3)
+def _regexp_member(pattern: Any, lst: Any, options: Any = None) -> Any:
+    rx = _pattern(pattern, options, lst)
+    if rx is ERROR or rx is UNDEFINED:
+        return rx
+    if type(lst) is not ListValue:
+        return ERROR
+    for e in lst.values():
+        if type(e) is not str:
+            return ERROR
+        if rx.search(e):
+            return True
+    return False
+
+
+class _NoGroup(Exception):
+    pass
+
+
+def _expand(m: Any, template: str) -> str:
+    def group(g: Any) -> str:
+        i = int(g.group(1))
+        if i > (m.re.groups or 0):
+            raise _NoGroup(i)  # HTCondor answers error for a group the pattern does not have
+        return m.group(i) or ""
+
+    return re.sub(r"\\(\d)", group, template)
+
+
+def _regex_sub(mode: str) -> Callable:
+    def fn(pattern: Any, target: Any, subst: Any, options: Any = None) -> Any:
+        rx = _pattern(pattern, options, target, subst)
+        if rx is ERROR or rx is UNDEFINED:
+            return rx
+        if type(target) is not str or type(subst) is not str:
+            return ERROR
+        try:
+            if mode == "regexps":
+                m = rx.search(target)
+                return _expand(m, subst) if m else ""
+            if mode == "replaceall":
+                if any(m.end() == m.start() for m in rx.finditer(target)):
+                    return ERROR  # HTCondor's global replace fails on an empty match
+                return rx.sub(lambda m: _expand(m, subst), target)
+            return rx.sub(lambda m: _expand(m, subst), target, count=1)
+        except _NoGroup:
+            return ERROR
+
+    return fn
+
+
+strict("regexps", 3, 4)(_regex_sub("regexps"))
+strict("replace", 3, 4)(_regex_sub("replace"))
+strict("replaceAll", 3, 4)(_regex_sub("replaceall"))

@@ -1,0 +1,89 @@
+"""The name -> implementation tables of the built-in functions, and the helpers every family uses.
+
+Strict functions receive evaluated arguments; lazy ones (``ifThenElse``, ``eval``, ``unparse``...)
+receive the compiled arguments with the scope and the argument nodes. An unknown function or a
+wrong number of arguments evaluates to error, as in HTCondor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gridbus.classad import nodes as N
+from gridbus.classad.scope import EMPTY_SCOPE, Ctx, ListValue, Scope
+from gridbus.classad.values import ERROR, UNDEFINED
+
+STRICT: dict[str, tuple[Callable[..., Any], int, int]] = {}
+LAZY: dict[str, tuple[Callable[..., Any], int, int]] = {}
+
+# The upper bound of a function that takes any number of arguments.
+VARIADIC = 1 << 30
+
+
+def _register(table: dict[str, tuple[Callable[..., Any], int, int]], name: str, lo: int, hi: int) -> Callable:
+    def deco(fn: Callable) -> Callable:
+        table[name.lower()] = (fn, lo, hi if hi >= 0 else lo)  # names are case-insensitive
+        return fn
+
+    return deco
+
+
+def strict(name: str, lo: int, hi: int = -1) -> Callable:
+    """Register a function of evaluated arguments, taking lo..hi of them (exactly lo by default)."""
+    return _register(STRICT, name, lo, hi)
+
+
+def lazy(name: str, lo: int, hi: int = -1) -> Callable:
+    """Register a function called as fn(argfns, scope, ctx, nodes), evaluating what it needs."""
+    return _register(LAZY, name, lo, hi)
+
+
+def compile_call(node: N.Call, compile_node: Callable) -> Callable:
+    argfns = [compile_node(a) for a in node.args]
+    n = len(argfns)
+    spec = LAZY.get(node.lname)
+    if spec is not None:
+        fn, lo, hi = spec
+        if not lo <= n <= hi:
+            return _const_error
+        nodes = node.args
+
+        def lazy_call(scope: Scope, ctx: Any) -> Any:
+            return fn(argfns, scope, ctx, nodes)
+
+        return lazy_call
+    spec = STRICT.get(node.lname)
+    if spec is None or not spec[1] <= n <= spec[2]:
+        return _const_error
+    fn = spec[0]
+    # The common arities get closures without a list of arguments: calls sit on the hot path.
+    if n == 0:
+        return lambda scope, ctx: fn()
+    if n == 1:
+        a0 = argfns[0]
+        return lambda scope, ctx: fn(a0(scope, ctx))
+    if n == 2:
+        a0, a1 = argfns
+        return lambda scope, ctx: fn(a0(scope, ctx), a1(scope, ctx))
+    return lambda scope, ctx: fn(*[a(scope, ctx) for a in argfns])
+
+
+def _const_error(scope: Scope, ctx: Any) -> Any:
+    return ERROR
+
+
+def first_bad(*vals: Any) -> Any:
+    """ERROR if any value is error, else UNDEFINED if any is undefined, else None."""
+    for v in vals:
+        if v is ERROR:
+            return ERROR
+    for v in vals:
+        if v is UNDEFINED:
+            return UNDEFINED
+    return None
+
+
+def list_of(items: list, scope: Scope | None = None) -> ListValue:
+    """A list value made by a function (never identical to a list literal)."""
+    return ListValue(None, items, scope or EMPTY_SCOPE, Ctx(EMPTY_SCOPE, None))
