@@ -29,6 +29,7 @@ from gridbus.classad.unparse import (
     format_python,
     format_real,
     format_record,
+    format_scalar,
 )
 from gridbus.classad.values import ERROR, MISSING, UNDEFINED, AbsTime, Value
 
@@ -299,10 +300,8 @@ def _json_value(v: Any, indent: int) -> str:
             return _json_ad(node_to_python(node), indent)
         return _json_expr(_compact_text(v))  # any other expression is written as \/Expr(...)\/
     t = type(v)
-    if t is bool:
-        return "true" if v else "false"
-    if t is int:
-        return str(v)
+    if t is bool or t is int:
+        return format_scalar(v)  # JSON writes booleans and integers as ClassAds do
     if t is float:
         text = format_real(v, OLD)
         return _json_expr(text) if text.startswith("real(") else text

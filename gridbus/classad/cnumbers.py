@@ -11,9 +11,10 @@ import math
 import re
 from typing import Any
 
-from gridbus.classad.values import AbsTime, RelTime
+from gridbus.classad.values import INT_MIN, AbsTime, RelTime
 
-INT_MIN = -(1 << 63)
+__all__ = ["INT_MIN", "c_int", "c_pow", "c_real", "cquot", "crem", "d2i32", "f2ll", "int32", "strtod"]
+
 INT32_MIN = -(1 << 31)
 
 _DEC_PREFIX = re.compile(r"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)")

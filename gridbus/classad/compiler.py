@@ -14,6 +14,7 @@ from typing import Any
 
 from gridbus.classad import nodes as N
 from gridbus.classad import operators as O
+from gridbus.classad.cnumbers import int32
 from gridbus.classad.scope import AdValue, Ctx, ListValue, Scope, resolve
 from gridbus.classad.values import ERROR, MISSING, UNDEFINED, AbsTime, RelTime
 
@@ -83,22 +84,7 @@ def _attr(node: N.AttrRef) -> Fn:
             return resolve(t, lname, raw, ctx.swapped())
 
         return target_ref
-    if node.scope == "my":
-
-        def my_ref(scope: Scope, ctx: Ctx) -> Any:
-            # MY.x looks in the current ad and then the ads enclosing it, never in TARGET.
-            s: Scope | None = scope
-            while s is not None:
-                raw = s.get(name, lname)
-                if raw is not MISSING:
-                    tr = type(raw)
-                    if tr is int or tr is str or tr is float or tr is bool:
-                        return raw
-                    return resolve(s, lname, raw, ctx)
-                s = s.parent
-            return UNDEFINED
-
-        return my_ref
+    my_only = node.scope == "my"  # MY.x looks in the current ad and its enclosing ads, never in TARGET
     is_current_time = lname == "currenttime"
     is_other = lname == "other"
 
@@ -112,6 +98,8 @@ def _attr(node: N.AttrRef) -> Fn:
                     return raw
                 return resolve(s, lname, raw, ctx)
             s = s.parent
+        if my_only:
+            return UNDEFINED
         # HTCondor's daemon semantics: a name missing from MY is looked up in TARGET (only from
         # the top-level ad; inside a nested ad a missing name stays undefined).
         t = ctx.target
@@ -373,26 +361,16 @@ def _select(node: N.Select) -> Fn:
 
 
 def subscript_value(base: Any, index: Any) -> Any:
-    if base is ERROR or index is ERROR:
-        return ERROR
-    if base is UNDEFINED or index is UNDEFINED:
-        return UNDEFINED
     tb = type(base)
     ti = type(index)
-    if tb is ListValue:
-        if ti is not int:
-            return ERROR
-        if not -(1 << 31) <= index < (1 << 31):  # HTCondor takes the index as a C int
-            index &= 0xFFFFFFFF
-            index = index - (1 << 32) if index & 0x80000000 else index
+    if tb is ListValue and ti is int:
+        index = int32(index)  # HTCondor takes the index as a C int
         if index < 0 or index >= len(base):
             return ERROR
         return base.item(index)
-    if tb is AdValue:
-        if ti is not str:
-            return ERROR
+    if tb is AdValue and ti is str:
         return base.lookup(index, index.lower())
-    return ERROR
+    return O.failure(base, index)
 
 
 def _subscript(node: N.Subscript) -> Fn:

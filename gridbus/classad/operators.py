@@ -5,10 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gridbus.classad.cnumbers import cquot
 from gridbus.classad.scope import AdValue, ListValue
-from gridbus.classad.values import ERROR, UNDEFINED, AbsTime, RelTime, wrap64
-
-_MASK64 = (1 << 64) - 1
+from gridbus.classad.values import ERROR, UNDEFINED, AbsTime, RelTime, first_bad, wrap64
 
 
 def _num(v: Any) -> Any:
@@ -21,16 +20,15 @@ def _num(v: Any) -> Any:
     return None
 
 
-def _cdiv(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a < 0) == (b < 0) else -q
+def failure(a: Any, b: Any) -> Any:
+    """What an operator answers for operands it does not take: error when either is error, else
+    undefined when either is undefined, else error. Operators test their operands' types first
+    and come here only when those fail, which keeps the common case short."""
+    bad = first_bad(a, b)
+    return ERROR if bad is None else bad
 
 
 def arith(op: str, a: Any, b: Any) -> Any:
-    if a is ERROR or b is ERROR:
-        return ERROR
-    if a is UNDEFINED or b is UNDEFINED:
-        return UNDEFINED
     x = _num(a)
     y = _num(b)
     if x is not None and y is not None:
@@ -44,8 +42,8 @@ def arith(op: str, a: Any, b: Any) -> Any:
             if y == 0:
                 return ERROR
             if op == "/":
-                return wrap64(_cdiv(x, y))
-            return wrap64(x - y * _cdiv(x, y))
+                return wrap64(cquot(x, y))
+            return wrap64(x - y * cquot(x, y))
         x = float(x)
         y = float(y)
         if op == "+":
@@ -64,7 +62,8 @@ def arith(op: str, a: Any, b: Any) -> Any:
                 return ERROR if r > 0 else r
             return x / y
         return ERROR  # % is for integers only
-    return _time_arith(op, a, b)
+    bad = first_bad(a, b)
+    return _time_arith(op, a, b) if bad is None else bad
 
 
 def _time_arith(op: str, a: Any, b: Any) -> Any:
@@ -96,10 +95,6 @@ def _time_arith(op: str, a: Any, b: Any) -> Any:
 
 def compare(op: str, a: Any, b: Any) -> Any:
     """`< <= > >= == !=`: strict; strings compare without regard to case."""
-    if a is ERROR or b is ERROR:
-        return ERROR
-    if a is UNDEFINED or b is UNDEFINED:
-        return UNDEFINED
     x = _num(a)
     y = _num(b)
     if x is None or y is None:
@@ -111,7 +106,7 @@ def compare(op: str, a: Any, b: Any) -> Any:
             x = a.secs
             y = b.secs
         else:
-            return ERROR
+            return failure(a, b)
     if op == "==":
         return x == y
     if op == "!=":
@@ -142,13 +137,8 @@ def identical(a: Any, b: Any) -> Any:
 
 
 def bitwise(op: str, a: Any, b: Any) -> Any:
-    if a is ERROR or b is ERROR:
-        return ERROR
-    if a is UNDEFINED or b is UNDEFINED:
-        return UNDEFINED
-    ta, tb = type(a), type(b)
-    if ta is not int or tb is not int:
-        return ERROR
+    if type(a) is not int or type(b) is not int:
+        return failure(a, b)
     if op == "&":
         return a & b
     if op == "|":

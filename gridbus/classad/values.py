@@ -43,6 +43,18 @@ def wrap64(n: int) -> int:
     return n - (1 << 64) if n > INT_MAX else n
 
 
+def first_bad(*vals: Any) -> Any:
+    """ERROR if any value is error, else UNDEFINED if any is undefined, else None: what an
+    operation or a strict function answers before it looks at its operands' types."""
+    for v in vals:
+        if v is ERROR:
+            return ERROR
+    for v in vals:
+        if v is UNDEFINED:
+            return UNDEFINED
+    return None
+
+
 class AbsTime:
     """An absolute time: seconds since the epoch plus the UTC offset it was written with."""
 

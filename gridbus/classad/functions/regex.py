@@ -7,9 +7,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from gridbus.classad.functions.registry import first_bad, strict
+from gridbus.classad.functions.registry import strict
 from gridbus.classad.scope import ListValue
-from gridbus.classad.values import ERROR, UNDEFINED
+from gridbus.classad.values import ERROR, UNDEFINED, first_bad
 
 _RE_CACHE: dict[tuple[str, int], Any] = {}
 _OPTION_FLAGS = {"i": re.I, "I": re.I, "m": re.M, "M": re.M, "s": re.S, "S": re.S, "x": re.X, "X": re.X}
@@ -37,13 +37,14 @@ def compile_regex(pattern: str, options: Any) -> Any:
     return rx
 
 
-def _pattern(pattern: Any, options: Any, *others: Any) -> Any:
-    """The compiled pattern, or what the function answers instead: error or undefined among the
-    arguments (error first), else error for a pattern that is no string or does not compile."""
-    bad = first_bad(pattern, *others, options)
+def _pattern(pattern: Any, options: Any, *operands: tuple[Any, type]) -> Any:
+    """The compiled pattern, or what the function answers instead: error, else undefined, when an
+    argument is one; error when the pattern or an (operand, type) pair has the wrong type or the
+    pattern does not compile."""
+    bad = first_bad(pattern, options, *(v for v, _ in operands))
     if bad is not None:
         return bad
-    if type(pattern) is not str:
+    if type(pattern) is not str or any(type(v) is not t for v, t in operands):
         return ERROR
     rx = compile_regex(pattern, options)
     return ERROR if rx is None else rx
@@ -51,21 +52,17 @@ def _pattern(pattern: Any, options: Any, *others: Any) -> Any:
 
 @strict("regexp", 2, 3)
 def _regexp(pattern: Any, target: Any, options: Any = None) -> Any:
-    rx = _pattern(pattern, options, target)
+    rx = _pattern(pattern, options, (target, str))
     if rx is ERROR or rx is UNDEFINED:
         return rx
-    if type(target) is not str:
-        return ERROR
     return rx.search(target) is not None
 
 
 @strict("regexpMember", 2, 3)
 def _regexp_member(pattern: Any, lst: Any, options: Any = None) -> Any:
-    rx = _pattern(pattern, options, lst)
+    rx = _pattern(pattern, options, (lst, ListValue))
     if rx is ERROR or rx is UNDEFINED:
         return rx
-    if type(lst) is not ListValue:
-        return ERROR
     for e in lst.values():
         if type(e) is not str:
             return ERROR
@@ -90,11 +87,9 @@ def _expand(m: Any, template: str) -> str:
 
 def _regex_sub(mode: str) -> Callable:
     def fn(pattern: Any, target: Any, subst: Any, options: Any = None) -> Any:
-        rx = _pattern(pattern, options, target, subst)
+        rx = _pattern(pattern, options, (target, str), (subst, str))
         if rx is ERROR or rx is UNDEFINED:
             return rx
-        if type(target) is not str or type(subst) is not str:
-            return ERROR
         try:
             if mode == "regexps":
                 m = rx.search(target)

@@ -12,7 +12,7 @@ from typing import Any
 
 from gridbus.classad import nodes as N
 from gridbus.classad.scope import EMPTY_SCOPE, Ctx, ListValue, Scope
-from gridbus.classad.values import ERROR, UNDEFINED
+from gridbus.classad.values import ERROR
 
 STRICT: dict[str, tuple[Callable[..., Any], int, int]] = {}
 LAZY: dict[str, tuple[Callable[..., Any], int, int]] = {}
@@ -71,17 +71,6 @@ def compile_call(node: N.Call, compile_node: Callable) -> Callable:
 
 def _const_error(scope: Scope, ctx: Any) -> Any:
     return ERROR
-
-
-def first_bad(*vals: Any) -> Any:
-    """ERROR if any value is error, else UNDEFINED if any is undefined, else None."""
-    for v in vals:
-        if v is ERROR:
-            return ERROR
-    for v in vals:
-        if v is UNDEFINED:
-            return UNDEFINED
-    return None
 
 
 def list_of(items: list, scope: Scope | None = None) -> ListValue:

@@ -10,8 +10,8 @@ from typing import Any
 
 from gridbus.classad.cnumbers import f2ll, strtod
 from gridbus.classad.functions.regex import compile_regex
-from gridbus.classad.functions.registry import first_bad, list_of, strict
-from gridbus.classad.values import ERROR, UNDEFINED
+from gridbus.classad.functions.registry import list_of, strict
+from gridbus.classad.values import ERROR, UNDEFINED, first_bad
 
 
 def _tokens(s: str, delims: str) -> list[str]:
