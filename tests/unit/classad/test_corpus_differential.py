@@ -47,3 +47,24 @@ def test_classad_tests_match(kind, left, right):
     assert ours_l.symmetricMatch(ours_r) == theirs_l.symmetricMatch(theirs_r)
     assert ours_l.matches(ours_r) == theirs_l.matches(theirs_r)
     assert ours_r.matches(ours_l) == theirs_r.matches(theirs_l)
+
+
+# The job argument and environment functions share `gridbus.jobargs` with the submit language and
+# the starter; their edge cases (ordering, line ends, odd blanks, quoting runs) against the library.
+JOBARGS_CASES = [
+    'envV1ToV2("B=1;A=2")',
+    'envV1ToV2("A=1\\nB=2")',
+    'envV1ToV2("\\vA=1")',
+    'envV1ToV2(" A=1 ; B = 2")',
+    'mergeEnvironment("B=1 A=2", "C=1")',
+    'mergeEnvironment("A=1", "A=2 B=3")',
+    'listToArgs({"a b", "", "it\'s"})',
+    'listToArgs({"plain", "two  spaces"})',
+    'argsToList("a\\vb c")',
+    'argsToList("\'a b\' c \'\'")',
+]
+
+
+@pytest.mark.parametrize("expr", JOBARGS_CASES)
+def test_job_argument_and_environment_functions(expr):
+    assert norm(ours_eval(expr)) == norm(theirs_eval(expr)), expr
