@@ -8,7 +8,10 @@ Figures, all measured in the same run on this machine:
   loop), one after another (latency) and 32 at a time (spawns per second);
 - end to end on the broker: a test schedd agent calls ActivateClaim on a claim it holds, the startd
   runs /bin/true and its JobReports exit report reaches the schedd, which activates the next job on
-  the same claim at once; per job, one after another. This is the claim-reuse loop of the pool.
+  the same claim at once; per job, one after another (ActivateClaim, one round trip per job);
+- the same with the next activation riding in the answer to the exit report (what the schedd does
+  for a startd whose RequestClaim answered ReportActivations): per job, the time from one exit
+  report to the next at the schedd. This is the claim-reuse loop of the pool.
 
 The ratio printed is end-to-end per job over the bare spawn (how much the protocol adds).
 Run: ``.venv/bin/python bench/bench_startd.py [--quick]``; ``run(quick)`` returns the figures.
@@ -43,7 +46,8 @@ desc = "The schedd side of the startd benchmark."
 Name = { type = "sstr", index = true }
 [classes.benchschedd.methods.JobReports]
 desc = "exit reports"
-args = [ { name = "Reports", dir = "I", type = "list" }, { name = "Unknown", dir = "O", type = "list" } ]
+args = [ { name = "Reports", dir = "I", type = "list" }, { name = "Unknown", dir = "O", type = "list" },
+         { name = "Activations", dir = "O", type = "list" } ]
 """, "bench_startd"))
 
 
@@ -56,15 +60,42 @@ class BenchSchedd(Agent):
         super().__init__(name, url, schema=BENCH_SCHEMA, update_interval=60)
         self.exited: asyncio.Event | None = None
         self.exit_codes: list[int] = []
+        self.chain: tuple[str, int] | None = None  # (claim, jobs left) while chaining in answers
+        self.exit_times: list[float] = []
 
     @method("benchschedd")
     async def JobReports(self, call: Call, Reports: list) -> dict:
+        activations = []
         for r in Reports:
             if r.get("Event") == "exit":
                 self.exit_codes.append(r.get("ExitCode", -1))
+                self.exit_times.append(time.perf_counter())
+                if self.chain is not None and self.chain[1] > 0:
+                    claim, left = self.chain
+                    self.chain = (claim, left - 1)
+                    activations.append({"ClaimId": claim, "JobAd": {"ClusterId": 2, "ProcId": left, "Owner": "bench",
+                                                                    "Cmd": "/bin/true"}})
                 if self.exited is not None:
                     self.exited.set()
-        return {"Unknown": []}
+        return {"Unknown": [], **({"Activations": activations} if activations else {})}
+
+    async def answer_loop(self, startd: str, claim: str, n: int) -> list[float]:
+        """n jobs on one claim, each activated in the answer to the previous one's exit report."""
+        self.chain = (claim, n)
+        self.exit_times = []
+        self.exited = asyncio.Event()
+        r = await self.client.call(startd, "ActivateClaim", {"ClaimId": claim, "JobAd": {
+            "ClusterId": 2, "ProcId": n + 1, "Owner": "bench", "Cmd": "/bin/true"}})
+        if r.status:
+            raise RuntimeError(f"ActivateClaim failed: {r.text}")
+        deadline = time.monotonic() + 600
+        while len(self.exit_times) < n + 1:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"only {len(self.exit_times)} of {n + 1} chained jobs reported an exit")
+            self.exited.clear()
+            await asyncio.wait_for(self.exited.wait(), 10)
+        self.chain = None
+        return [b - a for a, b in zip(self.exit_times, self.exit_times[1:], strict=False)]
 
     async def reuse_loop(self, startd: str, claim: str, n: int) -> list[float]:
         """Activate /bin/true n times on one claim, each as soon as the last exit is reported."""
@@ -131,7 +162,7 @@ def _vhost() -> tuple[str, Any, str]:
     return base.with_vhost(name).url, mgmt, name
 
 
-def end_to_end(execute: str, n: int) -> list[float]:
+def end_to_end(execute: str, n: int) -> tuple[list[float], list[float]]:
     from gridbus.agent.threaded import AgentThread
     from gridbus.agents.startd import Startd, StartdSettings
 
@@ -153,9 +184,10 @@ def end_to_end(execute: str, n: int) -> list[float]:
             claim_id = st.call(claim())
             st.call(schedd.reuse_loop(startd.address, claim_id, min(20, n)), timeout=120)  # warm up
             times = st.call(schedd.reuse_loop(startd.address, claim_id, n), timeout=600)
+            chained = st.call(schedd.answer_loop(startd.address, claim_id, n), timeout=600)
             if any(code != 0 for code in schedd.exit_codes):
                 raise RuntimeError("a /bin/true reported a non-zero exit")
-            return times
+            return times, chained
     finally:
         mgmt.delete_vhost(vhost)
 
@@ -173,10 +205,10 @@ def run(quick: bool = False) -> dict[str, Any]:
         bare = asyncio.run(bare_spawn(n))
         starter_seq, _ = asyncio.run(starter_runs(execute, n, 1))
         _, starter_rate = asyncio.run(starter_runs(execute, n * 3, 32))
-        e2e = end_to_end(execute, n)
+        e2e, chained = end_to_end(execute, n)
     finally:
         shutil.rmtree(execute, ignore_errors=True)
-    bare_ms, e2e_ms = _ms(bare), _ms(e2e)
+    bare_ms, e2e_ms, chained_ms = _ms(bare), _ms(e2e), _ms(chained)
     return {
         "jobs": n,
         "peer_bare_asyncio_spawn": bare_ms,
@@ -185,6 +217,9 @@ def run(quick: bool = False) -> dict[str, Any]:
         "activation_to_reported_exit_reused_claim": e2e_ms,
         "e2e_jobs_per_s_one_claim": round(1000 / e2e_ms["mean_ms"], 1),
         "ratio_e2e_over_bare_spawn": round(e2e_ms["mean_ms"] / bare_ms["mean_ms"], 2),
+        "exit_to_exit_activation_in_answer_reused_claim": chained_ms,
+        "answer_chained_jobs_per_s_one_claim": round(1000 / chained_ms["mean_ms"], 1),
+        "ratio_answer_chained_over_bare_spawn": round(chained_ms["mean_ms"] / bare_ms["mean_ms"], 2),
     }
 
 
@@ -193,12 +228,15 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="fewer jobs")
     figures = run(p.parse_args().quick)
     print(f"jobs per measurement: {figures['jobs']}")
-    for key in ("peer_bare_asyncio_spawn", "starter_in_process", "activation_to_reported_exit_reused_claim"):
+    for key in ("peer_bare_asyncio_spawn", "starter_in_process", "activation_to_reported_exit_reused_claim",
+                "exit_to_exit_activation_in_answer_reused_claim"):
         f = figures[key]
         print(f"{key:45s} mean {f['mean_ms']:7.3f} ms  p50 {f['p50_ms']:7.3f} ms  p95 {f['p95_ms']:7.3f} ms")
     print(f"{'starter spawns/s (32 in flight)':45s} {figures['starter_spawns_per_s_32_in_flight']}")
     print(f"{'end-to-end jobs/s on one reused claim':45s} {figures['e2e_jobs_per_s_one_claim']}")
     print(f"{'ratio end-to-end / bare asyncio spawn':45s} {figures['ratio_e2e_over_bare_spawn']}")
+    print(f"{'jobs/s on one claim, activation in answer':45s} {figures['answer_chained_jobs_per_s_one_claim']}")
+    print(f"{'ratio in-answer loop / bare asyncio spawn':45s} {figures['ratio_answer_chained_over_bare_spawn']}")
 
 
 if __name__ == "__main__":
