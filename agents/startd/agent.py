@@ -84,6 +84,7 @@ class Startd(Agent):
         self._ending: dict[str, asyncio.Future] = {}  # claims being ended, done when they are
         self._starting: dict[str, dict[str, Any]] = {}  # claim id -> job ad being spawned on it
         self._launches: set[asyncio.Task] = set()
+        self._launch_of: dict[str, asyncio.Task] = {}  # claim id -> its job's launch
         self._exprs: dict[str, Any] | None = None
         self._machine_attrs = self.machine.attributes()
 
@@ -376,6 +377,7 @@ class Startd(Agent):
         self._starting[claim.id] = job_ad
         task = asyncio.get_running_loop().create_task(self._launch(claim, job_ad, memory), name=f"launch {slot.name}")
         self._launches.add(task)
+        self._launch_of[claim.id] = task
         task.add_done_callback(self._launches.discard)
         return task
 
@@ -390,17 +392,21 @@ class Startd(Agent):
             log.info("job %s could not start on %s: %s", _job_id(job_ad), slot.name, exc.reason)
             self._report(claim, job_ad, "exit", {"HoldReason": exc.reason, "HoldReasonCode": exc.code,
                                                   "HoldReasonSubCode": exc.subcode})
+            if claim.retiring and claim.id not in self._ending and self.claims.get(claim.id) is claim:
+                self.spawn(self._end_claim(claim, graceful=True, reason="drain"), "retire claim")  # drained meanwhile
             return
         finally:
             self._starting.pop(claim.id, None)
+            self._launch_of.pop(claim.id, None)
         claim.job = started
         self.counters["JobsStarted"] += 1
-        if self.claims.get(claim.id) is not claim or claim.retiring or claim.id in self._ending:
-            # The claim ended, or began to, while the job was being spawned: it does not run on.
-            log.info("claim on %s ended while job %s was starting; stopping the job", slot.name, _job_id(job_ad))
+        if self.claims.get(claim.id) is not claim:  # _end_claim waits for launches: not expected
+            log.warning("claim on %s is gone while job %s was starting; stopping the job", slot.name, _job_id(job_ad))
             self.starter.stop(started, graceful=False, reason="release")
             return
-        slot.set(activity=sl.BUSY)
+        # A claim being ended or drained meanwhile stops or retires this job like a running one.
+        if not claim.retiring and claim.id not in self._ending:
+            slot.set(activity=sl.BUSY)
         self._report(claim, job_ad, "execute", {"Slot": slot.name, "RemoteHost": slot.name})
         self.ads_changed()
 
@@ -451,7 +457,7 @@ class Startd(Agent):
         log.info("draining (%s) at the request of %s: %s", how, call.user, self.drain.reason)
         for claim in list(self.claims.values()):
             claim.retiring = True
-            if claim.job is None:
+            if claim.job is None and claim.id not in self._starting:
                 self.spawn(self._end_claim(claim, graceful=True, reason="drain"), "drain idle claim")
             elif how == "graceful":
                 claim.slot.set(activity=sl.RETIRING)
@@ -521,6 +527,9 @@ class Startd(Agent):
         done = asyncio.get_running_loop().create_future()
         self._ending[claim.id] = done
         try:
+            launch = self._launch_of.get(claim.id)
+            if launch is not None:  # a job being spawned is stopped like a running one, once it runs
+                await asyncio.shield(launch)
             if claim.job is not None:
                 claim.slot.set(sl.PREEMPTING, sl.VACATING if graceful else sl.KILLING)
                 self.ads_changed()
