@@ -11,8 +11,13 @@ The protocol is docs/protocols.md, "Negotiation" and "Claiming and running":
   takes the negotiator's matches, reserves one idle job per match and claims the slots in the
   background (``RequestClaim``), then activates them, batched per startd (``ActivateClaims``).
 - ``JobReports`` from the startds: usage updates, and exits. On an exit the claim is reused at
-  once for the owner's next idle job that matches the slot, in the same handler turn and in one
-  ActivateClaims call per startd for the whole batch, until CLAIM_WORKLIFE ends; then it is released.
+  once for the owner's next idle job that matches the slot, in the same handler turn, until
+  CLAIM_WORKLIFE ends; then it is released. For a startd whose RequestClaim answered
+  ReportActivations the next jobs go in the answer to that very JobReports call (no round trip of
+  their own) and come back as ``activated`` reports; other claims get one ActivateClaims call per
+  startd for the whole batch. Under load the startd has one JobReports call in flight, so one call
+  carries the reports of several jobs and its answer their successors: about one message pair
+  per several jobs.
 - Leases: ``Alive`` every lease/3 per startd for all its claims. Only an explicit "unknown" ends a
   claim at once; an unanswered startd loses its claims when the lease runs out, and their jobs
   go back to Idle to be matched elsewhere.
