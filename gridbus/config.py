@@ -330,6 +330,11 @@ class Config:
                 out.append(key)
         return out
 
+    def pick(self, **fields: str) -> dict[str, Any]:
+        """``{field: value of its knob}`` for ``field="KNOB"`` pairs: a settings object's or a
+        constructor's keyword arguments, with the field-to-knob table written once."""
+        return {field_name: self.get(name) for field_name, name in fields.items()}
+
     def url(self) -> str:
         """The broker URL (GRIDBUS_URL)."""
         return str(self.get("GRIDBUS_URL"))

@@ -48,9 +48,6 @@ def build(cfg: Config, name: str | None = None, url: str | None = None) -> Colle
 
 
 def main(argv: list[str] | None = None) -> None:
-    from gridbus.agent.runner import base_parser, run, setup_logging
+    from gridbus.agent.runner import serve
 
-    args = base_parser("collector").parse_args(argv)
-    cfg = Config.load(daemon="collector")
-    setup_logging("CollectorLog", args.log_dir, args.foreground)
-    run(lambda: build(cfg, args.name, args.url))
+    serve("collector", "CollectorLog", lambda cfg, args: build(cfg, args.name, args.url), argv)

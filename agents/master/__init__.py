@@ -7,8 +7,6 @@ backoff, stop), `pidfile` (pid files under $(RUN)), `agent` (the Master agent an
 
 from __future__ import annotations
 
-import sys
-
 from gridbus.agents.master.agent import Master  # declares the master's knobs
 from gridbus.config import Config
 
@@ -21,19 +19,17 @@ def build(cfg: Config, name: str | None = None, url: str | None = None, *, foreg
 
 
 def main(argv: list[str] | None = None) -> None:
-    from gridbus.agent.runner import base_parser, run, setup_logging
+    import argparse
+
+    from gridbus.agent.runner import base_parser, serve
     from gridbus.agents.master.children import log_name
 
     parser = base_parser("master")
     parser.add_argument("--config", help="configuration file (default: GRIDBUS_CONFIG, ./gridbus.toml, ...)")
-    args = parser.parse_args(argv)
-    try:
-        cfg = Config.load(args.config, daemon="master")
-        log_dir = args.log_dir or str(cfg.path_of("LOG"))
-        max_bytes, backups = int(cfg.get("MAX_DAEMON_LOG")), int(cfg.get("MAX_NUM_DAEMON_LOG"))
-    except (ValueError, KeyError) as exc:
-        sys.exit(f"gridbus master: bad configuration: {exc}")
-    if args.log_dir:
-        cfg.set("LOG", args.log_dir)
-    setup_logging(log_name("MASTER"), log_dir, args.foreground, max_bytes=max_bytes, backups=backups)
-    run(lambda: build(cfg, args.name, args.url, foreground=args.foreground))
+
+    def make(cfg: Config, args: argparse.Namespace) -> Master:
+        if args.log_dir:
+            cfg.set("LOG", args.log_dir)  # the master's daemons log beside it
+        return build(cfg, args.name, args.url, foreground=args.foreground)
+
+    serve("master", log_name("MASTER"), make, argv, parser=parser)

@@ -33,22 +33,21 @@ def build(cfg: Config | None = None, name: str | None = None, url: str | None = 
         name or cfg.get("NEGOTIATOR_NAME") or socket.gethostname(),
         url or cfg.url(),
         spool=cfg.path_of("SPOOL"),
-        interval=cfg.get("NEGOTIATOR_INTERVAL"),
-        cycle_delay=cfg.get("NEGOTIATOR_CYCLE_DELAY"),
-        halflife=cfg.get("PRIORITY_HALFLIFE"),
-        request_list_size=cfg.get("NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE"),
-        collector=cfg.get("COLLECTOR_ADDRESS"),
-        match_hold=cfg.get("NEGOTIATOR_MATCH_HOLD"),
-        schedd_timeout=cfg.get("NEGOTIATOR_SCHEDD_TIMEOUT"),
         limits=limits,
-        default_limit=cfg.get("CONCURRENCY_LIMIT_DEFAULT"),
-        update_interval=cfg.get("UPDATE_INTERVAL"),
-        admins=cfg.get("NEGOTIATOR_ADMINS"),
+        **cfg.pick(
+            interval="NEGOTIATOR_INTERVAL",
+            cycle_delay="NEGOTIATOR_CYCLE_DELAY",
+            halflife="PRIORITY_HALFLIFE",
+            request_list_size="NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE",
+            collector="COLLECTOR_ADDRESS",
+            match_hold="NEGOTIATOR_MATCH_HOLD",
+            schedd_timeout="NEGOTIATOR_SCHEDD_TIMEOUT",
+            default_limit="CONCURRENCY_LIMIT_DEFAULT",
+            update_interval="UPDATE_INTERVAL",
+            admins="NEGOTIATOR_ADMINS",
+        ),
     )
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = runner.base_parser("negotiator").parse_args(argv)
-    cfg = Config.load(daemon="negotiator")
-    runner.setup_logging("NegotiatorLog", args.log_dir or str(cfg.path_of("LOG")), args.foreground)
-    runner.run(lambda: build(cfg, args.name, args.url))
+    runner.serve("negotiator", "NegotiatorLog", lambda cfg, args: build(cfg, args.name, args.url), argv)

@@ -34,15 +34,12 @@ def build(cfg: Config, name: str | None = None, url: str | None = None) -> Start
 
 
 def main(argv: list[str] | None = None) -> None:
-    import sys
+    from gridbus.agent.runner import serve
 
-    from gridbus.agent.runner import base_parser, run, setup_logging
-
-    args = base_parser("startd").parse_args(argv)
-    try:
-        cfg = Config.load(daemon="startd")
-        StartdSettings.from_config(cfg).validate()
-    except (ValueError, KeyError) as exc:
-        sys.exit(f"gridbus startd: bad configuration: {exc}")
-    setup_logging("StartLog", args.log_dir, args.foreground)
-    run(lambda: build(cfg, args.name, args.url))
+    serve(
+        "startd",
+        "StartLog",
+        lambda cfg, args: build(cfg, args.name, args.url),
+        argv,
+        check=lambda cfg: StartdSettings.from_config(cfg).validate(),
+    )

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gridbus.agent.core import Agent
+from gridbus.config import Config
 
 
 def setup_logging(
@@ -50,6 +51,35 @@ def base_parser(kind: str) -> argparse.ArgumentParser:
     p.add_argument("--log-dir", help="write the daemon log here (rotated)")
     p.add_argument("--foreground", action="store_true", help="also log to stderr")
     return p
+
+
+def serve(
+    kind: str,
+    log_name: str,
+    build: Callable[[Config, argparse.Namespace], Agent],
+    argv: list[str] | None = None,
+    *,
+    parser: argparse.ArgumentParser | None = None,
+    check: Callable[[Config], object] | None = None,
+) -> None:
+    """A daemon's ``main``: parse its options, load its configuration, open its log, run it.
+
+    Every daemon starts the same way, so one function does it: ``--config`` (if ``parser`` has
+    it) names the file, a bad configuration (including what ``check`` raises) ends the process
+    with a sentence, the log goes to ``--log-dir`` else the LOG knob, rotated as MAX_DAEMON_LOG
+    and MAX_NUM_DAEMON_LOG say, and ``build(cfg, args)`` makes the agent once the loop runs.
+    """
+    args = (parser or base_parser(kind)).parse_args(argv)
+    try:
+        cfg = Config.load(getattr(args, "config", None), daemon=kind)
+        log_dir = args.log_dir or str(cfg.path_of("LOG"))
+        max_bytes, backups = int(cfg.get("MAX_DAEMON_LOG")), int(cfg.get("MAX_NUM_DAEMON_LOG"))
+        if check is not None:
+            check(cfg)
+    except (ValueError, KeyError) as exc:  # ConfigError is a ValueError
+        sys.exit(f"gridbus {kind}: bad configuration: {exc}")
+    setup_logging(log_name, log_dir, args.foreground, max_bytes=max_bytes, backups=backups)
+    run(lambda: build(cfg, args))
 
 
 def run(make_agent: Callable[[], Agent]) -> None:
