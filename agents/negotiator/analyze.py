@@ -8,6 +8,7 @@ that fails most is named.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from gridbus import classad
@@ -20,32 +21,36 @@ def split_conjuncts(text: str) -> list[str]:
     # Strip one pair of parentheses that encloses the whole expression.
     while text.startswith("(") and _closing(text, 0) == len(text) - 1:
         text = text[1:-1].strip()
-    out, depth, start, i, quote = [], 0, 0, 0, ""
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\":
-                i += 2
-                continue
-            if c == quote:
-                quote = ""
-        elif c in "\"'":
-            quote = c
-        elif c in "([{":
+    out, depth, start, second = [], 0, 0, -1
+    for i, c in _unquoted(text):
+        if c in "([{":
             depth += 1
         elif c in ")]}":
             depth -= 1
-        elif depth == 0 and text.startswith("&&", i):
+        elif depth == 0 and i != second and text.startswith("&&", i):
             out.append(text[start:i].strip())
-            start = i + 2
-            i += 1
-        i += 1
+            start, second = i + 2, i + 1  # the second '&' does not open another split
     out.append(text[start:].strip())
     return [c for c in out if c]
 
 
 def _closing(text: str, at: int) -> int:
-    depth, quote, i = 0, "", at
+    """Where the parenthesis opened at ``at`` closes, or -1."""
+    depth = 0
+    for i, c in _unquoted(text, at):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def _unquoted(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """Index and character of each character of ``text`` outside string literals (the quotes
+    themselves left out; a backslash escapes the next character inside a string)."""
+    quote, i = "", start
     while i < len(text):
         c = text[i]
         if quote:
@@ -56,14 +61,9 @@ def _closing(text: str, at: int) -> int:
                 quote = ""
         elif c in "\"'":
             quote = c
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i
+        else:
+            yield i, c
         i += 1
-    return -1
 
 
 def analyze(job: dict[str, Any], machines: list[dict[str, Any]]) -> dict[str, Any]:

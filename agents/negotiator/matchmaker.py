@@ -30,7 +30,7 @@ from typing import Any
 
 from gridbus import classad
 from gridbus.agents.negotiator.prefilter import AttrIndex, conjuncts
-from gridbus.agents.negotiator.reach import SlotRefs, reach
+from gridbus.agents.negotiator.reach import SlotRefs, follow, reach
 
 REJECT_NO_MATCH = "no match found"
 REJECT_PRIORITY = "insufficient priority"
@@ -81,20 +81,13 @@ def refs_of(value: Any) -> set[str] | None:
 def closure(ad: dict[str, Any], roots: Iterable[str]) -> set[str] | None:
     """Every attribute name reached from ``roots`` through the ad's own expressions."""
     lowered = {k.lower(): v for k, v in ad.items()}
-    seen: set[str] = set()
-    todo = [r.lower() for r in roots]
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
+
+    def step(name: str) -> Iterable[str] | None:
         value = lowered.get(name)
-        if _is_expr(value):
-            more = refs_of(value)
-            if more is None:
-                return None
-            todo.extend(more - seen)
-    return seen
+        return refs_of(value) if _is_expr(value) else ()
+
+    reached = follow(roots, step)
+    return None if reached is None else set(reached)
 
 
 def test_expr(value: Any, my: dict, target: dict) -> bool:

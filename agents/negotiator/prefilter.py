@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gridbus import classad
+from gridbus.agents.negotiator.reach import operands
 from gridbus.classad import nodes as N
 
 # `value op slot` is `slot flipped(op) value`.
@@ -63,20 +64,11 @@ def _job_constant(node: N.Node, job_low: dict[str, Any], seen: set[str]) -> bool
             if lname not in seen:
                 seen.add(lname)
                 stack.append(classad.compile(value).node)
-        elif t is N.Binary or t is N.Elvis:
-            stack += (n.left, n.right)  # type: ignore[attr-defined]
-        elif t is N.Chain:
-            stack += n.operands  # type: ignore[attr-defined]
-        elif t is N.Unary:
-            stack.append(n.operand)  # type: ignore[attr-defined]
-        elif t is N.Paren:
-            stack.append(n.inner)  # type: ignore[attr-defined]
-        elif t is N.Conditional:
-            stack += (n.cond, n.then, n.other)  # type: ignore[attr-defined]
-        elif t is N.Call and n.lname != "eval":  # type: ignore[attr-defined]
-            stack += n.args  # type: ignore[attr-defined]
         else:
-            return False  # eval(), selections, lists, records: not worth proving
+            kids = None if t is N.Call and n.lname == "eval" else operands(n)  # type: ignore[attr-defined]
+            if kids is None:
+                return False  # eval(), selections, lists, records: not worth proving
+            stack += kids
     return True
 
 

@@ -14,7 +14,7 @@ every slot and every job as distinct.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from gridbus import classad
@@ -25,6 +25,47 @@ _OPAQUE_CALLS = frozenset({"eval"})
 
 _REFS_BY_TEXT: dict[str, frozenset[str] | None] = {}
 _REFS_CACHE_MAX = 50_000
+
+
+def operands(n: N.Node) -> tuple[N.Node, ...] | None:
+    """The sub-expressions of an operator node (binary, elvis, chain, unary, parentheses,
+    conditional, call), or None for any other kind: the walks here share the operators and
+    differ only on names, selections, subscripts, lists and records.
+
+    (``gridbus.classad.exprtree.collect_refs`` walks the same way inside the classad package;
+    gridbus.classad offers no children-of-a-node helper to share with it.)
+    """
+    t = type(n)
+    if t is N.Binary or t is N.Elvis:
+        return (n.left, n.right)  # type: ignore[attr-defined]
+    if t is N.Chain:
+        return tuple(n.operands)  # type: ignore[attr-defined]
+    if t is N.Unary:
+        return (n.operand,)  # type: ignore[attr-defined]
+    if t is N.Paren:
+        return (n.inner,)  # type: ignore[attr-defined]
+    if t is N.Conditional:
+        return (n.cond, n.then, n.other)  # type: ignore[attr-defined]
+    if t is N.Call:
+        return tuple(n.args)  # type: ignore[attr-defined]
+    return None
+
+
+def follow(roots: Iterable[str], step: Callable[[str], Iterable[str] | None]) -> frozenset[str] | None:
+    """Every name reached from ``roots`` (lower-cased) through ``step``, the names one name's
+    values look up; None as soon as ``step`` answers None (cannot be told)."""
+    seen: set[str] = set()
+    todo = [r.lower() for r in roots]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        more = step(name)
+        if more is None:
+            return None
+        todo.extend(more)
+    return frozenset(seen)
 
 
 def node_refs(node: N.Node) -> frozenset[str] | None:
@@ -38,20 +79,8 @@ def node_refs(node: N.Node) -> frozenset[str] | None:
             out.add(n.lname)  # type: ignore[attr-defined]
         elif t is N.Literal:
             continue
-        elif t is N.Binary or t is N.Elvis:
-            stack += (n.left, n.right)  # type: ignore[attr-defined]
-        elif t is N.Chain:
-            stack += n.operands  # type: ignore[attr-defined]
-        elif t is N.Unary:
-            stack.append(n.operand)  # type: ignore[attr-defined]
-        elif t is N.Paren:
-            stack.append(n.inner)  # type: ignore[attr-defined]
-        elif t is N.Conditional:
-            stack += (n.cond, n.then, n.other)  # type: ignore[attr-defined]
-        elif t is N.Call:
-            if n.lname in _OPAQUE_CALLS:  # type: ignore[attr-defined]
-                return None
-            stack += n.args  # type: ignore[attr-defined]
+        elif t is N.Call and n.lname in _OPAQUE_CALLS:  # type: ignore[attr-defined]
+            return None
         elif t is N.ListExpr:
             stack += n.items  # type: ignore[attr-defined]
         elif t is N.RecordExpr:
@@ -69,7 +98,10 @@ def node_refs(node: N.Node) -> frozenset[str] | None:
                 return None  # `ad[expr]` names an attribute only at run time
             stack += (n.base, index)  # type: ignore[attr-defined]
         else:
-            return None  # a node kind this walker does not know: assume the worst
+            kids = operands(n)
+            if kids is None:
+                return None  # a node kind this walker does not know: assume the worst
+            stack += kids
     return frozenset(out)
 
 
@@ -121,22 +153,17 @@ class SlotRefs:
 
 def reach(job_low: dict[str, Any], roots: Iterable[str], slots: SlotRefs) -> frozenset[str] | None:
     """Every name reachable from ``roots`` through the job's and the slots' expressions."""
-    seen: set[str] = set()
-    todo = [r.lower() for r in roots]
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
+
+    def step(name: str) -> Iterable[str] | None:
         if name in slots.opaque:
             return None
-        more = slots.refs.get(name)
-        if more:
-            todo.extend(more)
+        more: Iterable[str] = slots.refs.get(name, ())
         value = job_low.get(name)
         if value is not None and type(value) not in (int, float, str, bool):
             job_more = value_refs(value)
             if job_more is None:
                 return None
-            todo.extend(job_more)
-    return frozenset(seen)
+            more = [*more, *job_more]
+        return more
+
+    return follow(roots, step)
