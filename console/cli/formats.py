@@ -121,6 +121,18 @@ def json_form(ads: Iterable[Any]) -> str:
     return json.dumps([{k: _json_value(v) for k, v in _items(ad)} for ad in ads], indent=1) + "\n"
 
 
+def chosen_form(args: Any, ads: list[Any]) -> str | None:
+    """The text of the form the options chose (``-json``, ``-l``, ``-af``, in that order), or
+    None when none was asked for and the command prints its own table."""
+    if getattr(args, "json", False):
+        return json_form(ads)
+    if getattr(args, "long", False):
+        return long_form(ads)
+    if getattr(args, "af", None):
+        return autoformat(ads, args.af)
+    return None
+
+
 # ------------------------------------------------------------------ condor_q
 def submitted(qdate: Any) -> str:
     """`%m/%d %H:%M` without a leading zero on the month, the day padded (`1/5  11:45`)."""

@@ -116,14 +116,9 @@ def cmd_q(args: argparse.Namespace) -> int:
     if args.autocluster:
         return _autocluster(schedd, constraint, args)
     ads = list(schedd.query(constraint=constraint, projection=projection, limit=args.limit))
-    if args.json:
-        sys.stdout.write(formats.json_form(ads))
-        return 0
-    if args.long:
-        sys.stdout.write(formats.long_form(ads))
-        return 0
-    if args.af:
-        sys.stdout.write(formats.autoformat(ads, args.af))
+    chosen = formats.chosen_form(args, ads)
+    if chosen is not None:
+        sys.stdout.write(chosen)
         return 0
     out = sys.stdout
     if not args.totals:
@@ -243,12 +238,9 @@ def cmd_history(args: argparse.Namespace) -> int:
     schedd = _schedd(args)
     constraint = selection(args.targets, args.constraint, everyone=True) or "true"
     ads = list(schedd.history(constraint, list(args.af or []), args.limit))
-    if args.json:
-        sys.stdout.write(formats.json_form(ads))
-    elif args.long:
-        sys.stdout.write(formats.long_form(ads))
-    elif args.af:
-        sys.stdout.write(formats.autoformat(ads, args.af))
+    chosen = formats.chosen_form(args, ads)
+    if chosen is not None:
+        sys.stdout.write(chosen)
     else:
         print(HISTORY_HEADER)
         for ad in ads:

@@ -23,12 +23,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         constraint = f"({constraint}) && ({names})"
     with Collector() as collector:
         ads = list(collector.query(ad_type, constraint, list(args.af) if args.af else None))
-    if args.json:
-        sys.stdout.write(formats.json_form(ads))
-    elif args.long:
-        sys.stdout.write(formats.long_form(ads))
-    elif args.af:
-        sys.stdout.write(formats.autoformat(ads, args.af))
+    chosen = formats.chosen_form(args, ads)
+    if chosen is not None:
+        sys.stdout.write(chosen)
     elif ad_type != AdType.Startd:
         print(f"{'Name':<40} {'MyType':<12} {'MyAddress'}")
         for ad in sorted(ads, key=lambda a: str(formats.get(a, "Name", ""))):
