@@ -22,6 +22,7 @@ from typing import Any
 
 from gridbus.classad import ClassAd, ExprTree
 from gridbus.console.session import Session
+from gridbus.jobstatus import JobStatus as JobStatus  # htcondor2.JobStatus, shared with the schedd
 from gridbus.rpc import CallFailed, CallTimeout, MethodResult
 from gridbus.status import Status
 
@@ -37,16 +38,6 @@ class JobAction(IntEnum):
     VacateFast = 6
     Suspend = 8
     Continue = 9
-
-
-class JobStatus(IntEnum):
-    IDLE = 1
-    RUNNING = 2
-    REMOVED = 3
-    COMPLETED = 4
-    HELD = 5
-    TRANSFERRING_OUTPUT = 6
-    SUSPENDED = 7
 
 
 class QueryOpt(IntFlag):

@@ -9,20 +9,13 @@ import re
 from enum import IntEnum
 from typing import Any
 
+from gridbus.jobstatus import STATUS_LETTERS, STATUS_NAMES, JobStatus
 
-class JobStatus(IntEnum):
-    IDLE = 1
-    RUNNING = 2
-    REMOVED = 3
-    COMPLETED = 4
-    HELD = 5
-    TRANSFERRING_OUTPUT = 6
-    SUSPENDED = 7
+__all__ = ["JobStatus", "STATUS_NAMES", "STATUS_LETTERS", "HoldCode", "parse_job_id", "job_id"]
 
-
-STATUS_NAMES = {s.value: s.name.title().replace("_", "") for s in JobStatus}
-# The letters condor_q prints (src/condor_utils/condor_q.cpp encode_status).
-STATUS_LETTERS = {1: "I", 2: "R", 3: "X", 4: "C", 5: "H", 6: ">", 7: "S"}
+# Plain ints for the schedd's hot paths (Proc.status is an int; an IntEnum compares slower).
+IDLE, RUNNING, REMOVED, COMPLETED, HELD = (int(s) for s in (
+    JobStatus.IDLE, JobStatus.RUNNING, JobStatus.REMOVED, JobStatus.COMPLETED, JobStatus.HELD))
 
 
 class HoldCode(IntEnum):

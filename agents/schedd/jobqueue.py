@@ -338,6 +338,11 @@ class JobQueue:
     def submission(self, owner: str, submission_id: str) -> tuple[str, Any] | None:
         return self.store.submission(owner, submission_id)
 
+    def add_writes(self, writes: list[tuple[str, list[tuple[Any, ...]]]]) -> None:
+        """Rows of another table of this file (SQL, parameter rows) to write in the next flush's
+        transaction, after the queue's own (the shadows' claims: a job and its claim agree on disk)."""
+        self._batch.writes.extend(writes)
+
     @property
     def dirty(self) -> bool:
         return bool(self._dirty) or bool(self._batch)
@@ -373,6 +378,7 @@ class JobQueue:
         new.proc_deletes |= batch.proc_deletes
         new.history[:0] = batch.history
         new.submissions[:0] = batch.submissions
+        new.writes[:0] = batch.writes  # older statements first: a later change of a row wins
 
     def _attach(self, c: Cluster, p: Proc) -> None:
         c.procs[p.id] = p

@@ -3,7 +3,7 @@
 HTCondor runs a condor_shadow process per running job; here a shadow is a `Claim` record and a few
 coroutines on the schedd's loop. The schedd class is ``class Schedd(ShadowMixin, Agent)``; it
 provides the job-state API this module calls (``queue``, ``job_started``, ``job_exited``,
-``job_evicted``, ``job_update``) and calls ``stop_running_job`` on Hold and Remove.
+``job_evicted``, ``job_update``, ``commit_soon``) and calls ``stop_running_job`` on Hold and Remove.
 
 The protocol is docs/protocols.md, "Negotiation" and "Claiming and running":
 
@@ -22,7 +22,10 @@ The protocol is docs/protocols.md, "Negotiation" and "Claiming and running":
   claim at once; an unanswered startd loses its claims when the lease runs out, and their jobs
   go back to Idle to be matched elsewhere.
 - Claims are persisted in a table of their own in the schedd's SQLite file (``shadow_claims``),
-  written in batches, so a restarted schedd reconnects to its running jobs inside the lease.
+  so a restarted schedd reconnects to its running jobs inside the lease. A claim change asks for
+  the schedd's write-behind commit (``commit_soon``), whose transaction takes the changed claim
+  rows (``take_claim_writes``) with the job queue's: a job and its claim agree on disk, and the
+  schedd's last commit at stop carries the last claim change.
 """
 
 from __future__ import annotations
@@ -136,7 +139,6 @@ class ShadowMixin:
         self._to_activate: dict[str, list[tuple[Claim, tuple[int, int]]]] = {}
         self._activation_flush: set[str] = set()
         self._claims_dirty: set[str] = set()
-        self._claims_flush_pending = False
         self.shadow_stats = {"Matches": 0, "ClaimsRequested": 0, "ClaimsRefused": 0, "Activations": 0,
                              "ActivationBatches": 0, "ClaimReuses": 0, "ClaimsReleased": 0, "ClaimsLost": 0,
                              "ExitReports": 0, "ActivationsInAnswers": 0}
@@ -152,10 +154,6 @@ class ShadowMixin:
         self._shadow_init()
         await self._reconcile_after_restart()
         self.spawn(self._alive_loop(), "claim-leases")  # type: ignore[attr-defined]
-
-    async def on_stop(self) -> None:
-        self._flush_claims()
-        await super().on_stop()  # type: ignore[misc]
 
     # ------------------------------------------------------------------ persistence
     def _db(self) -> Any:
@@ -176,28 +174,25 @@ class ShadowMixin:
 
     def _claim_changed(self, claim: Claim) -> None:
         self._claims_dirty.add(claim.claim_id)
-        if not self._claims_flush_pending:
-            self._claims_flush_pending = True
-            # One transaction for every claim change of this moment (an exit batch, a match batch).
-            asyncio.get_running_loop().call_later(0.01, self._flush_claims)
+        # One transaction for every change of this moment (an exit batch, a match batch), the job
+        # queue's included.
+        self.commit_soon()  # type: ignore[attr-defined]
 
-    def _flush_claims(self) -> None:
-        self._claims_flush_pending = False
-        if not getattr(self, "_claims_dirty", None):
-            return
-        dirty, self._claims_dirty = self._claims_dirty, set()
+    def take_claim_writes(self) -> list[tuple[str, list[tuple[Any, ...]]]]:
+        """The claim rows changed since the last call, as (SQL, rows) for the schedd's commit
+        (JobQueue.add_writes); a failed commit keeps them for its next attempt."""
+        dirty = getattr(self, "_claims_dirty", None)
+        if not dirty:
+            return []
+        self._claims_dirty = set()
         upserts = [(cid, self._claims[cid].record()) for cid in dirty if cid in self._claims]
         deletes = [(cid,) for cid in dirty if cid not in self._claims]
-        db = self._db()
-        try:
-            with db:
-                if upserts:
-                    db.executemany("INSERT OR REPLACE INTO shadow_claims (claim_id, record) VALUES (?, ?)", upserts)
-                if deletes:
-                    db.executemany("DELETE FROM shadow_claims WHERE claim_id = ?", deletes)
-        except Exception:
-            self.log.exception("could not persist %d claim changes", len(dirty))  # type: ignore[attr-defined]
-            self._claims_dirty |= dirty
+        writes: list[tuple[str, list[tuple[Any, ...]]]] = []
+        if upserts:
+            writes.append(("INSERT OR REPLACE INTO shadow_claims (claim_id, record) VALUES (?, ?)", upserts))
+        if deletes:
+            writes.append(("DELETE FROM shadow_claims WHERE claim_id = ?", deletes))
+        return writes
 
     async def _reconcile_after_restart(self) -> None:
         """Jobs the queue says run but no claim carries go back to Idle; claims whose job is no

@@ -57,11 +57,14 @@ class Batch:
     history: list[tuple[int, int, str, float, bytes]] = field(default_factory=list)
     submissions: list[tuple[str, str, str, bytes, float]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    # Rows of other tables in the same file that must commit with the queue, in order:
+    # (SQL, parameter rows) for executemany (the shadows' claim records).
+    writes: list[tuple[str, list[tuple[Any, ...]]]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(
             self.clusters or self.cluster_factories or self.cluster_deletes or self.procs
-            or self.proc_deletes or self.history or self.submissions or self.meta
+            or self.proc_deletes or self.history or self.submissions or self.meta or self.writes
         )
 
 
@@ -160,6 +163,8 @@ class Store:
                 )
             if batch.meta:
                 db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", list(batch.meta.items()))
+            for sql, rows in batch.writes:
+                db.executemany(sql, rows)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")

@@ -47,6 +47,11 @@ class Shadows(ShadowMixin):
                                                       for a in args["Activations"]]})
         return MethodResult(0, "OK", {})
 
+    def commit_soon(self) -> None:
+        # The schedd's write-behind commit, at once: the changed claim rows go to the table.
+        for sql, rows in self.take_claim_writes():
+            self.queue.store.db.executemany(sql, rows)
+
     def spawn(self, coro: Any, name: str = "") -> asyncio.Task:
         return asyncio.get_running_loop().create_task(coro)
 

@@ -1,0 +1,182 @@
+"""Job actions: Hold, Release, Remove and SetAttribute (condor_hold/release/rm/qedit), on the
+scheduler (by Ids or Constraint) and on job objects; answered with htcondor2's totals ad."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from gridbus.agent import Call, method
+from gridbus.agents.schedd import policy
+from gridbus.agents.schedd.actions import Totals, parse_value
+from gridbus.agents.schedd.jobattrs import (
+    ATTR_NAME,
+    COMPLETED,
+    HELD,
+    REMOVED,
+    RESERVED_WORDS,
+    SCHEDD_OWNED,
+    HoldCode,
+    parse_job_id,
+)
+from gridbus.agents.schedd.jobqueue import Proc
+from gridbus.agents.schedd.parts import ScheddParts
+from gridbus.agents.schedd.queries import compile_constraint
+from gridbus.status import MethodError, Status, forbidden, invalid
+
+
+class JobActionsMixin(ScheddParts):
+    @method("scheduler")
+    async def Hold(self, call: Call, Ids: list, Constraint: Any, Reason: str) -> dict:
+        return self._act(call, "Hold", Ids, Constraint, Reason)
+
+    @method("scheduler")
+    async def Release(self, call: Call, Ids: list, Constraint: Any, Reason: str) -> dict:
+        return self._act(call, "Release", Ids, Constraint, Reason)
+
+    @method("scheduler")
+    async def Remove(self, call: Call, Ids: list, Constraint: Any, Reason: str) -> dict:
+        return self._act(call, "Remove", Ids, Constraint, Reason)
+
+    @method("scheduler")
+    async def SetAttribute(self, call: Call, Ids: list, Constraint: Any, Name: str, Value: Any) -> dict:
+        name = _check_attr_name(Name)
+        return self._act(call, "SetAttribute", Ids, Constraint, "", (name, parse_value(Value, name)))
+
+    # ---- the same on job objects (named by GlobalJobId or "c.p")
+    @method("job", "Hold")
+    async def JobHold(self, call: Call, Reason: str) -> dict:
+        return self._act(call, "Hold", [call.object], "", Reason)
+
+    @method("job", "Release")
+    async def JobRelease(self, call: Call, Reason: str) -> dict:
+        return self._act(call, "Release", [call.object], "", Reason)
+
+    @method("job", "Remove")
+    async def JobRemove(self, call: Call, Reason: str) -> dict:
+        return self._act(call, "Remove", [call.object], "", Reason)
+
+    @method("job", "SetAttribute")
+    async def JobSetAttribute(self, call: Call, Name: str, Value: Any) -> dict:
+        name = _check_attr_name(Name)
+        return self._act(call, "SetAttribute", [call.object], "", "", (name, parse_value(Value, name)))
+
+    # ------------------------------------------------------------------ the work
+    def _select(self, ids: list, constraint: Any, totals: Totals, *, for_remove: bool = False) -> list[Proc]:
+        if not ids and not (isinstance(constraint, str) and constraint.strip()) and type(constraint).__name__ != "ExprTree":
+            raise invalid("name the jobs to act on: give Ids ('c.p' or 'c') or a Constraint")
+        out: list[Proc] = []
+        seen: set[tuple[int, int]] = set()
+        for raw in ids:
+            try:
+                cid, pid = parse_job_id(raw)
+            except ValueError as exc:
+                raise invalid(str(exc)) from None
+            c = self.queue.clusters.get(cid)
+            if pid is None:
+                if c is None:
+                    totals.not_found += 1
+                    continue
+                procs = [c.procs[k] for k in sorted(c.procs)]
+                if not procs:
+                    totals.not_found += 1
+                out.extend(p for p in procs if p.key not in seen)
+                seen.update(p.key for p in procs)
+                if for_remove:
+                    totals.factories.append(c)
+                continue
+            p = c.procs.get(pid) if c else None
+            if p is None:
+                totals.not_found += 1
+            elif p.key not in seen:
+                seen.add(p.key)
+                out.append(p)
+        if constraint is not None and str(constraint).strip():
+            test = compile_constraint(constraint)
+            for p in self.queue.procs():
+                if p.key not in seen and test(self.queue.ad(p)):
+                    seen.add(p.key)
+                    out.append(p)
+        return out
+
+    def _act(self, call: Call, action: str, ids: list, constraint: Any, reason: str,
+             attr: tuple[str, Any] | None = None) -> dict[str, Any]:
+        user = call.require_user()
+        totals = Totals()
+        procs = self._select(ids, constraint, totals, for_remove=action == "Remove")
+        totals.job_ads = len(procs)
+        reason = reason or f"via gridbus {action.lower()}"
+        full_reason = f"{reason} (by user {user})"
+        stops: list[Proc] = []
+        now = time.time()
+        # A cluster removed whole stops materializing first, or each removal would make a new proc.
+        for c in totals.factories:
+            if c.owner == user or self.is_super(user):
+                self.queue.stop_factory(c)
+        for p in procs:
+            if not self.may_act(user, p):
+                totals.denied += 1
+                totals.denials.append(f"{p.cluster.id}.{p.id} (owner {p.cluster.owner})")
+                continue
+            try:
+                outcome = self._apply(action, p, full_reason, attr, now, stops)
+            except MethodError:
+                raise
+            except Exception:
+                self.log.exception("%s of %d.%d failed", action, p.cluster.id, p.id)
+                totals.error += 1
+                continue
+            totals.add(outcome)
+        self._commit_and_stop(stops)
+        if totals.changed:
+            self.ads_changed()
+        result = totals.as_ad()
+        if totals.denied and not totals.success:
+            who = ", ".join(totals.denials[:5]) + (" ..." if len(totals.denials) > 5 else "")
+            raise MethodError(
+                Status.FORBIDDEN,
+                f"{user} may not {action.lower() if action != 'SetAttribute' else 'edit'} job(s) {who}: "
+                "only a job's owner or a queue super user (QUEUE_SUPER_USERS) may change a job",
+                {"Totals": result},
+            )
+        return {"Totals": result}
+
+    def _apply(self, action: str, p: Proc, reason: str, attr: tuple[str, Any] | None, now: float,
+               stops: list[Proc]) -> str:
+        """Apply one action to one job; returns 'success', 'bad_status' or 'already_done'."""
+        if action == "Hold":
+            if p.status == HELD:
+                return "already_done"
+            if p.status in (REMOVED, COMPLETED):
+                return "bad_status"
+            self._hold_job(p, reason, int(HoldCode.USER_REQUEST), 0, now, stops)
+            return "success"
+        if action == "Release":
+            if p.status != HELD:
+                return "bad_status"
+            self._release_job(p, reason, now)
+            return "success"
+        if action == "Remove":
+            if p.status == REMOVED:
+                return "already_done"
+            self._remove_job(p, reason, now, stops)
+            return "success"
+        if action == "SetAttribute":
+            assert attr is not None
+            name, value = attr
+            if p.status in (REMOVED, COMPLETED):
+                return "bad_status"
+            self.queue.update(p, {name: value})
+            if name.lower() in policy.POLICY_ATTRS_LOWER:
+                self._policy_clusters.add(p.cluster.id)
+            return "success"
+        raise invalid(f"unknown action {action}")
+
+
+def _check_attr_name(name: str) -> str:
+    if not ATTR_NAME.fullmatch(name or "") or name.lower() in RESERVED_WORDS:
+        raise invalid(f"SetAttribute: {name!r} is not a valid attribute name (letters, digits and _, not a reserved word)")
+    if name.lower() in SCHEDD_OWNED:
+        raise forbidden(f"SetAttribute may not change {name}: the schedd keeps it "
+                        "(use Hold, Release or Remove to change a job's status)")
+    return name

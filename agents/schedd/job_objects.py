@@ -1,0 +1,135 @@
+"""One job by its id: GetAd and Fetch (its output, error and user log files), on the scheduler and
+on job objects, and the job objects themselves (getObjects(_class="job"), made on demand)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from gridbus.agent import Call, method
+from gridbus.agents.schedd.jobattrs import parse_job_id
+from gridbus.agents.schedd.jobqueue import Proc
+from gridbus.agents.schedd.parts import ScheddParts
+from gridbus.status import MethodError, Status, forbidden, invalid, unknown_object
+
+FETCH_MAX = 1 << 20  # bytes one Fetch answers at most
+FETCH_FILES = {"out": "Out", "stdout": "Out", "err": "Err", "stderr": "Err", "userlog": "UserLog", "log": "UserLog"}
+
+
+class JobObjectsMixin(ScheddParts):
+    @method("scheduler")
+    async def GetAd(self, call: Call, Id: str) -> dict:
+        return {"JobAd": self._job_ad(Id)}
+
+    @method("scheduler")
+    async def Fetch(self, call: Call, Id: str, File: str, Start: int, End: int) -> dict:
+        return {"Data": self._fetch(call, Id, File, Start, End)}
+
+    @method("job", "GetAd")
+    async def JobGetAd(self, call: Call) -> dict:
+        return {"JobAd": self._job_ad(call.object)}
+
+    @method("job", "Fetch")
+    async def JobFetch(self, call: Call, File: str, Start: int, End: int) -> dict:
+        return {"Data": self._fetch(call, call.object, File, Start, End)}
+
+    def _job_ad(self, job: str) -> dict[str, Any]:
+        try:
+            cid, pid = parse_job_id(job)
+        except ValueError as exc:
+            raise invalid(str(exc)) from None
+        if pid is None:
+            raise invalid(f"{job!r} names a cluster; GetAd needs one job ('cluster.proc')")
+        ad = self.queue.get(cid, pid)
+        if ad is None:
+            self._settle()
+            ad = self.queue.store.history_ad(cid, pid)
+        if ad is None:
+            raise unknown_object(f"{self.address} has no job {cid}.{pid} (not in the queue nor in the history)")
+        return ad
+
+    def _fetch(self, call: Call, job: str, which: str, start: int, end: int) -> str:
+        user = call.require_user()
+        ad = self._job_ad(job)
+        if user != ad.get("Owner") and not self.is_super(user):
+            raise forbidden(f"{user} may not read the files of job {ad['ClusterId']}.{ad['ProcId']} "
+                            f"(owner {ad.get('Owner')}): only its owner or a queue super user may")
+        attr = FETCH_FILES.get(which.lower())
+        if attr is None:
+            raise invalid(f"Fetch: File must be Out, Err or UserLog, not {which!r}")
+        path = ad.get(attr)
+        if not isinstance(path, str) or not path or path == "/dev/null":
+            raise invalid(f"Fetch: job {ad['ClusterId']}.{ad['ProcId']} has no {attr} file")
+        if not os.path.isabs(path):
+            path = os.path.join(str(ad.get("Iwd", "/")), path)
+        if end < start and not (start < 0 and end <= 0):
+            raise invalid(f"Fetch: invalid start and end values ({start}, {end}): End must not be before Start")
+        try:
+            with open(path, "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                if start < 0:
+                    first = max(0, size + start)
+                    last = size + end if end < 0 else size
+                else:
+                    first = start
+                    last = end if end > 0 else size
+                last = min(last, size, first + FETCH_MAX)
+                fh.seek(first)
+                data = fh.read(max(0, last - first))
+        except FileNotFoundError:
+            raise MethodError(Status.USER + 10, f"Fetch: {path} does not exist (yet)") from None
+        except OSError as exc:
+            raise MethodError(Status.USER + 10, f"Fetch: cannot read {path}: {exc.strerror}") from None
+        return data.decode("utf-8", "replace")
+
+    # ------------------------------------------------------------------ job objects (getObjects)
+    def resolve_object(self, name: str) -> str | None:
+        if name == self.address:
+            return "scheduler"
+        try:
+            cid, pid = parse_job_id(name)
+        except ValueError:
+            return None
+        if pid is None:
+            return None
+        if self.queue.proc(cid, pid) is not None:
+            return "job"
+        self._settle()
+        if self.queue.store.history_seq_of(cid, pid) is not None:
+            return "job"
+        return None
+
+    async def find_objects(self, class_name: str | None, filters: dict[str, Any], user: str | None) -> list[dict]:
+        if class_name != "job":
+            return await super().find_objects(class_name, filters, user)
+        methods = self._method_names("job")
+        out = []
+        for p in self._filtered_procs(filters):
+            ad = self.queue.ad(p)
+            props = {**ad, "CustomId": f"{self.name}#{p.cluster.id}.{p.id}"}
+            if any(props.get(k) != v for k, v in filters.items()):
+                continue
+            out.append({"class": "job", "name": ad["GlobalJobId"], "agent": self.address, "properties": props,
+                        "statistics": {}, "methods": methods})
+            if len(out) >= self.settings.max_job_objects:
+                self.log.warning("getObjects(job) answered the first %d jobs only (SCHEDD_MAX_JOB_OBJECTS)", len(out))
+                break
+        return out
+
+    def _filtered_procs(self, filters: dict[str, Any]) -> Iterable[Proc]:
+        """Jobs that may match ``filters``, using the ids and owner index where the filter names them."""
+        gid = filters.get("GlobalJobId") or filters.get("CustomId")
+        if isinstance(gid, str):
+            try:
+                cid, pid = parse_job_id(gid)
+            except ValueError:
+                return []
+            p = self.queue.proc(cid, pid) if pid is not None else None
+            return [p] if p else []
+        cid = filters.get("ClusterId")
+        if isinstance(cid, int):
+            c = self.queue.clusters.get(cid)
+            return [c.procs[k] for k in sorted(c.procs)] if c else []
+        owner = filters.get("Owner")
+        return self.queue.procs(owner if isinstance(owner, str) else None)
