@@ -20,6 +20,18 @@ PARTITIONABLE_STARTD = {"GRIDBUS_NUM_CPUS": "4", "GRIDBUS_MEMORY": "4096", "GRID
                         "GRIDBUS_NUM_SLOTS_TYPE_1": "1", "GRIDBUS_SLOT_TYPE_1_PARTITIONABLE": "true"}
 
 
+def start_standard(p: Pool, **a_env: str) -> Pool:
+    """Start the standard pool's daemons in ``p`` (``a_env`` adds to startd ``a``'s settings) and
+    wait for its 5 slots."""
+    p.start("collector", "c")
+    p.start("negotiator", "n")
+    p.start("schedd", "s")
+    p.start("startd", "a", **STATIC_STARTD, **a_env)
+    p.start("startd", "b", **PARTITIONABLE_STARTD)
+    p.wait_slots(5)
+    return p
+
+
 @pytest.fixture
 def make_pool(amqp_url: str, tmp_path) -> Iterator[Callable[..., Pool]]:
     pools: list[Pool] = []
@@ -38,11 +50,4 @@ def make_pool(amqp_url: str, tmp_path) -> Iterator[Callable[..., Pool]]:
 
 @pytest.fixture
 def pool(make_pool) -> Pool:
-    p = make_pool()
-    p.start("collector", "c")
-    p.start("negotiator", "n")
-    p.start("schedd", "s")
-    p.start("startd", "a", **STATIC_STARTD)
-    p.start("startd", "b", **PARTITIONABLE_STARTD)
-    p.wait_slots(5)
-    return p
+    return start_standard(make_pool())

@@ -18,6 +18,7 @@ from typing import Any
 
 from gridbus.classad import ExprTree
 from gridbus.console import Session
+from tests.helpers import wait_for as shared_wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,14 +40,7 @@ BASE_ENV = {
 
 def wait_for(what: str, predicate: Callable[[], Any], timeout: float, interval: float = 0.2) -> Any:
     """Poll ``predicate`` until it returns something true; fail naming ``what`` at the deadline."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what} (last: {last!r})")
+    return shared_wait_for(predicate, timeout, what, interval=interval)
 
 
 class Pool:

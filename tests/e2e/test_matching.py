@@ -7,7 +7,7 @@ import time
 import pytest
 from htcondor2 import JobEventLog, JobEventType
 
-from tests.e2e.conftest import PARTITIONABLE_STARTD, STATIC_STARTD
+from tests.e2e.conftest import STATIC_STARTD, start_standard
 from tests.e2e.pool import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -19,13 +19,7 @@ def completed(pool, cluster, n):
 
 
 def test_requirements_are_honoured_and_analysis_explains_an_unmatchable_job(make_pool):
-    pool = make_pool()
-    pool.start("collector", "c")
-    pool.start("negotiator", "n")
-    pool.start("schedd", "s")
-    pool.start("startd", "a", **STATIC_STARTD, GRIDBUS_OPSYSANDVER="SpecialOS1")
-    pool.start("startd", "b", **PARTITIONABLE_STARTD)
-    pool.wait_slots(5)
+    pool = start_standard(make_pool(), GRIDBUS_OPSYSANDVER="SpecialOS1")
     special = pool.submit("schedd@s", 12, requirements='TARGET.OpSysAndVer == "SpecialOS1"')
     never = pool.submit("schedd@s", 1, requirements='TARGET.OpSysAndVer =!= undefined && TARGET.Memory >= 100000000')
     hist = wait_for("12 completed jobs", lambda: completed(pool, special, 12), timeout=60)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import PARTITIONABLE_STARTD, STATIC_STARTD
+from tests.e2e.conftest import start_standard
 from tests.e2e.pool import Pool, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -43,13 +43,7 @@ def pool(mgmt, broker_url, tmp_path_factory) -> Iterator[Pool]:
     mgmt.put_permissions(vhost, broker_url.user, ".*", ".*", ".*")
     p = Pool(broker_url.with_vhost(vhost).url, tmp_path_factory.mktemp("cli-pool"))
     try:
-        p.start("collector", "c")
-        p.start("negotiator", "n")
-        p.start("schedd", "s")
-        p.start("startd", "a", **STATIC_STARTD)
-        p.start("startd", "b", **PARTITIONABLE_STARTD)
-        p.wait_slots(5)
-        yield p
+        yield start_standard(p)
     finally:
         p.stop()
         mgmt.delete_vhost(vhost)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -14,18 +13,12 @@ from gridbus.agent.threaded import AgentThread
 from gridbus.agents.collector import Collector
 from gridbus.console.collector import Collector as CollectorClient
 from gridbus.console.session import Session
+from tests.helpers import wait_for as shared_wait_for
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, every: float = 0.05) -> Any:
     """Poll ``predicate`` until it returns something true; fail naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            pytest.fail(f"{what}: not within {timeout} s")
-        time.sleep(every)
+    return shared_wait_for(predicate, timeout, what, interval=every)
 
 
 @pytest.fixture

@@ -6,31 +6,21 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from gridbus.agents.master import pidfile
+from tests.helpers import wait_for as shared_wait_for
 
 REPO = Path(__file__).resolve().parents[3]
 T = TypeVar("T")
 
 
 def wait_for(condition: Callable[[], T], timeout: float, what: str, poll: float = 0.1) -> T:
-    """Return the first truthy value of ``condition()`` within ``timeout`` seconds, else fail."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = condition()
-        except Exception as exc:  # not ready yet (no answer, no file)
-            last = exc
-        else:
-            if last:
-                return last
-        time.sleep(poll)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
+    """The first truthy value of ``condition()`` within ``timeout`` seconds, else fail; an
+    exception counts as not ready yet (no answer, no file)."""
+    return shared_wait_for(condition, timeout, what, interval=poll, tolerate=(Exception,))
 
 
 def env_for(local_dir: Path, url: str, **knobs: str) -> dict[str, str]:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from gridbus.agent.threaded import AgentThread
 from gridbus.agents.startd import Startd, StartdSettings
+from tests.helpers import wait_for
 from tests.integration.startd.fakeschedd import FakeSchedd
 
 
@@ -36,14 +36,7 @@ def startd_and_schedd(amqp_url: str, tmp_path, name: str = "s1", **kw: Any) -> I
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
     """Poll a condition with a deadline (for state another thread changes without notifying)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what} not met within {timeout} s")
-        time.sleep(0.02)
+    return wait_for(predicate, timeout, what, interval=0.02)
 
 
 def reports_for(schedd: FakeSchedd, claim: str, event: str | None = None) -> list[dict[str, Any]]:
