@@ -80,14 +80,19 @@ async def until(predicate, timeout: float = 5.0) -> None:
         await asyncio.sleep(0.005)
 
 
+def running_claim(s: Shadows) -> tuple[Claim, SimpleNamespace]:
+    """Claim c1 of a startd that takes activations in answers, running job 1.0; the startd's call."""
+    claim = Claim("c1", "startd@a", "slot1@a", "alice", {"Requirements": True}, time.time() + 1e9,
+                  state=RUNNING_JOB, job=(1, 0), in_reports=True)
+    s._claims["c1"], s._by_job[(1, 0)] = claim, claim
+    s.jobs[(1, 0)]["JobStatus"] = RUNNING
+    return claim, SimpleNamespace(user="startd")
+
+
 def test_next_job_in_the_answer_repeat_and_lost_answer_fallback():
     async def main() -> Shadows:
         s = Shadows()
-        claim = Claim("c1", "startd@a", "slot1@a", "alice", {"Requirements": True}, time.time() + 1e9,
-                      state=RUNNING_JOB, job=(1, 0), in_reports=True)
-        s._claims["c1"], s._by_job[(1, 0)] = claim, claim
-        s.jobs[(1, 0)]["JobStatus"] = RUNNING
-        call = SimpleNamespace(user="startd")
+        claim, call = running_claim(s)
 
         out = await s.JobReports(call, Reports=[report("exit", 0, ExitCode=0)])
         assert [(a["ClaimId"], a["JobAd"]["ProcId"]) for a in out["Activations"]] == [("c1", 1)]
@@ -122,11 +127,7 @@ def test_next_job_in_the_answer_repeat_and_lost_answer_fallback():
 def test_a_refused_activation_in_the_answer_releases_the_claim_and_the_job_stays_idle():
     async def main() -> None:
         s = Shadows()
-        claim = Claim("c1", "startd@a", "slot1@a", "alice", {"Requirements": True}, time.time() + 1e9,
-                      state=RUNNING_JOB, job=(1, 0), in_reports=True)
-        s._claims["c1"], s._by_job[(1, 0)] = claim, claim
-        s.jobs[(1, 0)]["JobStatus"] = RUNNING
-        call = SimpleNamespace(user="startd")
+        claim, call = running_claim(s)
         await s.JobReports(call, Reports=[report("exit", 0, ExitCode=0)])
         await s.JobReports(call, Reports=[report("activated", 1, Status=0x10001, Text="the slot will not take it")])
         assert "c1" not in s._claims and s.jobs[(1, 1)]["JobStatus"] == IDLE and (1, 1) not in s._reserved
