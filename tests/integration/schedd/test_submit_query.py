@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gridbus.classad import ExprTree
 from gridbus.console import Schedd, Session
 from gridbus.status import Status
 from tests.integration.schedd.conftest import job_ad
@@ -175,3 +176,24 @@ def test_fetch_reads_a_byte_range_of_the_output(schedd, session, tmp_path):
     bad = session.call("schedd@s1", "Fetch", {"Id": job, "Start": 6, "End": 2})
     assert bad.status == Status.INVALID_PARAMETER and "start and end" in bad.text
     assert session.call("schedd@s1", "Fetch", {"Id": job, "File": "Err"}).status == Status.INVALID_PARAMETER
+
+
+def test_query_autoclusters_are_the_negotiators(schedd, session):
+    # Two kinds of jobs by memory, and a third whose Requirements refers to an attribute of its
+    # own (Project): the significant attributes follow Requirements, so Project splits it.
+    small = session.call("schedd@s1", "Submit", {"Ad": job_ad(RequestMemory=10), "Count": 3}).ClusterId
+    big = session.call("schedd@s1", "Submit", {"Ad": job_ad(RequestMemory=20), "Count": 1}).ClusterId
+    picky = [session.call("schedd@s1", "Submit", {"Ad": job_ad(Project=name, Requirements=ExprTree('MY.Project != "x"')),
+                                                  "Count": 1}).ClusterId for name in ("a", "b")]
+    ours = f"ClusterId >= {small}"
+    rows = session.call("schedd@s1", "Query", {"Constraint": ours, "Opts": 1}).Jobs
+    assert sorted((r["JobCount"], r.get("RequestMemory"), r.get("Project")) for r in rows) == [
+        (1, 20, None), (1, 128, "a"), (1, 128, "b"), (3, 10, None)]
+    by_id = {r["AutoClusterId"]: sorted(r["JobIds"]) for r in rows}
+    assert by_id[next(r["AutoClusterId"] for r in rows if r.get("RequestMemory") == 10)] == [
+        f"{small}.{p}" for p in range(3)]
+    assert sorted(j for ids in by_id.values() for j in ids) == sorted(
+        [f"{small}.{p}" for p in range(3)] + [f"{big}.0"] + [f"{c}.0" for c in picky])
+    requests = session.call("schedd@s1", "GetResourceRequests", {"Owner": rows[0]["Owner"], "Limit": 50, "After": -1}).Requests
+    offered = {r["AutoClusterId"]: r["Count"] for r in requests}
+    assert {acid: len(ids) for acid, ids in by_id.items()}.items() <= offered.items()
