@@ -68,8 +68,8 @@ def env_name(name: str) -> str:
 def knob(name: str, default: Any, doc: str, *, type: type | None = None) -> Knob:
     """Declare a knob; its type is the default's (bool, int, float, str or list of str).
 
-    Declaring a knob twice with the same type is harmless (two modules may read it); the first
-    declaration's default stands, because a default must not depend on import order.
+    Declaring a knob twice with the same type and default is harmless (two modules may read it);
+    another type or another default is refused, because a value must not depend on import order.
     """
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.]*", name):
         raise ValueError(f"knob name {name!r} must be letters, digits and underscores, starting with a letter")
@@ -83,8 +83,9 @@ def knob(name: str, default: Any, doc: str, *, type: type | None = None) -> Knob
             raise ValueError(
                 f"knob {key} is already declared as {existing.type.__name__}, not {kind.__name__}"
             )
-        if existing.default != default:
-            log.debug("knob %s re-declared with default %r; keeping %r", key, default, existing.default)
+        if existing.default != (list(default) if isinstance(default, (list, tuple)) else default):
+            # Two defaults would make the value depend on which module was imported first.
+            raise ValueError(f"knob {key} is already declared with default {existing.default!r}, not {default!r}")
         return existing
     declared = Knob(key, list(default) if isinstance(default, (list, tuple)) else default, doc, kind)
     _KNOBS[key] = declared
@@ -375,6 +376,10 @@ knob("NUM_SLOTS", os.cpu_count() or 1, "number of static slots when no slot type
 knob("SLOT_TYPE_1", "", "resources of slot type 1, e.g. 'cpus=100%, memory=100%' (empty: not used)")
 knob("NUM_SLOTS_TYPE_1", 0, "number of slots of type 1")
 knob("SLOT_TYPE_1_PARTITIONABLE", False, "slot type 1 is partitionable: carved into dynamic slots per request")
+# Shared by the startd (UidDomain, FileSystemDomain of its slots), the schedd (User = Owner@UID_DOMAIN)
+# and the submit side (a job's default Requirements): one declaration, one default.
+knob("UID_DOMAIN", "", "the pool's account domain (User = Owner@UID_DOMAIN); empty means the machine's fully qualified name")
+knob("FILESYSTEM_DOMAIN", "", "the shared file system's domain; empty means the machine's fully qualified name")
 knob("CLAIM_WORKLIFE", 1200.0, "seconds a claim may be reused for further jobs; then it is released")
 knob("ALLOW_ADMINISTRATOR", [], "broker users (besides the daemon account) who may call administrative methods")
 knob("QUEUE_SUPER_USERS", [], "broker users (besides the daemon account) who may change anyone's jobs")

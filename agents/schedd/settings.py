@@ -17,7 +17,6 @@ knob("SCHEDD_HISTORY_MAX_JOBS", 1_000_000, "at most this many jobs in the histor
 knob("SCHEDD_QUEUE_SYNC", "FULL", "SQLite synchronous mode of the job queue: FULL (a Submit survives a power cut) or NORMAL")
 knob("SCHEDD_WRITE_BEHIND", 0.005, "seconds the schedd batches job updates from shadows before one commit")
 knob("SCHEDD_MAX_JOB_OBJECTS", 10_000, "at most this many job objects in one getObjects(_class='job') answer")
-knob("UID_DOMAIN", socket.gethostname(), "the domain of User = Owner@UID_DOMAIN")
 knob("QUEUE_SUPER_USERS", [], "broker users (besides the daemon account) who may change anyone's jobs")
 knob("SUBMIT_REQUIREMENT_NAMES", [], "names of SUBMIT_REQUIREMENT_<NAME> expressions a submitted job must satisfy")
 
@@ -43,7 +42,7 @@ class ScheddSettings:
     queue_sync: str = "FULL"
     write_behind: float = 0.005
     max_job_objects: int = 10_000
-    uid_domain: str = field(default_factory=socket.gethostname)
+    uid_domain: str = field(default_factory=socket.getfqdn)
 
     @classmethod
     def from_config(cls, cfg: Config, **overrides: Any) -> ScheddSettings:
@@ -64,7 +63,7 @@ class ScheddSettings:
             "queue_sync": str(cfg.get("SCHEDD_QUEUE_SYNC")).upper(),
             "write_behind": cfg.get("SCHEDD_WRITE_BEHIND"),
             "max_job_objects": cfg.get("SCHEDD_MAX_JOB_OBJECTS"),
-            "uid_domain": cfg.get("UID_DOMAIN"),
+            "uid_domain": cfg.get("UID_DOMAIN") or socket.getfqdn(),
         }
         values.update(overrides)
         return cls(**values)

@@ -22,8 +22,6 @@ knob("NUM_GPUS", -1, "GPUs the startd advertises; -1 means detect (NVIDIA device
 knob("ARCH", "", "Arch to advertise instead of the detected one")
 knob("OPSYS", "", "OpSys to advertise instead of the detected one")
 knob("OPSYSANDVER", "", "OpSysAndVer to advertise instead of the detected one")
-knob("UID_DOMAIN", "", "UidDomain; empty means the machine's fully qualified name")
-knob("FILESYSTEM_DOMAIN", "", "FileSystemDomain; empty means the machine's fully qualified name")
 knob("RANK", "0", "the slots' Rank expression: which jobs the machine prefers")
 knob("KILLING_TIMEOUT", 30.0, "seconds between SIGTERM and SIGKILL when a job is stopped gracefully")
 knob("STARTER_UPDATE_INTERVAL", 300.0, "seconds between usage reports of a running job to its schedd")

@@ -12,7 +12,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-STATUS_LETTER = {1: "I", 2: "R", 3: "X", 4: "C", 5: "H", 6: ">", 7: "S"}
+from gridbus.jobstatus import STATUS_LETTERS
+
 STATUS_NAME = {1: "idle", 2: "running", 3: "removed", 4: "completed", 5: "held", 6: "transferring", 7: "suspended"}
 
 BATCH_HEADER = "OWNER    BATCH_NAME    SUBMITTED   DONE   RUN    IDLE   HOLD  TOTAL JOB_IDS"
@@ -223,7 +224,7 @@ def nobatch_table(ads: list[Any], now: float | None = None) -> str:
     lines = [NOBATCH_HEADER]
     for ad in sorted(ads, key=_job_id):
         size = (get(ad, "ImageSize", 0) or 0) / 1024.0
-        st = STATUS_LETTER.get(get(ad, "JobStatus"), "?")
+        st = STATUS_LETTERS.get(get(ad, "JobStatus"), "?")
         lines.append(
             f"{_id_col(ad)} {str(get(ad, 'Owner', '?')):<14} {submitted(get(ad, 'QDate')):>11} "
             f"{run_time(_wall(ad, now))} {st:<2} {get(ad, 'JobPrio', 0)!s:<3} {size:4.1f} {_cmd(ad)}"

@@ -244,7 +244,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     else:
         print(HISTORY_HEADER)
         for ad in ads:
-            st = formats.STATUS_LETTER.get(formats.get(ad, "JobStatus"), "?")
+            st = formats.STATUS_LETTERS.get(formats.get(ad, "JobStatus"), "?")
             print(
                 f"{formats.get(ad, 'ClusterId', 0):>4}.{formats.get(ad, 'ProcId', 0):<3} {str(formats.get(ad, 'Owner', '?')):<14} "
                 f"{formats.submitted(formats.get(ad, 'QDate')):>11} {formats.run_time(formats.get(ad, 'RemoteWallClockTime', 0))} "
