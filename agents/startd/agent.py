@@ -301,6 +301,11 @@ class Startd(Agent):
                 raise app_error(CLAIM_REFUSED, f"RequestClaim refused: {why}")
             claim = self.table.claim(slot, Schedd, float(LeaseDuration), JobAd)
         else:  # partitionable: carve a dynamic slot of the request
+            retried = self._carved_for(slot, Schedd, JobAd)
+            if retried is not None:  # the answer to the first call was lost: same answer, no new slot
+                retried.renew()
+                return {"ClaimId": retried.id, "Slot": retried.slot.name,
+                        "SlotAd": self.slot_ad(retried.slot), "ReportActivations": True}
             try:
                 req = self.table.request_of(job, ad, self.defaults)
             except ValueError as exc:
@@ -313,6 +318,7 @@ class Startd(Agent):
                 raise app_error(CLAIM_REFUSED, "RequestClaim refused: a dynamic slot needs at least 1 cpu and 1 MiB")
             child = self.table.carve(slot, req)
             claim = self.table.claim(child, Schedd, float(LeaseDuration), JobAd)
+            claim.requested_for = str(JobAd.get("GlobalJobId") or "")
             slot = child
         self.claims[claim.id] = claim
         log.info("%s claimed by %s for %s (lease %d s)", slot.name, Schedd, claim.owner or "?", LeaseDuration)
@@ -320,6 +326,17 @@ class Startd(Agent):
         # ReportActivations: this startd takes the claim's next activations in the answers to its
         # JobReports calls (docs/protocols.md, "Claiming and running").
         return {"ClaimId": claim.id, "Slot": slot.name, "SlotAd": self.slot_ad(slot), "ReportActivations": True}
+
+    def _carved_for(self, pslot: sl.Slot, schedd: str, job_ad: dict) -> sl.Claim | None:
+        """The unused dynamic slot an earlier RequestClaim of the same job carved from ``pslot``."""
+        gid = str(job_ad.get("GlobalJobId") or "")
+        if not gid:
+            return None  # no identity to recognise a retry by: every request carves
+        for claim in self.claims.values():
+            if (claim.slot.parent is pslot and claim.schedd == schedd and claim.requested_for == gid
+                    and claim.job is None and claim.last_ad is None):
+                return claim
+        return None
 
     @method("startd")
     async def ActivateClaims(self, call: Call, Activations: list) -> dict:

@@ -130,3 +130,23 @@ def test_partitionable_slot_advertises_and_fills_only_as_far_as_cpus_allow(amqp_
             assert r.status == Status.USER + CLAIM_REFUSED and "the job's Requirements" in r.text
             again = claim(2)
             assert again.status == 0 and again.SlotAd["Cpus"] == 2
+
+
+def test_a_retried_partitionable_claim_carves_no_second_dynamic_slot(amqp_url, tmp_path):
+    # A RequestClaim whose answer was lost is sent again with the same job: the startd answers with
+    # the dynamic slot it carved the first time instead of carving another one.
+    with startd_and_schedd(amqp_url, tmp_path, "p2", partitionable=True,
+                           overrides={"NUM_CPUS": 4, "MEMORY": 4096}) as (startd, _thread, schedd):
+        (pslot,) = startd.table.slots.values()
+        with Session(amqp_url, timeout=10) as s:
+            def claim(gid: str):
+                job = {"Owner": "alice", "GlobalJobId": gid, "RequestCpus": 1, "RequestMemory": 512}
+                return s.call("startd@p2", "RequestClaim", {"ClaimId": pslot.claim_id, "JobAd": job,
+                                                           "Schedd": schedd.address, "LeaseDuration": 60})
+
+            first, retry, other = claim("s#1.0#1"), claim("s#1.0#1"), claim("s#1.1#1")
+            assert first.status == retry.status == other.status == 0
+            assert (retry.ClaimId, retry.Slot) == (first.ClaimId, first.Slot)
+            assert other.Slot != first.Slot
+            by_name = {a["Name"]: a for a in s.call("startd@p2", "GetSlots").Slots}
+            assert by_name["slot1@p2"]["NumDynamicSlots"] == 2 and by_name["slot1@p2"]["Cpus"] == 2
