@@ -28,6 +28,7 @@ def start_standard(p: Pool, **a_env: str) -> Pool:
     p.start("schedd", "s")
     p.start("startd", "a", **STATIC_STARTD, **a_env)
     p.start("startd", "b", **PARTITIONABLE_STARTD)
+    p.wait_serving("collector@c", "schedd@s", "negotiator@n")
     p.wait_slots(5)
     return p
 

@@ -116,17 +116,40 @@ class Pool:
         try:
             r = self.console().call("collector@c", "Query", {"AdTypes": [mytype], "Constraint": constraint}, timeout=10)
         except Exception:
-            # Before the first daemon declares the exchanges the broker closes the channel: start over.
-            if self.session is not None:
-                try:
-                    self.session.close()
-                except Exception:
-                    pass
-            self.session = None
+            self._drop_session()
             return []
         return r.outArgs.get("Ads", []) if r.ok else []
 
+    # A cheap call each agent answers, to probe whether it serves.
+    PROBES = {"collector": ("Query", {"AdTypes": ["Collector"], "Limit": 1}),
+              "schedd": ("Query", {"Constraint": "false"}),
+              "negotiator": ("GetLimits", {})}
+
+    def serves(self, address: str) -> bool:
+        """Whether the agent answers now. A request sent before its queue exists is dropped, so
+        the probe's timeout is short: a fresh pool would otherwise wait out a long one."""
+        method, args = self.PROBES[address.partition("@")[0]]
+        try:
+            return self.console().call(address, method, args, timeout=1).ok
+        except Exception:
+            self._drop_session()
+            return False
+
+    def wait_serving(self, *addresses: str, timeout: float = 30) -> None:
+        for address in addresses:
+            wait_for(f"{address} to serve", lambda a=address: self.serves(a), timeout)
+
+    def _drop_session(self) -> None:
+        # Before the first daemon declares the exchanges the broker closes the channel: start over.
+        if self.session is not None:
+            try:
+                self.session.close()
+            except Exception:
+                pass
+        self.session = None
+
     def wait_slots(self, n: int, timeout: float = 30) -> list[dict]:
+        self.wait_serving("collector@c", timeout=timeout)
         return wait_for(f"{n} Machine ads", lambda: (a := self.ads("Machine")) and len(a) >= n and a, timeout)
 
     def submit(self, schedd: str, count: int, *, cmd: str = "/bin/true", args: str = "", owner: str | None = None,

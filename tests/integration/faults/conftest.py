@@ -6,8 +6,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.e2e.pool import Pool, wait_for
-from tests.integration.faults.helpers import answers
+from tests.e2e.pool import Pool
 from tests.integration.faults.netns import NetnsLink, unavailable
 
 
@@ -46,11 +45,8 @@ def make_netpool(amqp_url: str, link: NetnsLink, tmp_path) -> Iterator[Callable[
         pool.start("negotiator", "n")
         pool.start("startd", "a", GRIDBUS_NUM_CPUS="2", GRIDBUS_NUM_SLOTS="2", GRIDBUS_MEMORY="2048")
         pool.start("schedd", "s", GRIDBUS_URL=link.broker_url(amqp_url))
-        # Short calls until each answers: a call sent before an agent's queue exists waits its whole timeout.
-        wait_for("the collector answering", lambda: answers(pool, "collector@c", "Query", {"AdTypes": ["Machine"]}), 30)
         pool.wait_slots(2)
-        wait_for("the schedd in the namespace answering",
-                 lambda: answers(pool, "schedd@s", "Query", {"Constraint": "false", "Projection": []}), 30)
+        pool.wait_serving("schedd@s")  # the schedd in the namespace, through the forwarder
         return pool
 
     try:

@@ -64,18 +64,3 @@ def completed_once(pool: Pool, cluster: int, log: Path) -> dict:
     assert pool.jobs(SCHEDD, f"ClusterId == {cluster}") == []
     assert count(log, JobEventType.JOB_TERMINATED, cluster) == 1, events(log)
     return hist[0]
-
-
-def answers(pool: Pool, address: str, method: str, args: dict) -> bool:
-    """Whether ``address`` answers a short call (a call sent before its queue exists waits its whole timeout)."""
-    try:
-        return pool.console().call(address, method, args, timeout=1).ok
-    except Exception:
-        # Before the exchanges exist the broker closes the channel: start over with a new session.
-        session, pool.session = pool.session, None
-        if session is not None:
-            try:
-                session.close()
-            except Exception:
-                pass
-        return False

@@ -16,7 +16,6 @@ from tests.e2e.pool import Pool, wait_for
 from tests.integration.faults.helpers import (
     SCHEDD,
     STARTD,
-    answers,
     completed_once,
     count,
     events,
@@ -36,9 +35,8 @@ def pool(amqp_url: str, tmp_path: Path):
         p.start("negotiator", "n")
         p.start("schedd", "s")
         p.start("startd", "a", GRIDBUS_NUM_CPUS="2", GRIDBUS_NUM_SLOTS="2", GRIDBUS_MEMORY="2048")
-        wait_for("the collector answering", lambda: answers(p, "collector@c", "Query", {"AdTypes": ["Machine"]}), 30)
         p.wait_slots(2)
-        wait_for("the schedd answering", lambda: answers(p, SCHEDD, "Query", {"Constraint": "false", "Projection": []}), 30)
+        p.wait_serving(SCHEDD)
         yield p
     finally:
         p.stop()
