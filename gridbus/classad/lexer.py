@@ -9,6 +9,11 @@ from gridbus.classad.values import INT_MAX
 
 # Token kinds.
 INT, REAL, STR, QNAME, NAME, OP, EOF = "int", "real", "str", "qname", "name", "op", "eof"
+# Digits right after a minus that only a negative literal can take: a leading zero (`-03` is -3) or
+# a magnitude of 2**63 (`-9223372036854775808`). The value is (magnitude, has a leading zero); the
+# parser folds it with the minus, and refuses or zeroes it where there is no minus to fold.
+SIGNED = "signed"
+_OCTAL_DIGITS = set("01234567")
 
 # Longest operators first so that `=?=` is not read as `=` `?` `=`.
 _OPS = sorted(
@@ -108,7 +113,18 @@ def tokenize(text: str) -> list[Token]:
             continue
         if kind == "int":
             digits = m.group()
-            if len(digits) > 1 and digits[0] == "0":
+            leading_zero = len(digits) > 1 and digits[0] == "0"
+            if pos > 0 and text[pos - 1] == "-" and (leading_zero or int(digits) > INT_MAX):
+                if end < n and (text[end] == "." or text[end].isalpha() or text[end] == "_"):
+                    raise ClassAdParseError("malformed number", text, pos)
+                if leading_zero and not set(digits) <= _OCTAL_DIGITS:
+                    # The library scans a leading-zero number as octal digits (then reads them in
+                    # decimal): an 8 or a 9 ends the number in the middle.
+                    raise ClassAdParseError("malformed number", text, pos)
+                toks.append(Token(SIGNED, (int(digits), leading_zero), pos, end))
+                pos = end
+                continue
+            if leading_zero:
                 # HTCondor's daemon semantics reject octal-looking integers (lexer.cpp).
                 raise ClassAdParseError("integer literal with a leading zero", text, pos)
             if end < n and (text[end] == "." or text[end].isalpha() or text[end] == "_"):

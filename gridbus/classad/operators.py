@@ -47,21 +47,20 @@ def arith(op: str, a: Any, b: Any) -> Any:
         x = float(x)
         y = float(y)
         if op == "+":
-            return x + y
-        if op == "-":
-            return x - y
-        if op == "*":
-            return x * y
-        if op == "/":
-            if y == 0.0:
-                # As the library answers: 0/0 is NaN, a division giving +inf is error,
-                # one giving -inf is -inf.
-                if x == 0.0 or math.isnan(x):
-                    return math.nan
-                r = math.copysign(math.inf, x) * math.copysign(1.0, y)
-                return ERROR if r > 0 else r
-            return x / y
-        return ERROR  # % is for integers only
+            r = x + y
+        elif op == "-":
+            r = x - y
+        elif op == "*":
+            r = x * y
+        elif op == "/":
+            if y == 0.0 and (x == 0.0 or math.isnan(x)):
+                return math.nan
+            r = x / y if y != 0.0 else math.copysign(math.inf, x) * math.copysign(1.0, y)
+        else:
+            return ERROR  # % is for integers only
+        # As the library answers: a real result of +inf is error (its isinf() test is true only for
+        # +inf), while -inf and NaN are values.
+        return ERROR if r == math.inf else r
     bad = first_bad(a, b)
     return _time_arith(op, a, b) if bad is None else bad
 
@@ -80,17 +79,26 @@ def _time_arith(op: str, a: Any, b: Any) -> Any:
             return RelTime(a.secs + b.secs if op == "+" else a.secs - b.secs)
         if tb is AbsTime and op == "+":
             return AbsTime(a.secs + b.secs, b.offset)
-        n = _num(b)
+        n = None if tb is bool else _num(b)  # a time scales by a number, never by a boolean
         if n is not None and op == "*":
             return RelTime(a.secs * n)
         if n is not None and op == "/":
-            return ERROR if n == 0 else RelTime(a.secs / n)
+            return RelTime(_double_divide(a.secs, n))
         return ERROR
     if tb is RelTime and op == "*":
-        n = _num(a)
+        n = None if ta is bool else _num(a)
         if n is not None:
             return RelTime(n * b.secs)
     return ERROR
+
+
+def _double_divide(x: float, y: float) -> float:
+    """C's double division: by zero it is inf, -inf or nan (a relative time divides so), not error."""
+    if y:
+        return x / y
+    if not x or math.isnan(x):
+        return math.nan
+    return math.copysign(math.inf, x) * math.copysign(1.0, y)
 
 
 def compare(op: str, a: Any, b: Any) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gridbus.classad import nodes as N
 from gridbus.classad.errors import ClassAdParseError
-from gridbus.classad.lexer import EOF, INT, NAME, OP, QNAME, REAL, STR, Token, tokenize
+from gridbus.classad.lexer import EOF, INT, NAME, OP, QNAME, REAL, SIGNED, STR, Token, tokenize
 from gridbus.classad.values import ERROR, UNDEFINED
 
 # Deeper trees than this are refused with a parse error: nothing a pool writes comes near it, and
@@ -108,9 +108,9 @@ class Parser:
             self.next()
             nxt = self.toks[self.i]
             # HTCondor folds a minus written against a number into a negative literal.
-            if tok.value == "-" and nxt.kind in (INT, REAL) and nxt.pos == tok.end:
+            if tok.value == "-" and nxt.kind in _NUMBERS and nxt.pos == tok.end:
                 self.next()
-                return self.postfix(N.Literal(-nxt.value))
+                return self.postfix(N.Literal(_negated(nxt)))
             self.nesting += 1
             if self.nesting > MAX_DEPTH:
                 raise self.error(f"expression nested deeper than {MAX_DEPTH} levels")
@@ -151,10 +151,10 @@ class Parser:
     def postfix_operand(self) -> N.Node:
         tok = self.toks[self.i]
         nxt = self.peek(1)
-        if tok.kind == OP and tok.value == "-" and nxt.kind in (INT, REAL) and nxt.pos == tok.end:
+        if tok.kind == OP and tok.value == "-" and nxt.kind in _NUMBERS and nxt.pos == tok.end:
             self.next()
             self.next()
-            node: N.Node = N.Literal(-nxt.value)
+            node: N.Node = N.Literal(_negated(nxt))
         else:
             node = self.primary()
         while True:
@@ -178,6 +178,10 @@ class Parser:
         kind = tok.kind
         if kind == INT or kind == REAL or kind == STR:
             return N.Literal(tok.value)
+        if kind == SIGNED:  # digits after a binary minus: no negative literal to fold into
+            if tok.value[1]:
+                raise self.error("integer literal with a leading zero", tok)
+            return N.Literal(0)  # strtoll's overflow answer, as for any other too-large literal
         if kind == QNAME:
             return N.AttrRef(tok.value)
         if kind == NAME:
@@ -291,3 +295,16 @@ def parse_expression(text: str) -> N.Node:
     if tok.kind != EOF:
         raise p.error(f"unexpected {_describe(tok)} after the expression", tok)
     return node
+
+
+_NUMBERS = (INT, REAL, SIGNED)
+
+
+def _negated(tok: Token) -> int | float:
+    """The negative literal a minus written against a number makes (HTCondor's lexer reads the
+    sign with the digits, as strtoll does: `-03` is -3, `-9223372036854775808` is the minimum)."""
+    if tok.kind == SIGNED:
+        magnitude = tok.value[0]  # type: ignore[index]
+        return -magnitude if magnitude <= 2**63 else 0
+    return -tok.value  # type: ignore[operator]
+

@@ -68,3 +68,30 @@ JOBARGS_CASES = [
 @pytest.mark.parametrize("expr", JOBARGS_CASES)
 def test_job_argument_and_environment_functions(expr):
     assert norm(ours_eval(expr)) == norm(theirs_eval(expr)), expr
+
+
+# Number and time arithmetic at the edges, found by the random generator: relative times scale by
+# numbers only (a boolean operand is error) and divide as C doubles (by zero: inf, -inf or nan).
+TIME_ARITHMETIC_CASES = [
+    "relTime(10) * true", "false * relTime(10)", "relTime(10) / true", "relTime(10) * 2.5",
+    "relTime(10) / 0", "relTime(-5) / 0", "relTime(0) / 0", "relTime(10) / -0.0", "relTime(10) % 3",
+    "absTime(100) + relTime(10)", "absTime(100) - absTime(40)", "absTime(100) * 2",
+    # a real result of +inf is error, -inf and NaN are values
+    'real("inf") * 2', "1e308 + 1e308", "-1e308 * 10", 'real("nan") + 1', "1e308 * 10 == 3", "-1.0 / 0",
+    # a minus written against digits is read with them, as strtoll does
+    "-03", "-0123 + 1", "{-010}", "-9223372036854775808", "5 - 9223372036854775808", 'eval("-07")',
+    "eval(relTime(-3))", "eval(~9223372036854775807)",
+]
+PARSE_ERRORS = ["5-03", "-08", "-018", "- 03", "03"]
+
+
+@pytest.mark.parametrize("text", PARSE_ERRORS)
+def test_literals_the_library_refuses_are_refused(text):
+    assert not parses_in_theirs(text)
+    with pytest.raises(ours.ClassAdParseError):
+        ours.ExprTree(text)
+
+
+@pytest.mark.parametrize("expr", TIME_ARITHMETIC_CASES)
+def test_time_arithmetic(expr):
+    assert norm(ours_eval(expr)) == norm(theirs_eval(expr)), expr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +21,10 @@ T_MY, T_TARGET = classad2.ClassAd(MY_AD), classad2.ClassAd(TARGET_AD)
 O_MY, O_TARGET = ours.ClassAd(MY_AD), ours.ClassAd(TARGET_AD)
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)
+# Each developer run draws new seeds and so explores new expressions (that is how disagreements are
+# found); CI (CI=true) draws the same seeds every time, so a landing is judged on a reproducible set.
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck),
+          derandomize=bool(os.environ.get("CI")))
 @given(st.integers(min_value=0, max_value=2**63))
 def test_random_expressions_agree(seed):
     rng = random.Random(seed)
