@@ -206,8 +206,9 @@ def _split_fields(v: Any) -> dict[str, Any] | None:
             p = time.gmtime(secs + off)
         except (OverflowError, OSError, ValueError):
             return None
-        return {"type": "AbsoluteTime", "year": p.tm_year, "month": p.tm_mon, "day": p.tm_mday,
-                "hours": p.tm_hour, "minutes": p.tm_min, "seconds": p.tm_sec, "offset": off}
+        # In the library's order (its hash table's), which is how string() of the result prints.
+        return {"day": p.tm_mday, "type": "AbsoluteTime", "year": p.tm_year, "hours": p.tm_hour,
+                "month": p.tm_mon, "offset": off, "minutes": p.tm_min, "seconds": p.tm_sec}
     if t is RelTime:
         r = v.secs
         neg = r < 0
@@ -227,7 +228,7 @@ def _split_fields(v: Any) -> dict[str, Any] | None:
                 mins = -mins
             else:
                 secs = -secs
-        return {"type": "RelativeTime", "days": days, "hours": hrs, "minutes": mins, "seconds": float(secs)}
+        return {"days": days, "type": "RelativeTime", "hours": hrs, "minutes": mins, "seconds": float(secs)}
     if t is AdValue:
         out: dict[str, Any] = {}
         for k in ("year", "month", "day", "hours", "minutes", "seconds"):

@@ -95,3 +95,11 @@ def test_literals_the_library_refuses_are_refused(text):
 @pytest.mark.parametrize("expr", TIME_ARITHMETIC_CASES)
 def test_time_arithmetic(expr):
     assert norm(ours_eval(expr)) == norm(theirs_eval(expr)), expr
+
+
+@pytest.mark.parametrize("expr", [
+    'string(splitTime(absTime("2024-01-02T03:04:05Z")))', "string(splitTime(relTime(-86401)))",
+    "toLower(splitTime(relTime(-3.5)))",
+])
+def test_split_time_prints_in_the_library_order(expr):
+    assert norm(ours_eval(expr)) == norm(theirs_eval(expr)), expr
