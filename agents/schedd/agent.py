@@ -82,6 +82,7 @@ class Schedd(SubmitMixin, JobActionsMixin, JobObjectsMixin, QueriesMixin, JobSta
         kw.setdefault("update_interval", settings.update_interval)
         super().__init__(name or socket.gethostname(), url, **kw)
         self.settings = settings
+        self.request_queue_type = settings.request_queue_type
         # One object per class is made by the framework, named by the address; only the
         # scheduler is a real object here (jobs are named by their ids).
         self.objects = {self.address: ManagedObject("scheduler", self.address, self.object_properties,

@@ -46,6 +46,9 @@ class Agent:
     classes: tuple[str, ...] = ()  # management classes this agent serves (schema names)
     my_type = "Generic"  # MyType of its daemon ad
     durable_requests = False  # the schedd keeps requests sent while it restarts
+    # "quorum" makes a durable request queue a replicated quorum queue, for a pool whose broker is
+    # a RabbitMQ cluster (the queue survives the loss of a broker node); "classic" lives on one node.
+    request_queue_type = "classic"
 
     def __init__(
         self,
@@ -276,10 +279,7 @@ class Agent:
         await self._client.start()
         await self.setup()
         queue = await self._channel.declare_queue(
-            bus.rpc_queue(self.address),
-            durable=self.durable_requests,
-            arguments={"x-dead-letter-exchange": bus.DEAD}
-            | ({} if self.durable_requests else {"x-expires": 600_000}),
+            bus.rpc_queue(self.address), durable=self.durable_requests, arguments=self.request_queue_arguments()
         )
         for key in {self.address, bus.BROADCAST_KEY, *(bus.class_key(c) for c in self.classes)}:
             await queue.bind(bus.RPC, key)
@@ -288,6 +288,18 @@ class Agent:
         self._advertiser = self.spawn(self._advertise_loop(), "advertise")
         self.log.info("%s serving on %s", self.address, self.url.redacted())
         self.ready.set()
+
+    def request_queue_arguments(self) -> dict[str, Any]:
+        """Arguments of the request queue: dead-lettering always; a transient agent's queue expires
+        ten minutes after it is gone; a durable one may be a quorum queue."""
+        args: dict[str, Any] = {"x-dead-letter-exchange": bus.DEAD}
+        if not self.durable_requests:
+            return args | {"x-expires": 600_000}
+        if self.request_queue_type not in ("classic", "quorum"):
+            raise ValueError(f"request queue type must be classic or quorum, not {self.request_queue_type!r}")
+        # A classic queue is declared without the argument, as before it existed: the broker refuses
+        # a re-declaration whose arguments differ from the existing queue's.
+        return args | {"x-queue-type": "quorum"} if self.request_queue_type == "quorum" else args
 
     @staticmethod
     async def declare_topology(channel: aio_pika.abc.AbstractChannel) -> None:
