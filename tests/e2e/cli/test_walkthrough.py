@@ -61,3 +61,20 @@ def test_htcondor2_script_runs_with_only_its_imports_changed(pool, tmp_path: Pat
     assert "held [(0, 5)] HELD" in lines
     assert "history [(0, 0), (1, 0), (2, 0)]" in lines
     assert [(tmp_path / f"out.{i}").read_text() for i in range(3)] == ["alpha\n", "beta\n", "gamma\n"]
+
+
+def test_readme_qmf_console_example_runs(pool, tmp_path: Path):
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## The QMF-style console", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, re.S)
+    assert block, "the README's QMF-style console section has no ```python block"
+    code = block.group(1).replace('"amqp://guest:guest@127.0.0.1:5672/"', repr(pool.url))
+    script = tmp_path / "qmf.py"
+    script.write_text(code)
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("schedd@s ['scheduler']") for line in lines), lines
+    (status_line,) = [line for line in lines if line.startswith("0 OK ")]
+    cluster = status_line.split()[2]
+    assert re.fullmatch(rf"s#{cluster}\.0#\d+ \d /bin/echo", lines[-1]), lines
