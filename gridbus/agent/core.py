@@ -70,11 +70,15 @@ class Agent:
         self.admins = set(admins) | {self.url.user}
         self.prefetch = prefetch
         self.log = logging.getLogger(f"gridbus.{self.kind}")
-        self.start_time = int(time.time())
+        started = time.time()
+        self.start_time = int(started)  # DaemonStartTime: whole seconds, as HTCondor's
         self.objects: dict[str, ManagedObject] = {}
         self.stats: dict[str, int] = {"RequestsServed": 0, "RequestsFailed": 0, "RequestsInFlight": 0}
         self._handlers = self._collect_handlers()
-        self._sequence = 0
+        # UpdateSequenceNumber counts from the microsecond of the start within its second, so a
+        # daemon restarted within the same DaemonStartTime second outranks its predecessor's
+        # updates in the collector (which keeps the newest (DaemonStartTime, sequence) per ad).
+        self._sequence = int((started - self.start_time) * 1_000_000)
         self._connection: AbstractRobustConnection | None = None
         self._channel: aio_pika.abc.AbstractChannel | None = None
         self._client: AsyncClient | None = None

@@ -44,12 +44,30 @@ def test_many_ads_travel_batched_by_type_with_sequence_and_lifetime():
         ("private.machine.r1", 1, bus.T_AD),
     ]
     every = [ad for _, b, _ in a.sent for ad in b["ads"]]
-    assert {ad["UpdateSequenceNumber"] for ad in every} == {1}
+    (first,) = {ad["UpdateSequenceNumber"] for ad in every}  # one number for the whole round
     assert {ad["ClassAdLifetime"] for ad in every} == {30.0}
     assert {ad["DaemonStartTime"] for ad in every} == {a.start_time}
     a.sent.clear()
     asyncio.run(a.publish_ads())
-    assert {ad["UpdateSequenceNumber"] for _, b, _ in a.sent for ad in b["ads"]} == {2}
+    assert {ad["UpdateSequenceNumber"] for _, b, _ in a.sent for ad in b["ads"]} == {first + 1}
+
+
+def test_a_daemon_restarted_within_the_same_second_outranks_its_predecessor(monkeypatch):
+    from gridbus.agent import core
+    from gridbus.agents.collector.store import AdStore, Outcome
+
+    clock = iter([1000.25, 1000.75])
+    monkeypatch.setattr(core.time, "time", lambda: next(clock))
+    before, after = Recorder(0), Recorder(0)  # the same daemon, started twice in second 1000
+    assert before.start_time == after.start_time == 1000
+    for _ in range(5):  # the first one's life: a few rounds of updates
+        asyncio.run(before.publish_ads())
+    asyncio.run(after.publish_ads())
+    store = AdStore(clock=lambda: 0.0)
+    old_ad, new_ad = before.sent[-1][1]["ads"][0], after.sent[-1][1]["ads"][0]
+    assert store.update(dict(old_ad)) == Outcome.NEW
+    assert store.update(dict(new_ad)) == Outcome.UPDATED  # not refused as out of order
+    assert store.update(dict(old_ad)) == Outcome.OUT_OF_ORDER
 
 
 def test_an_ad_gone_since_the_last_round_is_invalidated_and_a_stop_invalidates_all():
