@@ -17,6 +17,7 @@ import enum
 from collections.abc import Iterable
 from typing import Any
 
+from gridbus.console.client import DaemonClient
 from gridbus.console.session import Session
 from gridbus.rpc import CallFailed, CallTimeout, MethodResult
 
@@ -110,7 +111,7 @@ def _classad(ad: dict[str, Any]) -> Any:
     return ClassAd(ad)
 
 
-class Collector:
+class Collector(DaemonClient):
     """A client of the pool's collector (htcondor2.Collector)."""
 
     def __init__(
@@ -121,17 +122,14 @@ class Collector:
         timeout: float = 30.0,
     ):
         if isinstance(pool, Session):
-            self.session = pool
-            self._own_session = False
+            super().__init__(pool, None, timeout)
         else:
             if pool is not None and (not isinstance(pool, str) or "://" not in pool):
                 raise ValueError(
                     f"pool must be a broker URL such as amqp://user:password@host:5672/ (or None for "
                     f"GRIDBUS_URL), got {pool!r}"
                 )
-            self.session = Session(pool or _configured("GRIDBUS_URL") or None, timeout=timeout, name="collector-client")
-            self._own_session = True
-        self.timeout = timeout
+            super().__init__(None, pool or _configured("GRIDBUS_URL") or None, timeout, name="collector-client")
         configured = name or _configured("COLLECTOR_NAME")
         self._address: str | None = f"collector@{configured}" if configured else None
         self._pinned = self._address is not None
@@ -141,11 +139,11 @@ class Collector:
     def address(self) -> str:
         """The collector's agent address, found once (see the module docstring for the rule)."""
         if self._address is None:
-            found = sorted(o._agent for o in self.session.getObjects(_class="collector", _timeout=3.0))
-            if not found:
+            try:
+                self._address = self.first_agent("collector", timeout=3.0)
+            except LookupError:
                 url = self.session.url.redacted() if self.session.url else "the broker"
-                raise NoCollector(f"no collector answers on {url} (is one running? set COLLECTOR_NAME to name it)")
-            self._address = found[0]
+                raise NoCollector(f"no collector answers on {url} (is one running? set COLLECTOR_NAME to name it)") from None
         return self._address
 
     def _call(self, method: str, args: dict[str, Any]) -> MethodResult:
@@ -214,16 +212,6 @@ class Collector:
         if ad_type is None:
             raise ValueError(f"locateAll needs a specific daemon type, not {DaemonType(daemon_type).name}")
         return self.query(ad_type)
-
-    def close(self) -> None:
-        if self._own_session:
-            self.session.close()
-
-    def __enter__(self) -> Collector:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"Collector({self._address or 'not located yet'})"

@@ -17,15 +17,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from gridbus.console.client import DaemonClient
 from gridbus.console.session import Session
 from gridbus.rpc import MethodResult
 
 
-class Negotiator:
+class Negotiator(DaemonClient):
     def __init__(self, pool: str | None = None, name: str | None = None, *, session: Session | None = None,
                  timeout: float = 30.0):
-        self._own = session is None
-        self.session = session or Session(pool, timeout=timeout)
+        super().__init__(session, pool, timeout)
         self._name = name
         self._address: str | None = f"negotiator@{name}" if name else None
 
@@ -42,10 +42,7 @@ class Negotiator:
             if name:
                 self._address = f"negotiator@{name}"
             else:
-                objs = self.session.getObjects(_class="negotiator")
-                if not objs:
-                    raise LookupError("no negotiator answers on this broker (getObjects(_class='negotiator') is empty)")
-                self._address = sorted(o._agent for o in objs)[0]
+                self._address = self.first_agent("negotiator")
         return self._address
 
     def _call(self, method: str, args: dict[str, Any] | None = None) -> MethodResult:
@@ -92,15 +89,6 @@ class Negotiator:
         """Why the job is idle: slots its Requirements reject, slots rejecting it, the worst clause."""
         return dict(self._call("Analyze", {"Job": dict(job)}).outArgs)
 
-    def close(self) -> None:
-        if self._own:
-            self.session.close()
-
-    def __enter__(self) -> Negotiator:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
 
 def _user(name: str) -> str:

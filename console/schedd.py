@@ -21,6 +21,7 @@ from enum import IntEnum, IntFlag
 from typing import Any
 
 from gridbus.classad import ClassAd, ExprTree
+from gridbus.console.client import DaemonClient
 from gridbus.console.session import Session
 from gridbus.jobstatus import JobStatus as JobStatus  # htcondor2.JobStatus, shared with the schedd
 from gridbus.rpc import CallFailed, CallTimeout, MethodResult
@@ -97,7 +98,7 @@ def _raise_for(result: MethodResult, what: str) -> MethodResult:
     raise err
 
 
-class Schedd:
+class Schedd(DaemonClient):
     """A schedd on the broker, as htcondor2.Schedd sees one.
 
     ``location`` may be the schedd's address (``schedd@name``), its Scheduler ad (a ClassAd or
@@ -107,11 +108,7 @@ class Schedd:
 
     def __init__(self, location: Any = None, *, url: str | None = None, session: Session | None = None,
                  timeout: float = 60.0, submit_retries: int = 2):
-        self._own_session = session is None
-        self.session = session or Session(url, timeout=timeout)
-        if session is None and url is None:
-            self.session.addBroker()
-        self.timeout = timeout
+        super().__init__(session, url, timeout, connect=True)
         self.submit_retries = submit_retries
         self.address = self._locate(location)
 
@@ -124,20 +121,10 @@ class Schedd:
             except (KeyError, TypeError):
                 raise ValueError("a schedd location ad must carry MyAddress (the schedd's agent address)") from None
             return str(address)
-        found = self.session.getObjects(_class="scheduler")
-        if not found:
-            raise RuntimeError("Unable to locate a schedd: no agent answered getObjects(_class='scheduler')")
-        return sorted(o.MyAddress for o in found)[0]
-
-    def close(self) -> None:
-        if self._own_session:
-            self.session.close()
-
-    def __enter__(self) -> Schedd:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+        try:
+            return self.first_agent("scheduler")
+        except LookupError as exc:
+            raise RuntimeError(f"Unable to locate a schedd: {exc}") from None
 
     def _call(self, method: str, args: dict[str, Any], *, obj: str | None = None,
               timeout: float | None = None) -> MethodResult:

@@ -16,6 +16,7 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
+from gridbus.console.client import DaemonClient
 from gridbus.console.session import Session
 from gridbus.rpc import MethodResult
 
@@ -37,27 +38,13 @@ class CompletionType(enum.IntEnum):
     Restart = 3
 
 
-class Startd:
+class Startd(DaemonClient):
     """One startd, reached through a Session (a new one on GRIDBUS_URL if none is given)."""
 
     def __init__(self, location: str | Mapping[str, Any] | None = None, *, session: Session | None = None,
                  url: str | None = None, timeout: float = 30.0):
+        super().__init__(session, url, timeout, connect=True)
         self.address = _address(location)
-        self._own_session = session is None
-        self.session = session or Session(url, timeout=timeout)
-        if self.session.url is None:
-            self.session.addBroker(url)
-        self.timeout = timeout
-
-    def close(self) -> None:
-        if self._own_session:
-            self.session.close()
-
-    def __enter__(self) -> Startd:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     def _call(self, method: str, args: dict[str, Any] | None = None) -> MethodResult:
         return self.session.call(self.address, method, args or {}, timeout=self.timeout).check(
