@@ -69,13 +69,19 @@ def test_a_cut_shorter_than_the_lease_loses_nothing(make_netpool, link: NetnsLin
     assert "ran out" not in pool.log_of(STARTD, "StartLog")
 
 
-def test_a_cut_longer_than_the_lease_ends_the_claim_on_both_sides(make_netpool, link: NetnsLink, tmp_path: Path):
-    lease = 5.0
+def running_rerun_job(make_netpool, lease: float, tmp_path: Path, log_name: str):
+    """A pool with the given lease and one job (that runs again if evicted) running on a busy slot."""
     pool = make_netpool(lease)
-    log = tmp_path / "long.log"
+    log = tmp_path / log_name
     cluster = rerun_job(pool, tmp_path, log)
     wait_for("the job running", lambda: pool.jobs(SCHEDD, "JobStatus == 2") and runs(tmp_path) == 1, 30)
     wait_for("the startd advertising the busy slot", lambda: ("Claimed", "Busy") in slot_states(pool).values(), 10)
+    return pool, log, cluster
+
+
+def test_a_cut_longer_than_the_lease_ends_the_claim_on_both_sides(make_netpool, link: NetnsLink, tmp_path: Path):
+    lease = 5.0
+    pool, log, cluster = running_rerun_job(make_netpool, lease, tmp_path, "long.log")
 
     link.cut()
     try:
@@ -98,11 +104,7 @@ def test_a_cut_longer_than_the_lease_ends_the_claim_on_both_sides(make_netpool, 
 def test_a_restore_between_the_startd_ending_the_claim_and_the_schedd_noticing(make_netpool, link: NetnsLink,
                                                                                tmp_path: Path):
     lease = 5.0
-    pool = make_netpool(lease)
-    log = tmp_path / "race.log"
-    cluster = rerun_job(pool, tmp_path, log)
-    wait_for("the job running", lambda: pool.jobs(SCHEDD, "JobStatus == 2") and runs(tmp_path) == 1, 30)
-    wait_for("the startd advertising the busy slot", lambda: ("Claimed", "Busy") in slot_states(pool).values(), 10)
+    pool, log, cluster = running_rerun_job(make_netpool, lease, tmp_path, "race.log")
 
     link.cut()
     try:

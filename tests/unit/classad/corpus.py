@@ -29,27 +29,17 @@ def _statements(text: str) -> list[str]:
 
 
 def _depth(s: str) -> int:
-    d = 0
-    in_str = False
-    i = 0
-    while i < len(s):
-        c = s[i]
-        if in_str:
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-        elif c in "([{":
-            d += 1
-        elif c in ")]}":
-            d -= 1
-        i += 1
-    return d
+    """Bracket depth at the end of ``s``, string literals skipped (the scan _split_top does)."""
+    return _scan(s)[1]
 
 
 def _split_top(s: str) -> list[str]:
+    """``s`` split at its top-level commas (outside brackets and string literals)."""
+    return _scan(s)[0]
+
+
+def _scan(s: str) -> tuple[list[str], int]:
+    """The top-level comma-separated parts of ``s`` and the bracket depth at its end."""
     parts, d, in_str, cur = [], 0, False, []
     i = 0
     while i < len(s):
@@ -75,7 +65,7 @@ def _split_top(s: str) -> list[str]:
         cur.append(c)
         i += 1
     parts.append("".join(cur).strip())
-    return parts
+    return parts, d
 
 
 def functional_expressions() -> list[str]:
