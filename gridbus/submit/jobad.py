@@ -198,8 +198,12 @@ def build_job_ad(
     submit_method: int,
     owner: str | None = None,
     user_attrs: tuple[tuple[str, str], ...] = (),
+    check_dirs: bool = True,
 ) -> dict[str, Any]:
-    """The whole ad of one job; `get` answers a command's expanded value (None when not given)."""
+    """The whole ad of one job; `get` answers a command's expanded value (None when not given).
+
+    ``check_dirs=False`` builds a proc template (gridbus.submit.materialize), whose initialdir may
+    still name a per-proc macro; each real proc's directory is checked when it is built."""
     ad: dict[str, Any] = dict(CONSTANT_ATTRS)
     ad["ClusterId"] = cluster_id
     ad["ProcId"] = proc_id
@@ -213,7 +217,7 @@ def build_job_ad(
 
     iwd_text = next((v for v in (get("initialdir"), get("initial_dir"), get("iwd")) if v), None)
     iwd = os.path.normpath(os.path.join(cwd, iwd_text)) if iwd_text else cwd
-    if not os.path.isdir(iwd):
+    if check_dirs and not os.path.isdir(iwd):
         raise SubmitError(f"initialdir: no such directory: {iwd}")
     ad["Iwd"] = iwd
 
