@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from gridbus.submit.errors import SubmitError
-from gridbus.submit.quoting import arguments_attrs, environment_attr, is_v2, join_v2, split_v2
+from gridbus.submit.quoting import arguments_attrs, env_v1_attr, environment_attr, is_v2, join_v2, split_v2
 from gridbus.submit.units import disk_kib, memory_mib
 
 Getter = Callable[[str], "str | None"]
@@ -232,10 +232,16 @@ def build_job_ad(
 
     ad.update(arguments_attrs(get("arguments")))
     env_value = get("environment")
+    getenv = bool(get("getenv")) and truth(get("getenv") or "", "getenv")
     if env_value is None:
         env_value = get("env")
+        if env_value is not None and env_value.strip() and not is_v2(env_value):
+            # HTCondor keeps `env` in the old syntax as the old attributes, Env and EnvDelim.
+            ad["Env"] = env_v1_attr(env_value, dict(os.environ) if getenv else None)
+            ad["EnvDelim"] = ";"
+            env_value = None
     environment = environment_attr(env_value)
-    if get("getenv") and truth(get("getenv") or "", "getenv"):
+    if getenv and "Env" not in ad:
         # getenv = true: the submitter's environment, under what the description sets itself.
         own = {}
         for entry in split_v2(environment, "environment"):
@@ -243,7 +249,8 @@ def build_job_ad(
             own[name] = value
         merged = {**os.environ, **own}
         environment = join_v2([f"{k}={merged[k]}" for k in sorted(merged)])
-    ad["Environment"] = environment
+    if "Env" not in ad:
+        ad["Environment"] = environment
 
     for command, attr in (("input", "In"), ("output", "Out"), ("error", "Err")):
         value = get(command)
