@@ -18,7 +18,14 @@ from functools import lru_cache
 from typing import Any
 
 from gridbus.submit.errors import SubmitError
-from gridbus.submit.quoting import arguments_attrs, env_v1_attr, environment_attr, is_v2, join_v2, split_v2
+from gridbus.submit.quoting import (
+    arguments_attrs,
+    env_v1_attr,
+    environment_attr,
+    is_v2,
+    join_v2,
+    split_v2,
+)
 from gridbus.submit.units import disk_kib, memory_mib
 
 Getter = Callable[[str], "str | None"]
