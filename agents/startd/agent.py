@@ -25,7 +25,7 @@ from typing import Any
 
 from gridbus.agent import Agent, Call, method
 from gridbus.agents.startd import slots as sl
-from gridbus.agents.startd.accounts import RunAsPolicy
+from gridbus.agents.startd.accounts import RunAsPolicy, UserMap
 from gridbus.agents.startd.arguments import lookup
 from gridbus.agents.startd.detect import detect, load_average
 from gridbus.agents.startd.reports import Reporter
@@ -70,7 +70,8 @@ class Startd(Agent):
                                    self.settings.default_request_disk)
         self.starter = Starter(
             self.settings.execute,
-            RunAsPolicy(self.settings.allow_runas_owner, self.settings.unprivileged_user, self.settings.allow_root_jobs),
+            RunAsPolicy(self.settings.allow_runas_owner, self.settings.unprivileged_user, self.settings.allow_root_jobs,
+                        user_map=UserMap.parse(self.settings.user_map)),
             killing_timeout=self.settings.killing_timeout,
             enforce_memory=self.settings.enforce_memory,
             on_exit=self._on_exit,
@@ -135,13 +136,14 @@ class Startd(Agent):
             return changed
         fresh = StartdSettings.from_config(self.config)
         live = {"start", "rank", "killing_timeout", "update_interval", "memory_check_interval", "enforce_memory",
-                "allow_runas_owner", "unprivileged_user", "allow_root_jobs", "report_timeout", "report_retry"}
+                "allow_runas_owner", "unprivileged_user", "allow_root_jobs", "user_map", "report_timeout", "report_retry"}
         self.settings = dataclasses.replace(self.settings, **{k: getattr(fresh, k) for k in live})
         self._exprs = None
         st = self.starter
         st.killing_timeout, st.enforce_memory = self.settings.killing_timeout, self.settings.enforce_memory
         st.usage_interval, st.check_interval = self.settings.update_interval, self.settings.memory_check_interval
-        st.policy = RunAsPolicy(self.settings.allow_runas_owner, self.settings.unprivileged_user, self.settings.allow_root_jobs)
+        st.policy = RunAsPolicy(self.settings.allow_runas_owner, self.settings.unprivileged_user, self.settings.allow_root_jobs,
+                        user_map=UserMap.parse(self.settings.user_map))
         if self.reporter is not None:
             self.reporter.timeout, self.reporter.retry = self.settings.report_timeout, self.settings.report_retry
         self.ads_changed()
