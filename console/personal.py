@@ -94,6 +94,8 @@ class PersonalPool:
         """The environment of the pool's processes and of ``run_command``."""
         env = {k: v for k, v in os.environ.items() if k not in ("GRIDBUS_CONFIG", "GRIDBUS_LOCAL_DIR")}
         env.update(GRIDBUS_URL=self.url, GRIDBUS_CONFIG=str(self.config_file))
+        # The `gridbus` command beside this Python comes first, as in an activated environment.
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
         return env
 
     def _gridbus(self, *args: str, timeout: float) -> subprocess.CompletedProcess:

@@ -30,10 +30,7 @@ class Advertising:
     _stopping: bool
     _ads_wanted: asyncio.Event | None
     _published: dict[str, set[str]]
-
-    def ad_extras(self) -> dict[str, Any]:
-        """Attributes added to every ad of a round (the duty cycle)."""
-        return {}
+    ad_extras: Any  # attributes added to every ad of a round (the duty cycle, gridbus.agent.common)
 
     def ads(self) -> list[dict[str, Any]]:
         """Every public ad this agent advertises (default: its daemon ad)."""
