@@ -92,7 +92,13 @@ class SubmitResult:
         return self._ad
 
     def __repr__(self) -> str:
-        return f"SubmitResult(cluster={self._cluster}, first_proc={self._first}, num_procs={self._num})"
+        # htcondor2 shows the cluster ad too; it is fetched here once if there is a schedd to ask.
+        try:
+            ad = self.clusterad()
+        except Exception:  # a repr must not fail
+            ad = None
+        shown = f", clusterad={ad}" if ad is not None else ""
+        return f"SubmitResult(cluster={self._cluster}, first_proc={self._first}, num_procs={self._num}{shown})"
 
     __str__ = __repr__
 

@@ -4,7 +4,7 @@
   htcondor2.RemoteParam). Administrators see every knob; other users do not see secrets: knobs
   whose names say they hold one are listed as hidden, and GRIDBUS_URL comes without its password.
 - ``SetParam``: a runtime setting (HTCondor's condor_config_val -set), applied at the next
-  reconfig and kept across later ones.
+  reconfig and kept across later ones; refused unless ENABLE_RUNTIME_CONFIG is true, as in HTCondor.
 - ``Advertise``: publish every ad now. A collector broadcasts it when it starts, so ads published
   before it listened are not missing until the next update interval.
 
@@ -20,10 +20,13 @@ from typing import Any
 from gridbus import bus
 from gridbus.agent.dutycycle import DutyCycle
 from gridbus.agent.objects import Call, method
+from gridbus.config import knob
 from gridbus.schema import Method
-from gridbus.status import invalid
+from gridbus.status import forbidden, invalid
 
 COMMON_CLASS = "daemon"
+
+knob("ENABLE_RUNTIME_CONFIG", False, "SetParam (htcondor2's RemoteParam assignment, condor_config_val -set) is allowed")
 
 # Knob names that hold secrets, shown to administrators only.
 _SECRET = re.compile(r"PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL|(^|_)KEY($|_)")
@@ -142,6 +145,8 @@ class CommonMethods:
             raise invalid(f"SetParam: {Name!r} is not a knob name (letters, digits, underscores, dots)")
         from gridbus.config import ConfigError, convert, declared
 
+        if not self.effective_config().get("ENABLE_RUNTIME_CONFIG"):
+            raise forbidden(f"SetParam: {self.kind} does not take runtime settings (ENABLE_RUNTIME_CONFIG is false)")
         key = Name.upper()
         knob = declared().get(key)
         if knob is not None:
