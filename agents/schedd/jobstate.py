@@ -19,6 +19,7 @@ from gridbus.agents.schedd.jobattrs import (
 )
 from gridbus.agents.schedd.jobqueue import Proc
 from gridbus.agents.schedd.parts import ScheddParts
+from gridbus.classad.values import is_number
 from gridbus.eventlog import writer
 
 
@@ -225,4 +226,4 @@ class JobStateMixin(ScheddParts):
 
 
 def _num(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+    return float(value) if is_number(value) else 0.0
