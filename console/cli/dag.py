@@ -16,7 +16,9 @@ def cmd_submit_dag(args: argparse.Namespace) -> int:
 
     dag_file = args.dag
     sub_file = Path(f"{dag_file}.condor.sub")
-    if sub_file.exists() and not args.force:
+    rescue = any(Path(dag_file).parent.glob(Path(dag_file).name + ".rescue[0-9][0-9][0-9]"))
+    if sub_file.exists() and not args.force and not rescue:
+        # A rescue DAG means a resubmission of a failed DAG: its files are rewritten (HTCondor's rule).
         raise FileExistsError(f"{sub_file} exists: use -f (-force) to overwrite it and the DAG's other files")
     if args.force:
         # -force: DAGMan's files of an earlier run are replaced, its rescue DAGs set aside (.old),

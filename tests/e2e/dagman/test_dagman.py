@@ -42,3 +42,72 @@ def test_diamond(dag_pool, dag_dir: Path):
     q = gridbus("history", "-af", "DAGNodeName", "DAGManJobId", "-constraint", f"DAGManJobId == {cluster}",
                 cwd=dag_dir)
     assert sorted(q.stdout.split()) == sorted(["A", "B", "C", "D"] + [str(cluster)] * 4), q.stderr
+
+
+def _dag(dag_dir: Path, name: str, text: str) -> Path:
+    path = dag_dir / name
+    path.write_text(text)
+    return path
+
+
+def test_retry_a_node_that_fails_twice(dag_pool, dag_dir: Path):
+    # The third run succeeds: each run counts itself in a file.
+    write_script(dag_dir, "flaky.sh", 'n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count; '
+                 '[ "$n" -ge 3 ]')
+    write_sub(dag_dir, "flaky.sub", "flaky.sh")
+    write_sub(dag_dir, "after.sub")
+    dag = _dag(dag_dir, "retry.dag", "JOB F flaky.sub\nJOB G after.sub\nRETRY F 2\nPARENT F CHILD G\n")
+    ad = wait_dag(dag_pool, dag, submit_dag(dag))
+    assert ad["ExitCode"] == 0, Path(f"{dag}.dagman.out").read_text()
+    assert submits_per_node(dag) == {"F": 3, "G": 1}
+    returns = [e.get("ReturnValue") for n, e in node_events(dag) if n == "F" and e.type == JobEventType.JOB_TERMINATED]
+    assert returns == [1, 1, 0]
+
+
+def test_pre_script_failing_with_pre_skip(dag_pool, dag_dir: Path):
+    write_script(dag_dir, "skip.sh", "exit 5")
+    write_script(dag_dir, "fail.sh", "exit 4")
+    write_sub(dag_dir, "node.sub")
+    dag = _dag(dag_dir, "pre.dag", "JOB S node.sub\nJOB T node.sub\nJOB U node.sub\nJOB V node.sub\n"
+               "SCRIPT PRE S skip.sh\nPRE_SKIP S 5\nSCRIPT PRE U fail.sh\nPRE_SKIP U 5\n"
+               "PARENT S CHILD T\nPARENT U CHILD V\n")
+    ad = wait_dag(dag_pool, dag, submit_dag(dag))
+    out = Path(f"{dag}.dagman.out").read_text()
+    # S is skipped (done, no job) so T runs; U's PRE fails otherwise, so U fails and V never runs.
+    assert submits_per_node(dag) == {"T": 1}
+    assert ad["ExitCode"] == 1 and "PRE_SKIP" in out
+    rescue = Path(f"{dag}.rescue001").read_text()
+    assert "DONE S\nDONE T\n" in rescue and "#   U,<ENDLIST>" in rescue
+
+
+def test_abort_dag_on(dag_pool, dag_dir: Path):
+    write_sub(dag_dir, "bad.sub", "/bin/sh", "-c 'exit 3'")
+    write_sub(dag_dir, "slow.sub", "/bin/sleep", "60")
+    write_sub(dag_dir, "later.sub")
+    dag = _dag(dag_dir, "abort.dag", "JOB X bad.sub\nJOB Y slow.sub\nJOB Z later.sub\n"
+               "ABORT-DAG-ON X 3 RETURN 2\nPARENT X CHILD Z\n")
+    # (HTCondor's rule: a RETURN value other than 0 to 2 leaves the DAGMan job in the queue to run again.)
+    ad = wait_dag(dag_pool, dag, submit_dag(dag))
+    assert ad["ExitCode"] == 2
+    events = node_events(dag)
+    assert "Z" not in {n for n, _ in events}  # nothing starts after the abort
+    assert [e.type for n, e in events if n == "Y"][-1] == JobEventType.JOB_ABORTED  # the running sibling is removed
+    assert "Aborting DAG" in Path(f"{dag}.dagman.out").read_text()
+    assert Path(f"{dag}.rescue001").exists()
+
+
+def test_rescue_dag_is_used_on_resubmission(dag_pool, dag_dir: Path):
+    write_script(dag_dir, "gate.sh", "test -e go")
+    write_sub(dag_dir, "node.sub")
+    write_sub(dag_dir, "gate.sub", "gate.sh")
+    dag = _dag(dag_dir, "r.dag", "JOB A node.sub\nJOB B gate.sub\nJOB C node.sub\nPARENT A CHILD B\nPARENT B CHILD C\n")
+    ad = wait_dag(dag_pool, dag, submit_dag(dag))
+    assert ad["ExitCode"] == 1
+    rescue = Path(f"{dag}.rescue001").read_text()
+    assert rescue.startswith("# Rescue DAG file, created after running\n#   the r.dag DAG file\n")
+    assert "\nDONE A\n" in rescue and "DONE B" not in rescue and "#   B,<ENDLIST>" in rescue
+    (dag_dir / "go").touch()
+    ad = wait_dag(dag_pool, dag, submit_dag(dag))  # the original DAG file: DAGMan takes the newest rescue
+    assert ad["ExitCode"] == 0
+    assert submits_per_node(dag) == {"B": 1, "C": 1}  # A is not run again
+    assert "Using rescue DAG file r.dag.rescue001" in Path(f"{dag}.dagman.out").read_text()
