@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,8 @@ from tests.e2e.dagman.helpers import (
     write_script,
     write_sub,
 )
+from tests.e2e.pool import wait_for
+from tests.helpers import wait_for as shared_wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -111,3 +115,55 @@ def test_rescue_dag_is_used_on_resubmission(dag_pool, dag_dir: Path):
     assert ad["ExitCode"] == 0
     assert submits_per_node(dag) == {"B": 1, "C": 1}  # A is not run again
     assert "Using rescue DAG file r.dag.rescue001" in Path(f"{dag}.dagman.out").read_text()
+
+
+def test_kill_9_of_dagman_and_recovery_runs_no_node_twice(dag_pool, dag_dir: Path):
+    write_sub(dag_dir, "slow.sub", "/bin/sleep", "1")
+    names = [f"N{i}" for i in range(8)]
+    text = "".join(f"JOB {n} slow.sub\n" for n in names)
+    text += "".join(f"PARENT {a} CHILD {b}\n" for a, b in zip(names[0::2], names[1::2], strict=True))
+    text += "PARENT N1 N3 CHILD N4 N6\n"
+    dag = _dag(dag_dir, "k.dag", text)
+    cluster = submit_dag(dag)
+    lock = Path(f"{dag}.lock")
+    # Kill DAGMan while its first nodes are in the queue.
+    shared_wait_for(lambda: lock.exists() and sum(submits_per_node(dag).values()) >= 2, 30,
+                    "the first node jobs", tolerate=(FileNotFoundError,))
+    pid = int(lock.read_text().split()[1])
+    os.kill(pid, signal.SIGKILL)
+    ad = wait_dag(dag_pool, dag, cluster, timeout=90)
+    out = Path(f"{dag}.dagman.out").read_text()
+    assert ad["ExitCode"] == 0, out
+    assert "Running in RECOVERY mode" in out
+    assert submits_per_node(dag) == dict.fromkeys(names, 1)  # every node once, none twice
+    assert ad["NumJobStarts"] == 2  # the schedd started DAGMan again after the kill
+
+
+def test_rm_of_the_dag_job_removes_its_nodes(dag_pool, dag_dir: Path):
+    write_sub(dag_dir, "slow.sub", "/bin/sleep", "60")
+    dag = _dag(dag_dir, "rm.dag", "JOB A slow.sub\nJOB B slow.sub\n")
+    cluster = submit_dag(dag)
+    wait_for("the nodes to run", lambda: len(dag_pool.jobs("schedd@s", f"DAGManJobId == {cluster} && JobStatus == 2")) == 2, 30)
+    done = gridbus("rm", str(cluster), cwd=dag_dir)
+    assert done.returncode == 0, done.stderr
+    wait_for("the nodes to leave", lambda: not dag_pool.jobs("schedd@s", f"DAGManJobId == {cluster}"), 30)
+    wait_dag(dag_pool, dag, cluster)
+
+
+def test_splice_and_subdag_external(dag_pool, dag_dir: Path):
+    write_script(dag_dir, "stamp.sh", 'echo "$1" >> order.txt')
+    write_sub(dag_dir, "node.sub", "stamp.sh", "$(name)")
+    (dag_dir / "parts").mkdir()
+    write_sub(dag_dir / "parts", "node.sub", str(dag_dir / "stamp.sh"), "$(name)",
+              extra=f"initialdir = {dag_dir}\n")
+    (dag_dir / "parts" / "inner.dag").write_text(
+        'JOB X node.sub\nJOB Y node.sub\nVARS X name="S+X"\nVARS Y name="S+Y"\nPARENT X CHILD Y\n')
+    _dag(dag_dir, "sub.dag", 'JOB P node.sub\nJOB Q node.sub\nVARS P name="SD.P"\nVARS Q name="SD.Q"\n'
+         "PARENT P CHILD Q\n")
+    dag = _dag(dag_dir, "top.dag", 'JOB A node.sub\nVARS A name="A"\nSPLICE S inner.dag DIR parts\n'
+               "SUBDAG EXTERNAL SD sub.dag\nPARENT A CHILD S\nPARENT S CHILD SD\n")
+    ad = wait_dag(dag_pool, dag, submit_dag(dag), timeout=90)
+    assert ad["ExitCode"] == 0, Path(f"{dag}.dagman.out").read_text()
+    assert (dag_dir / "order.txt").read_text().split() == ["A", "S+X", "S+Y", "SD.P", "SD.Q"]
+    assert set(submits_per_node(dag)) == {"A", "S+X", "S+Y", "SD"}  # the sub-DAG is one node: its DAGMan job
+    assert "All jobs Completed!" in (dag_dir / "sub.dag.dagman.out").read_text()
