@@ -199,6 +199,12 @@ def cmd_up(args: argparse.Namespace) -> int:
         return 0
     ensure_broker(url)
     check_login(url)
+    from gridbus import personal
+
+    me = personal.ensure(url, cfg.path_of("LOCAL_DIR"))
+    if me is not None:
+        print(f"gridbus: your jobs are owned by {me}: the console logs in to this pool as the broker account "
+              f"{me}, named after you", flush=True)
     log_dir = cfg.path_of("LOG")
     log_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "GRIDBUS_URL": url}
