@@ -13,7 +13,6 @@ the configuration file).
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import shutil
@@ -368,11 +367,9 @@ def cmd_broker_setup(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------- config
 def cmd_config(args: argparse.Namespace) -> int:
-    for kind in DAEMON_MODULES:  # each daemon module declares its knobs when imported
-        try:
-            importlib.import_module(f"gridbus.agents.{kind}")
-        except Exception:  # a daemon that does not import still leaves the others to show
-            pass
+    from gridbus.console.configuration import declare_daemon_knobs
+
+    declare_daemon_knobs()
     cfg = Config.load(daemon=args.daemon)
     wanted = {n.upper() for n in args.names}
     rows = [row for row in cfg.items() if not wanted or row[0] in wanted]
