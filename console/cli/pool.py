@@ -357,6 +357,8 @@ def cmd_broker_setup(args: argparse.Namespace) -> int:
     report = accounts.setup(Management.for_broker(broker), vhost, args.daemon_user, args.daemon_password, users)
     for line in report.lines:
         print(line)
+    for user in users:
+        print(f"{user}: jobs run as the Unix account {user} on execute nodes (USER_MAP maps it to another)")
     for user, password in report.passwords.items():
         print(f"password of the new account {user}: {password}  (shown once; keep it)")
     daemon_url = broker.with_vhost(vhost).with_credentials(
