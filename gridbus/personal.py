@@ -57,7 +57,7 @@ def _password_file(broker: BrokerURL, user: str, local_dir: Path) -> Path:
 def _password(path: Path) -> str:
     """The account's password, made once (under a lock, so two pools starting at once agree)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "a") as lock:
+    with open(path.parent / (path.name + ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if path.exists() and path.read_text().strip():
             return path.read_text().strip()
