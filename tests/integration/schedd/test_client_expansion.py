@@ -127,6 +127,9 @@ def test_a_template_that_does_not_make_an_ad_is_refused(schedd, session):
     bad = {"Template": {"Out": ["str", "o.$(Process)"], "Rank": ["expr", "(("]}, "Items": [[0, {}]], "Steps": 2}
     r = session.call("schedd@s1", "Submit", {"Ad": job_ad(JobMaterializeMaxIdle=1), "Submit": bad})
     assert r.status == Status.INVALID_PARAMETER and "Template" in r.text
+    eager = {"Template": {"Out": ["str", "o.$(Process)"]}, "Items": [[0, {}]], "Steps": 10**9}
+    r = session.call("schedd@s1", "Submit", {"Ad": job_ad(), "Submit": eager})
+    assert r.status == Status.INVALID_PARAMETER and "materialized late" in r.text
     owned = {"Template": {"Owner": ["str", "root"]}, "Items": [[0, {}]], "Steps": 1}
     r = session.call("schedd@s1", "Submit", {"Ad": job_ad(JobMaterializeMaxIdle=1), "Submit": owned})
     assert r.status == Status.INVALID_PARAMETER and "Owner" in r.text
