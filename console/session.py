@@ -50,7 +50,11 @@ class Session:
     # ------------------------------------------------------------------ connection
     def addBroker(self, target: str | None = None, timeout: float | None = None) -> Session:
         """Connect to the broker at ``target`` (an amqp:// or amqps:// URL; default GRIDBUS_URL)."""
-        self.url = bus.BrokerURL(target or bus.default_url())
+        if not target:
+            from gridbus import personal
+
+            target = personal.console_url(bus.default_url())  # in a personal pool, as its Unix user
+        self.url = bus.BrokerURL(target)
         params = pika.URLParameters(self.url.url)
         params.client_properties = {"connection_name": f"gridbus {self.name}@{_host()}"}
         params.socket_timeout = timeout or 10

@@ -198,6 +198,12 @@ def cmd_up(args: argparse.Namespace) -> int:
         return 0
     ensure_broker(url)
     check_login(url)
+    from gridbus import personal
+
+    me = personal.ensure(url, cfg.path_of("LOCAL_DIR"))
+    if me is not None:
+        print(f"gridbus: your jobs are owned by {me}: the console logs in to this pool as the broker account "
+              f"{me}, named after you", flush=True)
     log_dir = cfg.path_of("LOG")
     log_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "GRIDBUS_URL": url}
@@ -351,6 +357,8 @@ def cmd_broker_setup(args: argparse.Namespace) -> int:
     report = accounts.setup(Management.for_broker(broker), vhost, args.daemon_user, args.daemon_password, users)
     for line in report.lines:
         print(line)
+    for user in users:
+        print(f"{user}: jobs run as the Unix account {user} on execute nodes (USER_MAP maps it to another)")
     for user, password in report.passwords.items():
         print(f"password of the new account {user}: {password}  (shown once; keep it)")
     daemon_url = broker.with_vhost(vhost).with_credentials(

@@ -6,10 +6,13 @@
     built = sub.build(cluster_id=7)            # the ads a schedd stores
     built.cluster_ad, built.proc_ads           # common attributes; per-proc differences (with ProcId)
 
-The schedd's contract: `cluster_ad(...)` is the cluster's common attributes as a plain dict (values
-are literals or `gridbus.classad.ExprTree`), `proc_ads(...)` the per-proc differences after the queue
-statement's items are expanded, each with its `ProcId`. A cluster id is needed only when the
-description refers to `$(Cluster)`; `uses_cluster_id()` says whether it does.
+Only the submitting client expands a description (the console's `Schedd.submit` and `gridbus
+submit`, in the submitter's working directory, with the cluster id the schedd's NewCluster gave):
+`cluster_ad(...)` is the cluster's common attributes as a plain dict (values are literals or
+`gridbus.classad.ExprTree`), `proc_ads(...)` the per-proc differences after the queue statement's
+items are expanded, each with its `ProcId`; `late(built, ...)` is the proc template a schedd fills
+in for a cluster it materializes late (gridbus.submit.materialize). `uses_cluster_id()` says whether
+the description refers to `$(Cluster)`.
 
 A description may hold several queue statements (condor_submit's rule): each makes its own procs,
 numbered on from the previous one's, with the commands above it in effect. The mapping, `getQArgs`
