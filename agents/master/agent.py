@@ -179,6 +179,7 @@ class Master(Agent):
         async with lock:
             await self._stop_all(graceful=self.graceful_off)
         pidfile.remove(self.pid_file, os.getpid())
+        self.log.info("master (pid %d) exiting; its daemons are stopped", os.getpid())
 
     async def _stop_all(self, graceful: bool) -> list[str]:
         stopped = []
