@@ -34,6 +34,8 @@ from gridbus.jobstatus import JobStatus as JobStatus  # htcondor2.JobStatus, sha
 from gridbus.rpc import CallFailed, CallTimeout, MethodResult
 from gridbus.status import Status
 
+E_UNKNOWN_CLUSTER_ID = 3  # the schedd's Submit refusal of a cluster id it did not hand out
+
 _JOB_ID = re.compile(r"\d+(\.\d+)?")
 
 
@@ -158,22 +160,41 @@ class Schedd(DaemonClient):
             raise NotImplementedError("spool=True: gridbus schedds read input files in place; spooling is not supported")
         if queue is not None and (count or itemdata is not None):
             raise ValueError("queue= and count/itemdata are mutually exclusive")
-        args = self._submit_args(description, count, itemdata, queue)
-        args["SubmissionId"] = submission_id or uuid.uuid4().hex
-        result = None
+        submission_id = submission_id or uuid.uuid4().hex
+        for fresh_id in (True, False):
+            args = self._submit_args(description, count, itemdata, queue)
+            args["SubmissionId"] = submission_id
+            try:
+                result = self._submit_call(args)
+                break
+            except CallFailed as exc:
+                # A cluster id forgotten by a schedd that restarted between NewCluster and Submit:
+                # expand again with a new one (nothing was created under the old id).
+                if not (fresh_id and "ClusterId" in args and exc.result.status == Status.USER + E_UNKNOWN_CLUSTER_ID):
+                    raise
+        return SubmitResult(result.ClusterId, result.FirstProc, result.NumProcs, None, result.Id, self)
+
+    def _submit_call(self, args: dict[str, Any]) -> MethodResult:
         for attempt in range(self.submit_retries + 1):
             try:
-                result = self._call("Submit", args)
-                break
+                return self._call("Submit", args)
             except CallTimeout:
                 # The Submit may have committed; the same SubmissionId makes the retry safe.
                 if attempt == self.submit_retries:
                     raise
-        assert result is not None
-        return SubmitResult(result.ClusterId, result.FirstProc, result.NumProcs, None, result.Id, self)
+        raise AssertionError("unreachable")
+
+    def new_cluster(self) -> int:
+        """A new cluster id from the schedd (HTCondor's NewCluster); one never used is harmless."""
+        return int(self._call("NewCluster", {}).ClusterId)
 
     def _submit_args(self, description: Any, count: int, itemdata: Iterable[Any] | None,
                      queue: str | None) -> dict[str, Any]:
+        """The Submit call's arguments: finished job ads, as condor_submit sends them.
+
+        A submit description is expanded here, in this process's working directory (Iwd, relative
+        paths, `queue ... matching`), with the cluster id NewCluster gives for $(Cluster); the
+        schedd never reads submit text."""
         if isinstance(description, (dict, ClassAd)) and _looks_like_job_ad(description):
             ad = dict(description.items()) if isinstance(description, ClassAd) else dict(description)
             return {"Ad": ad, "Count": count or 1}
@@ -183,15 +204,18 @@ class Schedd(DaemonClient):
         if queue is not None:
             sub.setQArgs(queue)
         items = list(itemdata) if itemdata is not None else None
-        if sub.uses_cluster_id():
-            # $(Cluster) must be the real cluster id: let the schedd expand the description.
-            return {"Ad": {}, "Submit": {"Text": str(sub), "Count": count, "ItemData": items}}
-        built = sub.build(cluster_id=0, count=count, itemdata=items)
+        cluster_id = self.new_cluster()
+        built = sub.build(cluster_id=cluster_id, count=count, itemdata=items)
         cluster = {k: v for k, v in built.cluster_ad.items() if k not in ("ClusterId", "Owner")}
         procs = [{k: v for k, v in p.items() if k != "ProcId"} for p in built.proc_ads]
+        args: dict[str, Any] = {"Ad": cluster, "ClusterId": cluster_id}
         if all(not p for p in procs):
-            return {"Ad": cluster, "Count": len(procs)}
-        return {"Ad": cluster, "Procs": procs}
+            return {**args, "Count": len(procs)}
+        if _late(cluster):
+            late = sub.late(built, cluster_id, count=count, itemdata=items)
+            if late is not None:
+                return {**args, "Submit": late}
+        return {**args, "Procs": procs}
 
     # ------------------------------------------------------------------ query and history
     # Attributes that belong to one job of a cluster, not to the cluster ad.
@@ -323,6 +347,11 @@ def _copy(template: ClassAd) -> ClassAd:
     except AttributeError:
         return ClassAd(dict(template.items()))
     return ad
+
+
+def _late(cluster_ad: dict[str, Any]) -> bool:
+    """The schedd materializes this cluster's procs late (max_idle or max_materialize)."""
+    return any(k.lower() in ("jobmaterializemaxidle", "jobmaterializelimit") and v for k, v in cluster_ad.items())
 
 
 def _looks_like_job_ad(obj: Any) -> bool:

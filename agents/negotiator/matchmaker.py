@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gridbus import classad
+from gridbus.adrefs import SlotRefs, reach
 from gridbus.agents.negotiator.prefilter import AttrIndex, conjuncts
-from gridbus.agents.negotiator.reach import SlotRefs, follow, reach
 from gridbus.classad.values import is_number
 
 REJECT_NO_MATCH = "no match found"
@@ -63,32 +63,6 @@ def _is_expr(value: Any) -> bool:
 def _compiled(value: Any) -> Any:
     """The compiled form of an attribute value that is an expression (or ClassAd text)."""
     return classad.compile(str(value))
-
-
-def refs_of(value: Any) -> set[str] | None:
-    """Lower-cased attribute names an expression refers to (scope prefixes dropped), or None."""
-    if not _is_expr(value) and not isinstance(value, str):
-        return set()
-    try:
-        compiled = _compiled(value)
-    except Exception:
-        return None
-    # `refs` holds the unscoped and MY. names, `target_refs` the TARGET. ones (lower-case); either
-    # may name an attribute of the other ad, so a key takes both.
-    raw = set(getattr(compiled, "refs", ()) or ()) | set(getattr(compiled, "target_refs", ()) or ())
-    return {str(r).rsplit(".", 1)[-1].lower() for r in raw}
-
-
-def closure(ad: dict[str, Any], roots: Iterable[str]) -> set[str] | None:
-    """Every attribute name reached from ``roots`` through the ad's own expressions."""
-    lowered = {k.lower(): v for k, v in ad.items()}
-
-    def step(name: str) -> Iterable[str] | None:
-        value = lowered.get(name)
-        return refs_of(value) if _is_expr(value) else ()
-
-    reached = follow(roots, step)
-    return None if reached is None else set(reached)
 
 
 def test_expr(value: Any, my: dict, target: dict) -> bool:

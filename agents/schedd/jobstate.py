@@ -97,10 +97,14 @@ class JobStateMixin(ScheddParts):
         self._count("JobsExited")
         attrs = {**usage, **self._run_end_attrs(p, now)}
         if report.get("MemoryExceeded"):
+            # The startd's reason names the limit it enforced, a number; RequestMemory may be an
+            # expression, which is no limit to quote.
             request = p.get("RequestMemory")
             peak = report.get("MemoryUsage", report.get("ResidentSetSize"))
-            reason = (f"Error from {p.get('RemoteHost', 'the execute node')}: Job has gone over memory limit of "
-                      f"{request} megabytes. Peak usage: {peak} megabytes.")
+            said = report.get("HoldReason")
+            reason = (f"Error from {p.get('RemoteHost', 'the execute node')}: "
+                      + (str(said) if said else f"Job has gone over memory limit of {request} megabytes. "
+                                                f"Peak usage: {peak} megabytes."))
             self._hold(p, reason, int(HoldCode.JOB_OUT_OF_RESOURCES), 0, attrs, now)
         elif report.get("HoldReason"):
             code = report.get("HoldReasonCode")

@@ -224,17 +224,24 @@ class ShadowMixin:
 
     # ------------------------------------------------------------------ negotiator -> schedd
     @method("scheduler")
-    async def GetResourceRequests(self, call: Call, Owner: str, Limit: int, After: int) -> dict[str, Any]:
+    async def GetResourceRequests(self, call: Call, Owner: str, Limit: int, After: int,
+                                  AutoClusterAttrs: list, WholeAds: bool) -> dict[str, Any]:
         self._shadow_init()
         if not Owner:
             raise invalid("GetResourceRequests: Owner must name the submitter whose requests are wanted")
         if Limit < 1:
             raise invalid(f"GetResourceRequests: Limit must be at least 1, got {Limit}")
+        bad = next((a for a in AutoClusterAttrs if not isinstance(a, str) or not a), None)
+        if bad is not None:
+            raise invalid(f"GetResourceRequests: AutoClusterAttrs must be attribute names, got {bad!r}")
         groups = self._ac_pages.get(Owner)
         if After < 0 or groups is None:
+            # The pool's slots read these job attributes: the requests carry them (a page after
+            # the first keeps the grouping the first page was cut from).
+            self._autoclusters.set_pool_attrs(None if WholeAds else AutoClusterAttrs)
             jobs = (j for j in self.queue.idle_jobs(Owner)  # type: ignore[attr-defined]
                     if (j.get("ClusterId"), j.get("ProcId")) not in self._reserved)
-            groups = self._autoclusters.group(jobs)
+            groups = self._autoclusters.group(jobs, owner=Owner)
             self._ac_pages[Owner] = groups
             self._ac_snapshot[Owner] = {acid: deque(ids) for acid, _ad, ids in groups}
         return {"Requests": self._autoclusters.page(groups, Limit, After)}

@@ -25,9 +25,15 @@ from typing import Any
 
 from gridbus.agent import Agent, Call, method
 from gridbus.agents.startd import slots as sl
-from gridbus.agents.startd.accounts import RunAsPolicy
+from gridbus.agents.startd.accounts import RunAsPolicy, UserMap
 from gridbus.agents.startd.arguments import lookup
 from gridbus.agents.startd.detect import detect, load_average
+from gridbus.agents.startd.limits import (
+    HOLD_STARTD_HELD_JOB,
+    RequestUndefined,
+    activation_requests,
+    memory_limit,
+)
 from gridbus.agents.startd.reports import Reporter
 from gridbus.agents.startd.settings import StartdSettings
 from gridbus.agents.startd.starter import HOLD_FAILED_TO_CREATE_PROCESS, Job, Starter, StartFailed
@@ -70,7 +76,8 @@ class Startd(Agent):
                                    self.settings.default_request_disk)
         self.starter = Starter(
             self.settings.execute,
-            RunAsPolicy(self.settings.allow_runas_owner, self.settings.unprivileged_user, self.settings.allow_root_jobs),
+            RunAsPolicy(self.settings.allow_runas_owner, self.settings.unprivileged_user, self.settings.allow_root_jobs,
+                        user_map=UserMap.parse(self.settings.user_map)),
             killing_timeout=self.settings.killing_timeout,
             enforce_memory=self.settings.enforce_memory,
             on_exit=self._on_exit,
@@ -135,13 +142,14 @@ class Startd(Agent):
             return changed
         fresh = StartdSettings.from_config(self.config)
         live = {"start", "rank", "killing_timeout", "update_interval", "memory_check_interval", "enforce_memory",
-                "allow_runas_owner", "unprivileged_user", "allow_root_jobs", "report_timeout", "report_retry"}
+                "allow_runas_owner", "unprivileged_user", "allow_root_jobs", "user_map", "report_timeout", "report_retry"}
         self.settings = dataclasses.replace(self.settings, **{k: getattr(fresh, k) for k in live})
         self._exprs = None
         st = self.starter
         st.killing_timeout, st.enforce_memory = self.settings.killing_timeout, self.settings.enforce_memory
         st.usage_interval, st.check_interval = self.settings.update_interval, self.settings.memory_check_interval
-        st.policy = RunAsPolicy(self.settings.allow_runas_owner, self.settings.unprivileged_user, self.settings.allow_root_jobs)
+        st.policy = RunAsPolicy(self.settings.allow_runas_owner, self.settings.unprivileged_user, self.settings.allow_root_jobs,
+                        user_map=UserMap.parse(self.settings.user_map))
         if self.reporter is not None:
             self.reporter.timeout, self.reporter.retry = self.settings.report_timeout, self.settings.report_retry
         self.ads_changed()
@@ -382,25 +390,34 @@ class Startd(Agent):
             raise app_error(CLAIM_BUSY, f"ActivateClaim: {slot.name} is still running job {_job_id(current)}")
         claim.renew()
         ad = self.slot_ad(slot)
-        job = self._job_for_match(job_ad)
-        why = self._mismatch(ad, job)
-        if why:
-            raise app_error(CLAIM_REFUSED, f"ActivateClaim refused: {why}")
+        # The requests as numbers, before the match test (which an undefined request would fail
+        # with a reason about the slot): a request that is no number holds the job, naming it.
+        held: StartFailed | None = None
+        memory = slot.memory
         try:
-            memory = self.table.request_of(job, ad, self.defaults).memory if lookup(job_ad, "RequestMemory") is not None else slot.memory
-        except ValueError as exc:
-            raise invalid(f"ActivateClaim: {exc}") from None
+            req = activation_requests(job_ad, ad, self.defaults)
+        except RequestUndefined as exc:
+            held = StartFailed(exc.reason, HOLD_STARTD_HELD_JOB)
+        else:
+            why = self._mismatch(ad, {**job_ad, "RequestCpus": req.cpus, "RequestMemory": req.memory,
+                                      "RequestDisk": req.disk})
+            if why:
+                raise app_error(CLAIM_REFUSED, f"ActivateClaim refused: {why}")
+            if lookup(job_ad, "RequestMemory") is not None:
+                memory = memory_limit(req.memory, slot.memory)
         claim.last_ad = job_ad
         self._starting[claim.id] = job_ad
-        task = asyncio.get_running_loop().create_task(self._launch(claim, job_ad, memory), name=f"launch {slot.name}")
+        task = asyncio.get_running_loop().create_task(self._launch(claim, job_ad, memory, held), name=f"launch {slot.name}")
         self._launches.add(task)
         self._launch_of[claim.id] = task
         task.add_done_callback(self._launches.discard)
         return task
 
-    async def _launch(self, claim: sl.Claim, job_ad: dict, memory: int) -> None:
+    async def _launch(self, claim: sl.Claim, job_ad: dict, memory: int, held: StartFailed | None = None) -> None:
         slot = claim.slot
         try:
+            if held is not None:  # refused at activation: reported as a job that could not start
+                raise held
             started = await self.starter.start_async(claim.id, job_ad, slot.name, {"OMP_NUM_THREADS": str(slot.cpus)}, memory)
         except (StartFailed, OSError) as exc:
             # The protocol's one path for "it did not run": an exit report with the hold reason.

@@ -29,6 +29,8 @@ knob("STARTER_MEMORY_CHECK_INTERVAL", 1.0, "seconds between samples of a running
 knob("STARTER_ENFORCE_MEMORY_LIMIT", True, "kill a job whose resident memory exceeds its RequestMemory")
 knob("STARTER_ALLOW_RUNAS_OWNER", True, "when the startd runs as root, run each job as its Owner if that account exists")
 knob("STARTER_UNPRIVILEGED_USER", "", "account for jobs whose Owner cannot be used (e.g. nobody); empty: refuse such jobs")
+knob("USER_MAP", [], "broker user -> Unix account for jobs on this node (HTCondor's user map): entries "
+     "'user=account', '*=account' for everyone not listed; a user not mapped runs as the account of the same name")
 knob("STARTER_ALLOW_ROOT_JOBS", False, "let a job run as root when no other account applies (never the default)")
 knob("STARTER_SPAWN_THREADS", 0, "threads that fork/exec jobs off the startd's loop; 0: on the loop (least cpu per job)")
 knob("STARTD_REPORT_TIMEOUT", 10.0, "seconds a JobReports call to a schedd may take before it is retried")
@@ -88,6 +90,7 @@ class StartdSettings:
     allow_runas_owner: bool = True
     unprivileged_user: str = ""
     allow_root_jobs: bool = False
+    user_map: tuple[str, ...] = ()
     report_timeout: float = 10.0
     report_retry: float = 1.0
     spawn_threads: int = 0  # STARTER_SPAWN_THREADS
@@ -126,6 +129,7 @@ class StartdSettings:
                 allow_runas_owner="STARTER_ALLOW_RUNAS_OWNER",
                 unprivileged_user="STARTER_UNPRIVILEGED_USER",
                 allow_root_jobs="STARTER_ALLOW_ROOT_JOBS",
+                user_map="USER_MAP",
                 report_timeout="STARTD_REPORT_TIMEOUT",
                 report_retry="STARTD_REPORT_RETRY",
                 spawn_threads="STARTER_SPAWN_THREADS",  # an int knob: its value is an int

@@ -98,6 +98,37 @@ def _insert_before_queue(text: str, line: str) -> str:
     return text.rstrip("\n") + "\n" + line + "\n"
 
 
+def _wait_in_queue(args: argparse.Namespace, job_id: str) -> int:
+    """`gridbus wait CLUSTER[.PROC]` without a user log: until the jobs have left the schedd's queue.
+
+    A submit file without `log =` (the most common first one) has no log to follow, so the schedd is
+    asked instead. Jobs that are all held never finish by themselves: that is said, with the hold
+    reason, and the exit status is 1."""
+    c, _, p = job_id.partition(".")
+    constraint = f"ClusterId == {int(c)}" + (f" && ProcId == {int(p)}" if p else "")
+    schedd = _schedd(args)
+    deadline = None if args.wait is None else time.monotonic() + args.wait
+    seen = 0
+    while True:
+        ads = list(schedd.query(constraint, ["ProcId", "JobStatus", "HoldReason"]))
+        seen = max(seen, len(ads))
+        if not ads:
+            break
+        held = [a for a in ads if formats.get(a, "JobStatus") == 5]
+        if len(held) == len(ads):
+            print(f"{len(held)} job(s) of {job_id} are held and will not finish by themselves: "
+                  f"{formats.get(held[0], 'HoldReason', '?')}")
+            return 1
+        if deadline is not None and time.monotonic() >= deadline:
+            print(f"Time expired: {len(ads)} job(s) of {job_id} still in the queue.")
+            return 1
+        time.sleep(0.5)  # polling interval of the queue, not a wait for a condition in a test
+    if not seen and not schedd.history(constraint, ["ProcId"], match=1):
+        raise LookupError(f"no job {job_id} in the queue or the history of {_schedd_address(schedd)}")
+    print("All jobs done.")
+    return 0
+
+
 # ------------------------------------------------------------------ q
 def cmd_q(args: argparse.Namespace) -> int:
     schedd = _schedd(args)
@@ -302,6 +333,8 @@ class LogWatch:
 
 def cmd_wait(args: argparse.Namespace) -> int:
     job: tuple[int, int | None] | None = None
+    if args.job is None and _JOB_ID.match(args.log) and not os.path.exists(args.log):
+        return _wait_in_queue(args, args.log)
     if args.job:
         if not _JOB_ID.match(args.job):
             raise ValueError(f"{args.job!r} is not a job id (cluster or cluster.proc)")
@@ -395,8 +428,9 @@ def register(sub: Any) -> None:
     p.add_argument("-limit", "-match", "--limit", dest="limit", type=int, default=-1, metavar="N", help="at most N jobs")
     p.set_defaults(handler=cmd_history)
 
-    p = sub.add_parser("wait", help="wait for the jobs in a user log to finish (condor_wait)")
-    p.add_argument("log", metavar="LOGFILE")
+    p = sub.add_parser("wait", help="wait for the jobs in a user log, or of a cluster, to finish (condor_wait)")
+    p.add_argument("log", metavar="LOGFILE|CLUSTER[.PROC]",
+                   help="a user log, or a job id alone to wait until its jobs leave the schedd's queue")
     p.add_argument("job", nargs="?", metavar="CLUSTER[.PROC]")
     p.add_argument("-wait", "--wait", type=float, metavar="SECONDS", help="give up after this long (exit 1)")
     p.add_argument("-quiet", "--quiet", action="store_true", help="no progress bar")
