@@ -62,7 +62,8 @@ class QueryOpt(IntFlag):
 
 # The schedd's method for each action it carries out.
 _ACTION_METHODS = {JobAction.Hold: "Hold", JobAction.Release: "Release", JobAction.Remove: "Remove",
-                   JobAction.RemoveX: "Remove"}
+                   JobAction.RemoveX: "Remove", JobAction.Suspend: "Suspend", JobAction.Continue: "Continue",
+                   JobAction.Vacate: "Vacate", JobAction.VacateFast: "VacateFast"}
 
 
 class SubmitResult:
@@ -265,12 +266,13 @@ class Schedd(DaemonClient):
 
     # ------------------------------------------------------------------ actions
     def act(self, action: JobAction | int, job_spec: Any, reason: str | tuple[str, int] | None = None) -> ClassAd:
-        """Hold, Release or Remove jobs; answers htcondor2's totals ad (TotalSuccess, ...)."""
+        """Hold, Release, Remove, Suspend, Continue, Vacate or VacateFast jobs; answers htcondor2's
+        totals ad (TotalSuccess, ...)."""
         action = JobAction(action)
         method = _ACTION_METHODS.get(action)
         if method is None:
             raise HTCondorNotImplementedError(f"JobAction.{action.name} is not supported by gridbus schedds "
-                                      f"(supported: Hold, Release, Remove, RemoveX)")
+                                              f"(supported: {', '.join(a.name for a in _ACTION_METHODS)})")
         text = reason[0] if isinstance(reason, tuple) else reason
         args = {**_spec_args(job_spec), "Reason": text or ""}
         return ClassAd(self._call(method, args).Totals)

@@ -31,6 +31,7 @@ STATIC, PARTITIONABLE, DYNAMIC = "Static", "Partitionable", "Dynamic"
 # HTCondor's states and activities (machine-attrs: State, Activity).
 UNCLAIMED, CLAIMED, OWNER, PREEMPTING, DRAINED = "Unclaimed", "Claimed", "Owner", "Preempting", "Drained"
 IDLE, BUSY, RETIRING, VACATING, KILLING = "Idle", "Busy", "Retiring", "Vacating", "Killing"
+SUSPENDED = "Suspended"
 
 # Reqexp.cpp: a slot takes a job only when the job's requests fit what the slot has.
 WITHIN_RESOURCE_LIMITS = (

@@ -1,4 +1,5 @@
-"""Job subcommands: submit, q, rm, hold, release, edit, history, wait (condor_submit, condor_q, ...)."""
+"""Job subcommands: submit, q, rm, hold, release, suspend, continue, vacate_job, edit, history, wait
+(condor_submit, condor_q, ...)."""
 
 from __future__ import annotations
 
@@ -206,13 +207,17 @@ def _autocluster(schedd: Any, constraint: str, args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------ rm / hold / release
-_VERB = {"rm": ("Remove", "marked for removal"), "hold": ("Hold", "held"), "release": ("Release", "released")}
+_VERB = {"rm": ("Remove", "marked for removal"), "hold": ("Hold", "held"), "release": ("Release", "released"),
+         "suspend": ("Suspend", "suspended"), "continue": ("Continue", "continued"),
+         "vacate_job": ("Vacate", "vacated")}
 
 
 def cmd_act(args: argparse.Namespace) -> int:
     from gridbus.console import JobAction
 
     action_name, done = _VERB[args.command]
+    if getattr(args, "fast", False):
+        action_name = "VacateFast"  # condor_vacate_job -fast: SIGKILL, no grace
     if not args.targets and not args.constraint and not args.all:
         raise ValueError(f"say which jobs: job ids, user names, -constraint EXPR or -all (see gridbus {args.command} -h)")
     schedd = _schedd(args)
@@ -240,7 +245,7 @@ def cmd_act(args: argparse.Namespace) -> int:
         if denied or not ok:
             failed = True
             why = "permission denied" if denied else "no such job or not in a state to be " + done
-            print(f"gridbus {args.command}: could not {action_name.lower()} {short}: {why}", file=sys.stderr)
+            print(f"gridbus {args.command}: could not {_VERB[args.command][0].lower()} {short}: {why}", file=sys.stderr)
     return 1 if failed else 0
 
 
@@ -407,11 +412,17 @@ def register(sub: Any) -> None:
     p.add_argument("-allusers", "--allusers", action="store_true", help="every user's jobs (default: yours)")
     p.set_defaults(handler=cmd_q)
 
-    for name, text in (("rm", "remove jobs (condor_rm)"), ("hold", "hold jobs (condor_hold)"), ("release", "release held jobs (condor_release)")):
+    for name, text in (("rm", "remove jobs (condor_rm)"), ("hold", "hold jobs (condor_hold)"),
+                       ("release", "release held jobs (condor_release)"),
+                       ("suspend", "suspend running jobs where they run: their processes are frozen (condor_suspend)"),
+                       ("continue", "let suspended jobs run again (condor_continue)"),
+                       ("vacate_job", "stop running jobs and put them back to Idle to run again (condor_vacate_job)")):
         p = sub.add_parser(name, help=text)
         _add_select(p)
         p.add_argument("-all", "--all", action="store_true", help="all of your jobs")
         p.add_argument("-reason", "--reason", metavar="TEXT", help="why (recorded in the job and its log)")
+        if name == "vacate_job":
+            p.add_argument("-fast", "--fast", action="store_true", help="SIGKILL at once, no KILLING_TIMEOUT grace")
         p.set_defaults(handler=cmd_act)
 
     p = sub.add_parser("edit", help="set a job attribute (condor_qedit)")
