@@ -36,6 +36,7 @@ from typing import Any
 from gridbus.agents.startd import cgroups, proctree
 from gridbus.agents.startd.accounts import Account, RunAsPolicy, RunAsRefused, may_access
 from gridbus.agents.startd.arguments import ArgumentError, job_argv, job_environment, lookup
+from gridbus.classad.values import is_number
 
 # HTCondor's HoldReasonCode values for what the starter can run into.
 HOLD_FAILED_TO_CREATE_PROCESS = 6
@@ -275,7 +276,7 @@ class Starter:
             group.set_limits(
                 memory_mib=memory_limit_mib if self.enforce_memory else None,
                 policy=self.memory_policy,
-                cpus=float(cpus) if isinstance(cpus, (int, float)) and not isinstance(cpus, bool) else 1.0,
+                cpus=float(cpus) if is_number(cpus) else 1.0,
                 pids_max=self.pids_limit,
             )
         except OSError as exc:
