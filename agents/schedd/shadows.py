@@ -41,6 +41,7 @@ import msgpack
 from gridbus import classad, wire
 from gridbus.agent import Call, method
 from gridbus.agents.schedd.autocluster import AutoClusters
+from gridbus.agents.schedd.scheduniv import runs_on_submit_host
 from gridbus.config import Config, knob
 from gridbus.rpc import CallTimeout
 from gridbus.status import Status, invalid
@@ -242,7 +243,7 @@ class ShadowMixin:
             # the first keeps the grouping the first page was cut from).
             self._autoclusters.set_pool_attrs(None if WholeAds else AutoClusterAttrs)
             jobs = (j for j in self.queue.idle_jobs(Owner)  # type: ignore[attr-defined]
-                    if (j.get("ClusterId"), j.get("ProcId")) not in self._reserved)
+                    if (j.get("ClusterId"), j.get("ProcId")) not in self._reserved and not runs_on_submit_host(j))
             groups = self._autoclusters.group(jobs, owner=Owner)
             self._ac_pages[Owner] = groups
             self._ac_snapshot[Owner] = {acid: deque(ids) for acid, _ad, ids in groups}
@@ -523,7 +524,7 @@ class ShadowMixin:
             return
         for ad in self.queue.idle_jobs(claim.owner):  # type: ignore[attr-defined]
             job = (ad.get("ClusterId"), ad.get("ProcId"))
-            if job in self._reserved or job in self._by_job:
+            if job in self._reserved or job in self._by_job or runs_on_submit_host(ad):
                 continue
             if classad.symmetric_match(ad, claim.slot_ad):
                 self.shadow_stats["ClaimReuses"] += 1

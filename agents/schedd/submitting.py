@@ -130,7 +130,9 @@ class SubmitMixin(ScheddParts):
         if not procs:
             return
         now = time.time()
-        texts = [writer.submit(c.id, p.id, now, self.address) for p in procs] if c.ad.get("UserLog") else []
+        notes = c.ad.get("LogNotes") if isinstance(c.ad.get("LogNotes"), str) else None
+        texts = ([writer.submit(c.id, p.id, now, self.address, notes) for p in procs]
+                 if c.ad.get("UserLog") or c.ad.get("DAGManNodesLog") else [])
         self.events.emit_cluster("submit", c.ad, [p.id for p in procs], texts)
 
 

@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from gridbus.console.cli import jobs, pool_view
+from gridbus.console.cli import dag, jobs, pool_view
 
 
 class CliError(Exception):
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     jobs.register(sub)
+    dag.register(sub)
     pool_view.register(sub)
     try:  # owned by the master/config part: pool, broker, config
         from gridbus.console.cli import pool as pool_commands

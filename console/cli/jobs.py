@@ -155,7 +155,11 @@ def cmd_q(args: argparse.Namespace) -> int:
     out = sys.stdout
     if not args.totals:
         out.write(formats.schedd_banner(_schedd_name(schedd), _schedd_address(schedd)))
-        if args.run:
+        if args.dag:
+            from gridbus.console.cli.dag import dag_table
+
+            out.write(dag_table(ads))
+        elif args.run:
             out.write(formats.run_table(ads))
         elif args.hold:
             out.write(formats.hold_table(ads))
@@ -409,6 +413,7 @@ def register(sub: Any) -> None:
     p.add_argument("-autocluster", "--autocluster", action="store_true", help="jobs grouped as the matchmaker sees them")
     p.add_argument("-run", "--run", action="store_true", help="running jobs and where they run")
     p.add_argument("-hold", "--hold", action="store_true", help="held jobs and why")
+    p.add_argument("-dag", "--dag", action="store_true", help="DAG node jobs listed under their DAGMan job")
     p.add_argument("-allusers", "--allusers", action="store_true", help="every user's jobs (default: yours)")
     p.set_defaults(handler=cmd_q)
 

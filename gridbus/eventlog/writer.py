@@ -54,8 +54,10 @@ def rusage(seconds_user: float, seconds_sys: float) -> str:
     return f"Usr {part(seconds_user)}, Sys {part(seconds_sys)}"
 
 
-def submit(cluster: int, proc: int, when: float, host: str) -> str:
-    return event(SUBMIT, cluster, proc, when, f"Job submitted from host: {host}")
+def submit(cluster: int, proc: int, when: float, host: str, notes: str | None = None) -> str:
+    # LogNotes (DAGMan's "DAG Node: <name>") is the submit event's second line, as HTCondor writes it.
+    body = [f"    {_one_line(notes)}"] if notes else []
+    return event(SUBMIT, cluster, proc, when, f"Job submitted from host: {host}", body)
 
 
 def execute(cluster: int, proc: int, when: float, host: str, slot: str = "") -> str:
