@@ -113,7 +113,7 @@ class _Session:
     ("DaemonsOff", None, ("master@h", "Stop", {"Graceful": True})),
     ("OffGraceful", None, ("master@h", "Off", {"Graceful": True})),
     ("OffFast", None, ("master@h", "Off", {"Graceful": False})),
-    ("Restart", None, ("master@h", "Restart", {})),
+    ("Restart", None, ("master@h", "Restart", {"Master": True})),
 ])
 def test_send_command_to_a_master(monkeypatch, command, target, expected):
     session = _Session()
