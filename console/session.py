@@ -18,7 +18,7 @@ import pika
 import pika.exceptions
 
 from gridbus import bus, wire
-from gridbus.errors import HTCondorConnectionError
+from gridbus.errors import HTCondorConnectionError, HTCondorTypeError
 from gridbus.rpc import (
     DEFAULT_TIMEOUT,
     CallTimeout,
@@ -282,11 +282,11 @@ class ObjectProxy:
         timeout = kwargs.pop("_timeout", None)
         names = self._record["methods"][method]
         if len(args) > len(names):
-            raise TypeError(f"{method} takes at most {len(names)} positional arguments ({', '.join(names)}), got {len(args)}")
+            raise HTCondorTypeError(f"{method} takes at most {len(names)} positional arguments ({', '.join(names)}), got {len(args)}")
         call_args = dict(zip(names, args, strict=False))
         for k, v in kwargs.items():
             if k in call_args:
-                raise TypeError(f"{method} got argument {k!r} twice")
+                raise HTCondorTypeError(f"{method} got argument {k!r} twice")
             call_args[k] = v
         return self._session.call(self._agent, method, call_args, obj=self._record["name"], timeout=timeout)
 
