@@ -46,6 +46,8 @@ HOLD_JOB_OUT_OF_RESOURCES = 34
 
 log = logging.getLogger("gridbus.startd.starter")
 
+MAX_IDLE_GROUPS = 64  # emptied job cgroups kept for reuse
+
 
 class StartFailed(Exception):
     """The job could not be started; the schedd holds it with this reason and code."""
@@ -145,6 +147,7 @@ class Starter:
         self.running: dict[str, Job] = {}  # by claim id
         self._seq = itertools.count(1)
         self._finished_sessions: dict[int, tuple[int, float]] = {}  # sid -> (end ticks, forget at)
+        self._idle_groups: list[cgroups.JobCgroup] = []  # emptied job groups, reset for the next job
         self._to_clean: list[str] = []
         self._clean_scheduled = False
         self.spawn_threads = spawn_threads
@@ -268,21 +271,31 @@ class Starter:
 
     def _make_cgroup(self, ad: Mapping[str, Any], name: str, memory_limit_mib: int | None) -> cgroups.JobCgroup:
         assert self.cgroups is not None
-        group = self.cgroups.job(name)
         cpus = lookup(ad, "RequestCpus")
         try:
-            group.create()
-            group.set_limits(
-                memory_mib=memory_limit_mib if self.enforce_memory else None,
-                policy=self.memory_policy,
-                cpus=float(cpus) if isinstance(cpus, (int, float)) and not isinstance(cpus, bool) else 1.0,
-                pids_max=self.pids_limit,
-            )
-        except OSError as exc:
-            group.remove()
-            raise StartFailed(f"cannot make the job's cgroup {group.rel}: {exc.strerror or exc}",
-                              HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0) from None
-        return group
+            group = self._idle_groups.pop()  # (a spawner thread may take the last one first)
+        except IndexError:
+            group = self.cgroups.job(name)
+        for attempt in (1, 2):
+            try:
+                group.create()
+                group.set_limits(
+                    memory_mib=memory_limit_mib if self.enforce_memory else None,
+                    policy=self.memory_policy,
+                    cpus=float(cpus) if isinstance(cpus, (int, float)) and not isinstance(cpus, bool) else 1.0,
+                    pids_max=self.pids_limit,
+                )
+                return group
+            except OSError as exc:
+                group.remove()
+                if attempt == 1 and group.rel != f"{self.cgroups.base}/{name}":
+                    # A reused group may refuse a limit below what it still holds (page cache of
+                    # the previous job): a fresh group instead.
+                    group = self.cgroups.job(name)
+                    continue
+                raise StartFailed(f"cannot make the job's cgroup {group.rel}: {exc.strerror or exc}",
+                                  HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0) from None
+        raise AssertionError("unreachable")
 
     def _unwatched(self, launch: asyncio.Future) -> None:
         if launch.cancelled() or launch.exception() is not None:
@@ -423,13 +436,16 @@ class Starter:
         then mark the job done."""
         group = job.cgroup
         assert group is not None
-        if not group.remove():
+        if group.populated():
             if time.monotonic() < deadline:
-                if group.pids():
-                    group.kill()
+                group.kill()
                 asyncio.get_running_loop().call_later(0.005, self._retire_group, job, deadline)
                 return
             log.error("cgroup %s of the job on %s is still not empty; leaving it", group.rel, job.slot)
+        elif len(self._idle_groups) < MAX_IDLE_GROUPS and group.reset():
+            self._idle_groups.append(group)  # the next job moves in: cheaper than a new group
+        else:
+            group.remove()
         if job.done is not None and not job.done.done():
             job.done.set_result(None)
 
@@ -538,6 +554,9 @@ class Starter:
             await asyncio.wait(waits, timeout=5)
         paths, self._to_clean = self._to_clean, []
         _rmtree_all(paths)  # the loop may not run the scheduled cleaning any more
+        for group in self._idle_groups:
+            group.remove()
+        self._idle_groups.clear()
         if self._spawner is not None:
             self._spawner.shutdown(wait=False)
             self._spawner = None
