@@ -11,10 +11,16 @@ calls release the GIL and a vfork parent waits for its child's exec, so the loop
 reports meanwhile. Measured on a loaded 2-cpu machine (bench/bench_pool.py): a few per cent more
 jobs per second for about a third more startd cpu per job, so the default is 0 (on the loop).
 
-When the leader exits, what is left of its process group is killed while the leader is still a
-zombie (its pid, which names the group, cannot have been reused yet), the exit is handed to the
-startd at once, and only then is the scratch directory cleaned. Usage and the memory limit are
-sampled for all running jobs in one scan of /proc every STARTER_MEMORY_CHECK_INTERVAL.
+With a cgroup hierarchy (`cgroups`, the default when the startd runs as root) each job runs in a
+group of its own, joined by the child before exec: a stop kills the group, the kernel enforces the
+memory limit, and usage is read from the group's counters every STARTER_MEMORY_CHECK_INTERVAL. On
+the process-scan fallback (no cgroups) the job's processes are its session's, found in one scan of
+/proc for all running jobs, and the memory limit is sampled.
+
+When the leader exits, what is left of the job is killed while the leader is still a zombie (its
+pid, which names the group, cannot have been reused yet), the exit is handed to the startd at once,
+and only then is the scratch directory cleaned. A job is done (``Job.done``) once every process of it
+is gone, so a stop returns when nothing of the job is left, not when its processes were signalled.
 """
 
 from __future__ import annotations
