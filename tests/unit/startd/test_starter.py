@@ -183,7 +183,7 @@ def test_a_fork_bomb_is_held_by_the_pids_limit_and_killed(tmp_path, every_backen
     assert seen["group_empty"]
 
 
-def test_suspend_and_continue(tmp_path, job_cgroups):
+def test_suspend_and_continue(tmp_path, every_backend):
     ad = {"Cmd": "/bin/sh", "Arguments": "-c 'sleep 300 & sleep 300 & wait'"}
     states: dict[str, object] = {}
 
@@ -210,7 +210,7 @@ def test_suspend_and_continue(tmp_path, job_cgroups):
         starter.suspend(job)
         await starter.stop_and_wait(job, graceful=True, reason="deactivate")  # a frozen job stops too
 
-    (job,) = run_jobs(tmp_path, ALLOW_ROOT, [ad], killing_timeout=0.5, during=during, cgroup=job_cgroups)
+    (job,) = run_jobs(tmp_path, ALLOW_ROOT, [ad], killing_timeout=0.5, during=during, cgroup=every_backend)
     assert states == {"count": 3, "suspended": True, "resumed": False}
     assert job.exit["ExitBySignal"] and job.stop_reason == "deactivate"
 
