@@ -1,8 +1,8 @@
 """Job cgroups: every process a job starts is found, measured, frozen and killed by the kernel.
 
 The startd owns a parent group ``<BASE_CGROUP>/<startd name>`` and the starter puts each job in a
-child of it before the job's first instruction runs (the forked child writes its own pid into the
-group's ``cgroup.procs``, then drops to the job's account and execs). Whatever the job does after
+child of it before the job's first instruction runs (see `starter`: the child stops itself before
+it execs the job, the startd moves it into the group and lets it go on). Whatever the job does after
 that (double forks, setsid, new process groups) stays in the group, so:
 
 - a kill empties the group: ``cgroup.kill`` on cgroup v2; on v1 the freezer stops every member
@@ -517,14 +517,14 @@ def _remove_when_empty(group: JobCgroup, path: str, timeout: float = 5.0) -> Non
             time.sleep(0.01)
 
 
-def enter(procs_files: tuple[str, ...]) -> None:
-    """Join a group: write this process's pid into each ``cgroup.procs`` (the forked child, before
-    exec; only system calls, as a child of a threaded parent must)."""
-    pid = str(os.getpid()).encode()
+def move(pid: int, procs_files: tuple[str, ...]) -> None:
+    """Move a process into a group: its pid into each ``cgroup.procs`` (as root: a v2 move needs
+    write access to the common ancestor's ``cgroup.procs``)."""
+    data = str(pid).encode()
     for path in procs_files:
         fd = os.open(path, os.O_WRONLY)
         try:
-            os.write(fd, pid)
+            os.write(fd, data)
         finally:
             os.close(fd)
 
