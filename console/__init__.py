@@ -28,13 +28,16 @@ _LAZY = {
     "JobEventLog": "gridbus.eventlog",
     "JobEvent": "gridbus.eventlog",
     "JobEventType": "gridbus.eventlog",
+    "dags": None,  # the module gridbus.console.dags (htcondor2.dags)
 }
 
 __all__ = ["Agent", "BrokerUnreachable", "CallFailed", "CallTimeout", "MethodResult", "ObjectProxy", "Session", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    if name not in _LAZY:
         raise AttributeError(f"module 'gridbus.console' has no attribute {name!r}")
+    module = _LAZY[name]
+    if module is None:
+        return importlib.import_module(f"gridbus.console.{name}")
     return getattr(importlib.import_module(module), name)
