@@ -18,6 +18,7 @@ import pika
 import pika.exceptions
 
 from gridbus import bus, wire
+from gridbus.errors import HTCondorConnectionError
 from gridbus.rpc import (
     DEFAULT_TIMEOUT,
     CallTimeout,
@@ -29,7 +30,7 @@ from gridbus.rpc import (
 )
 
 
-class BrokerUnreachable(ConnectionError):
+class BrokerUnreachable(HTCondorConnectionError):
     """The broker did not accept a connection; the message names the URL (without password)."""
 
 

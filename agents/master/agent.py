@@ -69,6 +69,7 @@ class Master(Agent):
         self.daemons: dict[str, DaemonProcess] = {}
         self._lock: asyncio.Lock | None = None
         self.last_signalled: list[str] = []  # daemons sent SIGHUP by the last reconfig
+        self.graceful_off = True  # Off(Graceful=false) makes the master's own stop a fast one
         self.stats.update({"DaemonRestarts": 0})
 
     # ------------------------------------------------------------------ configuration
@@ -176,7 +177,7 @@ class Master(Agent):
     async def on_stop(self) -> None:
         lock = self._lock or asyncio.Lock()
         async with lock:
-            await self._stop_all(graceful=True)
+            await self._stop_all(graceful=self.graceful_off)
         pidfile.remove(self.pid_file, os.getpid())
 
     async def _stop_all(self, graceful: bool) -> list[str]:
@@ -201,7 +202,7 @@ class Master(Agent):
     async def reconfig(self) -> list[str]:
         """Re-read the configuration and apply it; returns the names of the knobs that changed."""
         assert self._lock is not None
-        new = self.config.reload()
+        new = self.apply_runtime(self.config.reload())
         changed = self.config.changed(new)
         old = self.config
         self.config = new
@@ -241,13 +242,26 @@ class Master(Agent):
 
     # ------------------------------------------------------------------ methods
     @method("master")
-    async def Start(self, call: Call, Daemon: str) -> dict:
+    async def Start(self, call: Call, Daemon: str = "") -> dict:
         assert self._lock is not None
         async with self._lock:
-            daemon = self._named(Daemon)
-            pid = await self._start_one(daemon)
-        self.log.info("%s started %s (pid %d)", call.user, daemon.name, pid)
-        return {"Pid": pid}
+            targets = [self._named(Daemon)] if Daemon else [d for d in self.daemons.values() if not d.pid]
+            pids = {}
+            for daemon in targets:
+                pids[daemon.name] = await self._start_one(daemon)
+        self.log.info("%s started %s", call.user, ", ".join(f"{n} (pid {p})" for n, p in pids.items()) or "nothing")
+        return {"Pid": pids[targets[0].name] if Daemon else 0, "Pids": pids}
+
+    @method("master")
+    async def Off(self, call: Call, Graceful: bool = True) -> dict:
+        # HTCondor's condor_off -master: the daemons stop (in reverse DAEMON_LIST order), then the
+        # master exits; the answer goes out first.
+        if self._stop_requested is None:
+            raise invalid("this master was not started as a daemon process; it cannot turn itself off")
+        self.graceful_off = Graceful
+        self.log.info("%s turns the master off (%s)", call.user, "graceful" if Graceful else "fast")
+        self.request_stop(0.2)
+        return {"Daemons": list(self.daemons)}
 
     @method("master")
     async def Stop(self, call: Call, Daemon: str = "", Graceful: bool = True) -> dict:

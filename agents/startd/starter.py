@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from gridbus.agents.startd import proctree
+from gridbus.agents.startd import cgroups, proctree
 from gridbus.agents.startd.accounts import Account, RunAsPolicy, RunAsRefused, may_access
 from gridbus.agents.startd.arguments import ArgumentError, job_argv, job_environment, lookup
 
@@ -70,12 +70,17 @@ class Job:
     scratch: str
     account: Account
     memory_limit_kib: int | None
+    cgroup: cgroups.JobCgroup | None = None  # None: the process-scan fallback
     kill_signal: int = signal.SIGTERM
     started: float = field(default_factory=time.time)
     peak_rss_kib: int = 0
     peak_vsize_kib: int = 0
+    memory_peak_kib: int = 0  # the cgroup's own peak (0 without a memory controller)
     user_cpu: float = 0.0
     sys_cpu: float = 0.0
+    cpus_usage: float = 0.0
+    cpu_mark: tuple[float, float] = (0.0, 0.0)  # (monotonic time, cpu seconds) of the last sample
+    suspended: bool = False
     memory_exceeded: bool = False
     stop_reason: str | None = None  # deactivate, release, vacate, lease, shutdown, memory
     exit: dict[str, Any] | None = None
@@ -85,14 +90,26 @@ class Job:
     done: asyncio.Future | None = None
 
     def usage(self) -> dict[str, Any]:
-        """HTCondor's usage attributes: cpu seconds, sizes in KiB, MemoryUsage in MiB."""
+        """HTCondor's usage attributes: cpu seconds, sizes in KiB, MemoryUsage (the peak) in MiB,
+        CpusUsage (cpus busy on average over the last sample period, or the whole run at exit)."""
+        peak = self.memory_peak_kib or self.peak_rss_kib
         return {
             "RemoteUserCpu": round(self.user_cpu, 3),
             "RemoteSysCpu": round(self.sys_cpu, 3),
-            "ImageSize": self.peak_vsize_kib,
+            "ImageSize": max(self.peak_vsize_kib, self.memory_peak_kib),
             "ResidentSetSize": self.peak_rss_kib,
-            "MemoryUsage": math.ceil(self.peak_rss_kib / 1024),
+            "MemoryUsage": math.ceil(peak / 1024),
+            "CpusUsage": round(self.cpus_usage, 3),
         }
+
+    def sample_cpu(self, now: float) -> None:
+        """CpusUsage over the time since the previous sample."""
+        t0, cpu0 = self.cpu_mark
+        cpu = self.user_cpu + self.sys_cpu
+        if t0 and now - t0 > 0.05:
+            self.cpus_usage = max(0.0, (cpu - cpu0) / (now - t0))
+        if not t0 or now - t0 > 0.05:
+            self.cpu_mark = (now, cpu)
 
 
 class Starter:
@@ -110,6 +127,9 @@ class Starter:
         usage_interval: float = 300.0,
         check_interval: float = 1.0,
         spawn_threads: int = 0,
+        cgroup: cgroups.Hierarchy | None = None,
+        memory_policy: str = "hard",
+        pids_limit: int = 0,
     ):
         self.execute = execute
         self.policy = policy
@@ -119,6 +139,9 @@ class Starter:
         self.on_usage = on_usage
         self.usage_interval = usage_interval
         self.check_interval = check_interval
+        self.cgroups = cgroup  # None: find a job's processes by scanning /proc
+        self.memory_policy = memory_policy  # CGROUP_MEMORY_LIMIT_POLICY: hard, soft, none
+        self.pids_limit = pids_limit
         self.running: dict[str, Job] = {}  # by claim id
         self._seq = itertools.count(1)
         self._finished_sessions: dict[int, tuple[int, float]] = {}  # sid -> (end ticks, forget at)
@@ -134,8 +157,8 @@ class Starter:
               memory_limit_mib: int | None) -> Job:
         """Spawn the job; raises StartFailed with the hold reason when it cannot run."""
         asyncio.get_running_loop()  # the job is watched on this loop
-        proc, scratch, account = self._launch(ad, slot, env_extra)
-        return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib)
+        proc, scratch, account, group = self._launch(ad, slot, env_extra, memory_limit_mib)
+        return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib, group)
 
     async def start_async(self, key: str, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
                           memory_limit_mib: int | None) -> Job:
@@ -146,17 +169,18 @@ class Starter:
         loop = asyncio.get_running_loop()
         if self._spawner is None:
             self._spawner = ThreadPoolExecutor(max_workers=self.spawn_threads, thread_name_prefix="spawner")
-        launch = loop.run_in_executor(self._spawner, self._launch, ad, slot, env_extra)
+        launch = loop.run_in_executor(self._spawner, self._launch, ad, slot, env_extra, memory_limit_mib)
         self._launching.add(launch)
         launch.add_done_callback(self._launching.discard)
         try:
-            proc, scratch, account = await asyncio.shield(launch)
+            proc, scratch, account, group = await asyncio.shield(launch)
         except asyncio.CancelledError:
             launch.add_done_callback(self._unwatched)  # nobody will watch what it launches: kill it
             raise
-        return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib)
+        return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib, group)
 
-    def _launch(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str]) -> tuple[subprocess.Popen, str, Account]:
+    def _launch(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
+                memory_limit_mib: int | None = None) -> tuple[subprocess.Popen, str, Account, cgroups.JobCgroup | None]:
         """Everything from the account to the fork/exec; no loop state (it may run on a thread)."""
         try:
             account = self.policy.account_for(_str(ad, "Owner"))
@@ -170,7 +194,8 @@ class Starter:
             job_env = job_environment(ad)
         except ArgumentError as exc:
             raise StartFailed(f"cannot parse the job's arguments or environment: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
-        scratch = os.path.join(self.execute, f"dir_{os.getpid()}_{next(self._seq)}")
+        seq = next(self._seq)
+        scratch = os.path.join(self.execute, f"dir_{os.getpid()}_{seq}")
         try:
             os.mkdir(scratch, 0o700)
             if account.switch:
@@ -178,6 +203,7 @@ class Starter:
         except OSError as exc:
             raise StartFailed(f"cannot make the scratch directory {scratch}: {exc.strerror}", HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0) from None
         fds: list[int] = []
+        group: cgroups.JobCgroup | None = None
         try:
             iwd = _str(ad, "Iwd") or scratch
             if not os.path.isabs(iwd):
@@ -201,7 +227,13 @@ class Starter:
                 **env_extra,
                 **job_env,
             }
-            switch = {"user": account.uid, "group": account.gid, "extra_groups": list(account.groups)} if account.switch else {}
+            switch: dict[str, Any] = (
+                {"user": account.uid, "group": account.gid, "extra_groups": list(account.groups)} if account.switch else {})
+            if self.cgroups is not None:
+                group = self._make_cgroup(ad, f"job_{os.getpid()}_{seq}", memory_limit_mib)
+                # The child joins the group before it execs (as root, so before it drops to the
+                # job's account): the job's first instruction runs inside it.
+                switch = {"preexec_fn": _joiner(group.procs_files, account)}
             try:
                 proc = subprocess.Popen(
                     [executable, *args],
@@ -225,22 +257,47 @@ class Starter:
                 raise StartFailed(f"cannot start {executable}: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
         except StartFailed:
             self._clean_now(scratch)
+            if group is not None:
+                group.kill()
+                group.remove()
             raise
         finally:
             for fd in fds:
                 os.close(fd)
-        return proc, scratch, account
+        return proc, scratch, account, group
+
+    def _make_cgroup(self, ad: Mapping[str, Any], name: str, memory_limit_mib: int | None) -> cgroups.JobCgroup:
+        assert self.cgroups is not None
+        group = self.cgroups.job(name)
+        cpus = lookup(ad, "RequestCpus")
+        try:
+            group.create()
+            group.set_limits(
+                memory_mib=memory_limit_mib if self.enforce_memory else None,
+                policy=self.memory_policy,
+                cpus=float(cpus) if isinstance(cpus, (int, float)) and not isinstance(cpus, bool) else 1.0,
+                pids_max=self.pids_limit,
+            )
+        except OSError as exc:
+            group.remove()
+            raise StartFailed(f"cannot make the job's cgroup {group.rel}: {exc.strerror or exc}",
+                              HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0) from None
+        return group
 
     def _unwatched(self, launch: asyncio.Future) -> None:
         if launch.cancelled() or launch.exception() is not None:
             return
-        proc, scratch, _account = launch.result()
+        proc, scratch, _account, group = launch.result()
         proctree.signal_group(proc.pid, signal.SIGKILL)
+        if group is not None:
+            group.kill()
         proc.wait()  # a SIGKILLed child: at once
         self._clean_now(scratch)
+        if group is not None:
+            _remove_when_empty(group, 5.0)
 
     def _watch(self, key: str, ad: Mapping[str, Any], slot: str, proc: subprocess.Popen, scratch: str,
-               account: Account, memory_limit_mib: int | None) -> Job:
+               account: Account, memory_limit_mib: int | None, group: cgroups.JobCgroup | None = None) -> Job:
         loop = asyncio.get_running_loop()
         pidfd = os.pidfd_open(proc.pid)
         job = Job(
@@ -253,6 +310,7 @@ class Starter:
             scratch=scratch,
             account=account,
             memory_limit_kib=memory_limit_mib * 1024 if (memory_limit_mib and self.enforce_memory) else None,
+            cgroup=group,
             kill_signal=_kill_signal(ad),
             done=loop.create_future(),
         )
@@ -286,9 +344,15 @@ class Starter:
         loop = asyncio.get_running_loop()
         loop.remove_reader(job.pidfd)
         os.close(job.pidfd)
-        # Kill the rest of the group while the leader is a zombie: its pid (the group's id) is
-        # still ours, so the signal cannot reach a stranger that reused it.
+        # Kill the rest of the job while the leader is a zombie: its pid (the group's id) is
+        # still ours, so the signal cannot reach a stranger that reused it. In a cgroup, the rest
+        # is every process the job started, wherever it moved.
         proctree.signal_group(job.pid, signal.SIGKILL)
+        group_usage = None
+        if job.cgroup is not None:
+            if job.cgroup.populated():
+                job.cgroup.kill()
+            group_usage = job.cgroup.usage()
         try:
             _, status, ru = os.wait4(job.pid, 0)
             user_cpu, sys_cpu, maxrss = ru.ru_utime, ru.ru_stime, ru.ru_maxrss
@@ -299,9 +363,14 @@ class Starter:
             job.kill_timer.cancel()
             job.kill_timer = None
         job.ended = time.time()
+        if group_usage is not None:
+            self._take_group_usage(job, group_usage)
         job.user_cpu = max(job.user_cpu, user_cpu)
         job.sys_cpu = max(job.sys_cpu, sys_cpu)
         job.peak_rss_kib = max(job.peak_rss_kib, maxrss)
+        wall = job.ended - job.started
+        if wall > 0:
+            job.cpus_usage = (job.user_cpu + job.sys_cpu) / wall
         if status == -1:
             exit_info: dict[str, Any] = {"ExitBySignal": False, "ExitCode": -1}
         elif os.WIFSIGNALED(status):
@@ -313,7 +382,7 @@ class Starter:
         if job.memory_exceeded and job.memory_limit_kib:
             exit_info["HoldReason"] = (
                 f"Job has gone over memory limit of {job.memory_limit_kib // 1024} megabytes. "
-                f"Peak usage: {math.ceil(job.peak_rss_kib / 1024)} megabytes."
+                f"Peak usage: {exit_info['MemoryUsage']} megabytes."
             )
             exit_info["HoldReasonCode"] = HOLD_JOB_OUT_OF_RESOURCES
             exit_info["HoldReasonSubCode"] = 0
@@ -326,13 +395,43 @@ class Starter:
                 self._finished_sessions[job.pid] = (proctree.uptime_ticks(), time.monotonic() + 30)
             except OSError:
                 pass
-            if job.done is not None and not job.done.done():
+            if job.cgroup is not None:
+                # Done once the group is empty and removed: a stop returns when nothing is left.
+                self._retire_group(job, time.monotonic() + 10)
+            elif job.done is not None and not job.done.done():
                 job.done.set_result(None)
             self._to_clean.append(job.scratch)
             if not self._clean_scheduled:
                 # Later than the report's publish (which starts on the next loop iteration).
                 self._clean_scheduled = True
                 loop.call_later(0.05, self._clean)
+
+    def _take_group_usage(self, job: Job, u: cgroups.CgroupUsage) -> None:
+        job.user_cpu = max(job.user_cpu, u.user_cpu)
+        job.sys_cpu = max(job.sys_cpu, u.sys_cpu)
+        job.memory_peak_kib = max(job.memory_peak_kib, u.memory_peak_bytes // 1024)
+        job.peak_rss_kib = max(job.peak_rss_kib, u.memory_bytes // 1024)
+        if u.oom_kills and self._kernel_limits_memory(job):
+            job.memory_exceeded = True
+
+    def _kernel_limits_memory(self, job: Job) -> bool:
+        return (job.cgroup is not None and job.memory_limit_kib is not None and self.memory_policy == "hard"
+                and "memory" in job.cgroup.h.controllers)
+
+    def _retire_group(self, job: Job, deadline: float) -> None:
+        """Remove the job's emptied group (members SIGKILLed a moment ago may still be dying),
+        then mark the job done."""
+        group = job.cgroup
+        assert group is not None
+        if not group.remove():
+            if time.monotonic() < deadline:
+                if group.pids():
+                    group.kill()
+                asyncio.get_running_loop().call_later(0.005, self._retire_group, job, deadline)
+                return
+            log.error("cgroup %s of the job on %s is still not empty; leaving it", group.rel, job.slot)
+        if job.done is not None and not job.done.done():
+            job.done.set_result(None)
 
     def _clean(self) -> None:
         # rmdir costs a few hundred microseconds on a busy disk: a worker thread does it, off the
@@ -351,8 +450,13 @@ class Starter:
         if job.exit is not None:
             return
         job.stop_reason = job.stop_reason or reason
+        if job.suspended:
+            self.resume(job)  # a frozen process takes no signal but SIGKILL
         if graceful and self.killing_timeout > 0:
-            proctree.signal_group(job.pid, job.kill_signal)
+            if job.cgroup is not None:
+                job.cgroup.signal_all(job.kill_signal)
+            else:
+                proctree.signal_group(job.pid, job.kill_signal)
             if job.kill_timer is None:
                 job.kill_timer = asyncio.get_running_loop().call_later(self.killing_timeout, self._hard_kill, job)
         else:
@@ -361,13 +465,65 @@ class Starter:
     def _hard_kill(self, job: Job) -> None:
         job.kill_timer = None
         if job.exit is None:
+            if job.cgroup is not None:
+                job.cgroup.kill()
+                return
             proctree.signal_group(job.pid, signal.SIGKILL)
             proctree.kill_session(job.pid)  # members that moved to another process group
 
     async def stop_and_wait(self, job: Job, graceful: bool, reason: str) -> None:
+        """Stop the job and return once every process of it is gone (not merely signalled)."""
         self.stop(job, graceful, reason)
         if job.done is not None:
             await asyncio.shield(job.done)
+        if job.cgroup is None:
+            await self._session_gone(job)
+
+    async def _session_gone(self, job: Job, timeout: float = 10.0) -> None:
+        """The process-scan path: SIGKILL what is left of the job's session until none is left.
+
+        A process SIGKILLed a moment ago is listed until it has finished dying, and a descendant
+        that left the leader's process group is only found by the scan: the stop is over when
+        the scan finds nothing (processes born after the job ended are a reused session id's)."""
+        loop = asyncio.get_running_loop()
+        end_ticks = self._finished_sessions.get(job.pid, (proctree.uptime_ticks(), 0.0))[0]
+        deadline = time.monotonic() + timeout
+        while True:
+            left = await loop.run_in_executor(None, proctree.kill_session, job.pid, end_ticks)
+            if not left or time.monotonic() >= deadline:
+                return
+            await asyncio.sleep(0.01)
+
+    # ------------------------------------------------------------------ suspend
+    def suspend(self, job: Job) -> int:
+        """Stop every process of the job where it is (the freezer, or SIGSTOP on the scan path);
+        returns how many processes were suspended."""
+        if job.exit is not None:
+            return 0
+        if job.cgroup is not None and job.cgroup.can_freeze():
+            count = len(job.cgroup.pids())
+            job.cgroup.freeze()
+        else:
+            count = self._signal_session(job, signal.SIGSTOP)
+        job.suspended = True
+        return count
+
+    def resume(self, job: Job) -> None:
+        if job.cgroup is not None and job.cgroup.can_freeze():
+            job.cgroup.thaw()
+        elif job.exit is None:
+            self._signal_session(job, signal.SIGCONT)
+        job.suspended = False
+
+    def _signal_session(self, job: Job, sig: int) -> int:
+        count = 0
+        for st in proctree.scan({job.pid}).get(job.pid, []):
+            try:
+                os.kill(st.pid, sig)
+                count += 1
+            except ProcessLookupError:
+                pass
+        return count
 
     async def shutdown(self) -> None:
         """Kill every job (the startd is going away) and wait until they are reaped."""
@@ -398,23 +554,44 @@ class Starter:
                     del self._finished_sessions[sid]
             if not self.running and not self._finished_sessions:
                 continue
-            sessions = {j.pid for j in self.running.values()} | set(self._finished_sessions)
-            tree = await loop.run_in_executor(None, proctree.scan, sessions)
-            self._apply(tree)
+            grouped = [(j, j.cgroup) for j in self.running.values() if j.cgroup is not None]
+            groups = await loop.run_in_executor(None, _group_usages, grouped) if grouped else {}
+            sessions = {j.pid for j in self.running.values() if j.cgroup is None} | set(self._finished_sessions)
+            tree = await loop.run_in_executor(None, proctree.scan, sessions) if sessions else {}
+            self._apply(tree, groups)
 
-    def _apply(self, tree: dict[int, list[proctree.ProcStat]]) -> None:
+    def _apply(self, tree: dict[int, list[proctree.ProcStat]],
+               groups: dict[str, tuple[cgroups.CgroupUsage, proctree.TreeUsage]] | None = None) -> None:
         now = time.monotonic()
         due: list[Job] = []
         for job in list(self.running.values()):
-            procs = tree.get(job.pid)
-            if not procs or job.exit is not None:
+            if job.exit is not None:
                 continue
-            u = proctree.usage_of(procs)
+            if job.cgroup is not None:
+                sample = (groups or {}).get(job.key)
+                if sample is None:
+                    continue
+                cg, u = sample
+                self._take_group_usage(job, cg)
+                if job.memory_exceeded and job.stop_reason is None:
+                    log.info("job on %s was OOM-killed in its cgroup (limit %d KiB): stopping it", job.slot,
+                             job.memory_limit_kib or 0)
+                    self.stop(job, graceful=False, reason="memory")
+                    continue
+                if "memory" in job.cgroup.h.controllers:
+                    u.rss_kib = 0  # the kernel counts and limits memory: no sampled limit
+            else:
+                procs = tree.get(job.pid)
+                if not procs:
+                    continue
+                u = proctree.usage_of(procs)
+                job.user_cpu = max(job.user_cpu, u.user_cpu)
+                job.sys_cpu = max(job.sys_cpu, u.sys_cpu)
             job.peak_rss_kib = max(job.peak_rss_kib, u.rss_kib)
             job.peak_vsize_kib = max(job.peak_vsize_kib, u.vsize_kib)
-            job.user_cpu = max(job.user_cpu, u.user_cpu)
-            job.sys_cpu = max(job.sys_cpu, u.sys_cpu)
-            if job.memory_limit_kib is not None and u.rss_kib > job.memory_limit_kib and not job.memory_exceeded:
+            job.sample_cpu(now)
+            if (job.memory_limit_kib is not None and self.memory_policy == "hard"
+                    and u.rss_kib > job.memory_limit_kib and not job.memory_exceeded):
                 log.info("job on %s is over its memory limit (%d KiB > %d KiB): killing it", job.slot, u.rss_kib, job.memory_limit_kib)
                 job.memory_exceeded = True
                 self.stop(job, graceful=False, reason="memory")
@@ -432,6 +609,39 @@ class Starter:
                         pass
         if due and self.on_usage is not None:
             self.on_usage(due)
+
+
+def _group_usages(grouped: list[tuple[Job, cgroups.JobCgroup]]) -> dict[str, tuple[cgroups.CgroupUsage, proctree.TreeUsage]]:
+    """Each job group's counters; where the group has no memory controller, its members' summed
+    /proc usage too (their memory is then sampled, as on the scan path)."""
+    out = {}
+    for job, group in grouped:
+        u = group.usage()
+        procs = proctree.TreeUsage()
+        if "memory" not in group.h.controllers:
+            procs = proctree.usage_of([st for pid in group.pids() if (st := proctree.read_stat(pid)) is not None])
+        out[job.key] = (u, procs)
+    return out
+
+
+def _joiner(procs_files: tuple[str, ...], account: Account) -> Callable[[], None]:
+    """The child's last step before exec: join the job's cgroup, then become the job's account."""
+
+    def join() -> None:
+        cgroups.enter(procs_files)
+        if account.switch:
+            os.setgroups(list(account.groups))
+            os.setgid(account.gid)
+            os.setuid(account.uid)
+
+    return join
+
+
+def _remove_when_empty(group: cgroups.JobCgroup, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not group.remove() and time.monotonic() < deadline:
+        group.kill()
+        time.sleep(0.005)
 
 
 def _rmtree_all(paths: list[str]) -> None:

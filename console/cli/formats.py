@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from gridbus.classad.values import Value
 from gridbus.jobstatus import STATUS_LETTERS
 
 STATUS_NAME = {1: "idle", 2: "running", 3: "removed", 4: "completed", 5: "held", 6: "transferring", 7: "suspended"}
@@ -49,6 +50,8 @@ def quote(text: str) -> str:
 
 def unparse(value: Any) -> str:
     """A value in ClassAd's old (`-l`) notation."""
+    if isinstance(value, Value):  # before int: classad2's Value is an IntEnum
+        return value.name.lower()
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -61,9 +64,6 @@ def unparse(value: Any) -> str:
         return "{ " + ",".join(unparse(v) for v in value) + " }"
     if isinstance(value, Mapping):
         return "[ " + "; ".join(f"{k} = {unparse(v)}" for k, v in value.items()) + " ]"
-    name = getattr(value, "name", None)
-    if name in ("Undefined", "Error") and type(value).__name__ == "Value":
-        return name.lower()
     return str(value)
 
 

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gridbus.submit import commands, lines, queue
+from gridbus.submit import commands, lines, materialize, queue
 from gridbus.submit.errors import SubmitError, SubmitWarning
 from gridbus.submit.jobad import build_job_ad
 from gridbus.submit.macros import Expander
@@ -261,6 +261,54 @@ class Submit(MutableMapping[str, str]):
         procs = [{"ProcId": ad["ProcId"], **{k: v for k, v in ad.items() if k not in common and k != "ProcId"}} for ad in ads]
         return Built(common, procs, self.warnings)
 
+    def late(self, built: Built, cluster_id: int, count: int = 0, itemdata: Iterable[Any] | None = None,
+             qdate: int | None = None) -> dict[str, Any] | None:
+        """What a schedd needs to materialize ``built``'s procs itself: {"Template", "Items", "Steps"}
+        (gridbus.submit.materialize), or None when a template cannot make exactly those procs (then
+        the procs' own ads are sent). ``built`` is this description's build() with the same arguments."""
+        if self._more:
+            return None
+        rows, steps = self._rows(count, list(itemdata) if itemdata is not None else None)
+        if not rows or steps < 1 or len(rows) * steps != len(built.proc_ads):
+            return None
+        names = [*materialize.BUILTIN, *(n.lower() for n in self._queue_names())]
+        for _, row in rows:
+            names += [k.lower() for k in row]
+        macros = {n: materialize.marker(n) for n in names}
+        user_keys = [(written[3:], k) for k, (written, _, _) in self._entries.items() if k.startswith("my.")]
+        first = built.proc_ads[0]
+        if first["ProcId"] != 0:
+            return None  # the schedd numbers a cluster's procs from 0
+        try:
+            marked, _ = self._one(cluster_id, 0, (0, 0, {}), int(qdate or 0), None, user_keys,
+                                  macros=macros)
+        except SubmitError:
+            return None
+        template: dict[str, list[str]] = {}
+        for name, value in first.items():
+            if name == "ProcId":
+                continue
+            tv = marked.get(name)
+            if isinstance(tv, str) and isinstance(value, str):
+                template[name] = ["str", materialize.unmark(tv)]
+            elif hasattr(tv, "eval"):
+                kind = "expr" if hasattr(value, "eval") else "value"
+                template[name] = [kind, materialize.unmark(str(tv))]
+            else:
+                return None  # a per-proc number made by conversion: not a text substitution
+        if not template:
+            return None
+        items = [[row_no, dict(row)] for row_no, row in rows]
+        try:
+            for proc in built.proc_ads:
+                made = materialize.proc_ad(template, materialize.proc_for(proc["ProcId"], items, steps))
+                own = {k: v for k, v in proc.items() if k != "ProcId"}
+                if made.keys() != own.keys() or not all(_same(made[k], own[k]) for k in own):
+                    return None
+        except Exception:
+            return None
+        return {"Template": template, "Items": items, "Steps": steps}
+
     # ------------------------------------------------------------------ internals
     def _segments(self) -> list[Submit]:
         """One single-queue description per queue statement, each with the commands then in effect."""
@@ -322,24 +370,22 @@ class Submit(MutableMapping[str, str]):
 
     def _plan(self, count: int, itemdata: Iterable[Any] | None) -> Iterator[tuple[int, int, dict[str, str]]]:
         """(step, row number, item row) for every proc, in proc order."""
+        rows, steps = self._rows(count, itemdata)
+        for row_no, row in rows:
+            for step in range(steps):
+                yield step, row_no, row
+
+    def _rows(self, count: int, itemdata: Iterable[Any] | None) -> tuple[list[tuple[int, dict[str, str]]], int]:
+        """The item rows (row number, row) after the slice, and how many procs each makes."""
         qa = queue.parse_queue(self._expanded_qargs(None), self._qlineno)
         if itemdata is not None:
             names = qa.names or ["Item"]
-            per_item = count or 1
-            for row_no, item in enumerate(itemdata):
-                row = self._item_row(item, names)
-                for step in range(per_item):
-                    yield step, row_no, row
-            return
+            return [(row_no, self._item_row(item, names)) for row_no, item in enumerate(itemdata)], count or 1
         n = count or queue.count_of(qa, self._qlineno)
         rows = queue.raw_items(qa, self._cwd(), self._qlineno)
         if rows is None:
-            for step in range(n):
-                yield step, 0, {}
-            return
-        for row_no, row in queue.sliced(qa, rows):
-            for step in range(n):
-                yield step, row_no, row
+            return ([(0, {})] if n else []), n
+        return queue.sliced(qa, rows), n
 
     @staticmethod
     def _item_row(item: Any, names: list[str]) -> dict[str, str]:
@@ -365,12 +411,10 @@ class Submit(MutableMapping[str, str]):
         return Expander(lookup)
 
     def _one(self, cluster_id: int, proc_id: int, plan_step: tuple[int, int, dict[str, str]], qdate: int,
-             owner: str | None, user_keys: list[tuple[str, str]]) -> tuple[dict[str, Any], set[str]]:
+             owner: str | None, user_keys: list[tuple[str, str]], *,
+             macros: dict[str, str] | None = None) -> tuple[dict[str, Any], set[str]]:
         step, row_no, row = plan_step
-        extra = {"process": str(proc_id), "procid": str(proc_id), "node": str(proc_id), "step": str(step),
-                 "row": str(row_no), "itemindex": str(row_no)}
-        extra.update({k.lower(): v for k, v in row.items()})
-        extra.setdefault("item", "")
+        extra = materialize.proc_macros(proc_id, step, row_no, row) if macros is None else macros
         expander = self._expander(cluster_id, extra)
         cache: dict[str, str | None] = {}
 
@@ -383,7 +427,8 @@ class Submit(MutableMapping[str, str]):
         user_attrs = tuple((name, expander.expand(self._entries[key][1])) for name, key in user_keys)
         try:
             ad = build_job_ad(get, cwd=self._cwd(), cluster_id=cluster_id, proc_id=proc_id, qdate=qdate,
-                              submit_method=self._submit_method, owner=owner, user_attrs=user_attrs)
+                              submit_method=self._submit_method, owner=owner, user_attrs=user_attrs,
+                              check_dirs=macros is None)
         except SubmitError as exc:
             if exc.lineno is None:
                 raise SubmitError(exc.reason, self._line_of(exc.reason)) from None

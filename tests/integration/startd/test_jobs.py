@@ -88,7 +88,7 @@ def test_memory_limit_and_removed_job_tree(amqp_url, tmp_path):
         assert s.call(startd.address, "ActivateClaim", {"ClaimId": claims[1], "JobAd": tree}).status == 0
         ex = exit_report(schedd, claims[0])
         assert ex["MemoryExceeded"] is True and ex["HoldReasonCode"] == 34 and ex["ExitSignal"] == signal.SIGKILL
-        assert ex["MemoryUsage"] > 40
+        assert ex["MemoryUsage"] >= 36  # the peak: at the limit (kernel), or past it (sampled)
 
         job = wait_until(lambda: startd.starter.running.get(claims[1]), what="the tree job running")
         wait_until(lambda: len(proctree.scan({job.pid}).get(job.pid, [])) >= 4, what="the whole tree started")

@@ -62,8 +62,8 @@ class RecordingStarter(Starter):
 
     launched: list = []
 
-    def _launch(self, ad, slot, env_extra):
-        out = super()._launch(ad, slot, env_extra)
+    def _launch(self, ad, slot, env_extra, memory_limit_mib=None):
+        out = super()._launch(ad, slot, env_extra, memory_limit_mib)
         self.launched.append(out[0])
         return out
 
