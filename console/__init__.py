@@ -44,9 +44,10 @@ _LAZY = {
     "enable_log": "gridbus.console.configuration",
     "personal": "gridbus.console.personal",
     "classad": "gridbus.classad",
+    "dags": "gridbus.console.dags",
 }
 
-_SUBMODULES = {"personal", "classad"}
+_SUBMODULES = {"personal", "classad", "dags"}
 
 __all__ = ["Agent", "BrokerUnreachable", "CallFailed", "CallTimeout", "HTCondorException", "MethodResult",
            "ObjectProxy", "Session", *_LAZY]
@@ -56,6 +57,6 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'gridbus.console' has no attribute {name!r}")
-    if name in _SUBMODULES:  # htcondor2.personal, htcondor2.classad
+    if name in _SUBMODULES:  # htcondor2.personal, htcondor2.classad, htcondor2.dags
         return importlib.import_module(module)
     return getattr(importlib.import_module(module), name)

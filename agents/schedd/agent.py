@@ -66,8 +66,8 @@ from gridbus.agents.schedd.shadows import ShadowMixin
 from gridbus.agents.schedd.submitting import SubmitMixin
 
 
-class Schedd(SubmitMixin, JobActionsMixin, JobObjectsMixin, QueriesMixin, JobStateMixin, PolicyLoopMixin,
-             AdsMixin, SchedulerUniverseMixin, ShadowMixin, Agent):
+class Schedd(SubmitMixin, JobActionsMixin, JobObjectsMixin, QueriesMixin, SchedulerUniverseMixin, JobStateMixin,
+             PolicyLoopMixin, AdsMixin, ShadowMixin, Agent):
     kind = "schedd"
     # "job" is listed so getObjects(_class="job") reaches this agent (class.job binding); its
     # objects are made on demand by find_objects/resolve_object, never registered.

@@ -11,8 +11,8 @@ queue or is started again: a DAGMan killed by a signal comes back in recovery).
 
 Removing a job stops it with its RemoveKillSig (DAGMan's is SIGUSR1: remove your nodes), holding
 with its KillSig (default SIGTERM); a job that ignores it is killed after SCHEDD_LOCAL_KILL_TIMEOUT
-seconds. A removed job's OtherJobRemoveRequirements (DAGMan's: ``DAGManJobId =?= <cluster>``)
-removes the jobs it names too.
+seconds. Removing one removes the jobs whose DAGManJobId is its cluster (a DAGMan's nodes), and
+those its OtherJobRemoveRequirements names.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import signal
 import time
 from typing import Any
 
-from gridbus.agents.schedd.jobattrs import IDLE, REMOVED, RUNNING
+from gridbus.agents.schedd.jobattrs import IDLE, REMOVED
 from gridbus.agents.schedd.jobqueue import Proc
 from gridbus.agents.schedd.parts import ScheddParts
 from gridbus.agents.schedd.queries import compile_constraint
@@ -199,16 +199,21 @@ class SchedulerUniverseMixin(ScheddParts):
 
     def _remove_job(self, p: Proc, reason: str, now: float, stops: list[Proc]) -> None:
         super()._remove_job(p, reason, now, stops)  # type: ignore[misc]
-        other = p.get("OtherJobRemoveRequirements")
-        if other is None:
-            other = p.cluster.ad.get("OtherJobRemoveRequirements")
-        if not isinstance(other, str) or not other.strip():
+        ad = self.queue.ad(p)
+        if not runs_on_submit_host(ad):
             return
-        try:
-            test = compile_constraint(other)
-        except Exception:
-            self.log.warning("%d.%d: OtherJobRemoveRequirements %r does not parse", p.cluster.id, p.id, other)
-            return
+        # The jobs a scheduler universe job (DAGMan) submitted go with it: those whose DAGManJobId
+        # is its cluster, and those its OtherJobRemoveRequirements names.
+        tests = [lambda other: other.get("DAGManJobId") == p.cluster.id]
+        extra = ad.get("OtherJobRemoveRequirements")
+        if isinstance(extra, str) and extra.strip():
+            try:
+                tests.append(compile_constraint(extra))
+            except Exception:
+                self.log.warning("%d.%d: OtherJobRemoveRequirements %r does not parse", p.cluster.id, p.id, extra)
         for q in list(self.queue.procs()):
-            if q.status != REMOVED and q is not p and q.status in (IDLE, RUNNING, 5) and test(self.queue.ad(q)):
-                self._remove_job(q, f"{reason} (removed with its DAGMan job {p.cluster.id}.{p.id})", now, stops)
+            if q is p or q.status == REMOVED:
+                continue
+            other = self.queue.ad(q)
+            if any(t(other) for t in tests):
+                self._remove_job(q, f"{reason} (removed with DAGMan job {p.cluster.id}.{p.id})", now, stops)

@@ -5,8 +5,9 @@
 Commands: JOB (DIR, NOOP, DONE), FINAL, SUBDAG EXTERNAL, SPLICE (DIR), PARENT ... CHILD, RETRY
 (UNLESS-EXIT), VARS (PREPEND/APPEND accepted), SCRIPT [DEFER status time] PRE|POST|HOLD, PRE_SKIP,
 ABORT-DAG-ON (RETURN), PRIORITY, CATEGORY, MAXJOBS, CONFIG, DOT, NODE_STATUS_FILE, JOBSTATE_LOG,
-SET_JOB_ATTR, INCLUDE, and a rescue DAG's DONE. ALL_NODES stands for every node defined so far
-in RETRY, VARS, SCRIPT, PRE_SKIP, PRIORITY, CATEGORY and ABORT-DAG-ON. A spliced DAG's nodes are
+SET_JOB_ATTR, INCLUDE, and a rescue DAG's DONE. ALL_NODES stands for every node of the file
+in RETRY, VARS, SCRIPT, PRE_SKIP, PRIORITY, CATEGORY and ABORT-DAG-ON. Commands that name nodes
+run after the file's nodes are defined (a PARENT may come before its JOBs). A spliced DAG's nodes are
 named ``splice+node``; a PARENT or CHILD naming a splice means its leaves or its roots.
 """
 
@@ -23,6 +24,11 @@ from gridbus.dag.model import FINAL, JOB, SUBDAG, Dag, Node, Script
 ALL_NODES = "ALL_NODES"
 _NAME = re.compile(r"[^\s+]+")
 _VAR = re.compile(r'\s*([A-Za-z_][\w.]*)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+# Commands that name nodes: run after every node of the file is defined.
+_NAMING_NODES = frozenset({"PARENT", "RETRY", "VARS", "SCRIPT", "PRE_SKIP", "ABORT_DAG_ON", "PRIORITY",
+                           "CATEGORY", "DONE"})
 
 
 class DagError(ValueError):
@@ -126,16 +132,25 @@ class _Reader:
         self.where = filename
 
     def run(self, text: str) -> None:
+        # Two passes, as DAGMan reads a file: the nodes (and splices, includes, DAG-wide commands)
+        # first, then the commands that name nodes, so PARENT ... CHILD may come before a JOB.
+        later = []
         for lineno, raw in enumerate(text.splitlines(), 1):
             line = raw.strip()
             if not line or line.startswith("#"):
                 continue
             self.where = f"{self.filename}:{lineno}"
             words = line.split()
-            handler = getattr(self, "cmd_" + words[0].upper().replace("-", "_"), None)
+            keyword = words[0].upper().replace("-", "_")
+            handler = getattr(self, "cmd_" + keyword, None)
             if handler is None:
                 raise DagError(self.where, f"unknown DAG command {words[0]!r}")
-            handler(words[1:], line)
+            if keyword in _NAMING_NODES:
+                later.append((self.where, handler, words[1:], line))
+            else:
+                handler(words[1:], line)
+        for self.where, handler, args, line in later:
+            handler(args, line)
 
     # ------------------------------------------------------------------ helpers
     def fail(self, message: str) -> DagError:

@@ -5,8 +5,8 @@ Started by the schedd as a scheduler-universe job (``CONDOR_ID`` in its environm
 job), it reads the DAG, takes the newest ``<dag>.rescueNNN`` unless -Force, and runs the engine.
 A lock file ``<dag>.lock`` lives while it runs: finding one at start (DAGMan was killed, and the
 schedd started its job again) or -DoRecovery puts it in recovery, which rebuilds the nodes' states
-from ``<dag>.nodes.log`` instead of truncating it. SIGTERM (the DAGMan job removed) removes the
-node jobs and writes a rescue DAG.
+from ``<dag>.nodes.log`` instead of truncating it. SIGUSR1 (the DAGMan job removed) removes the
+node jobs and writes a rescue DAG (condor_rm's RemoveKillSig); SIGTERM just ends it.
 """
 
 from __future__ import annotations
@@ -179,8 +179,9 @@ def main(argv: list[str] | None = None, submitter: Submitter | None = None) -> i
     def on_term(signum: int, frame: Any) -> None:
         stop["asked"] = True
 
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGUSR1, on_term)  # condor_rm sends DAGMan SIGUSR1
+    # condor_rm sends DAGMan SIGUSR1 (its RemoveKillSig): remove the nodes, write a rescue DAG.
+    # SIGTERM (a hold, the schedd shutting down) ends it as is: it comes back in recovery.
+    signal.signal(signal.SIGUSR1, on_term)
     engine.start()
     interval = float(opts["DAGMAN_USER_LOG_SCAN_INTERVAL"])
     while not engine.finished():

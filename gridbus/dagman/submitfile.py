@@ -52,8 +52,6 @@ def dagman_submit(dag_file: str, options: Mapping[str, Any] | None = None,
     env = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)}
     sub = Submit({
         "universe": "scheduler",
-        # Named here: a description that uses $(Cluster) is expanded by the schedd, not in this cwd.
-        "initialdir": str(base.absolute()),
         "executable": sys.executable,
         "arguments": join_v2(["-m", "gridbus.dagman", *args]).replace('"', '""').join('""'),
         "environment": join_v2([f"{k}={v}" for k, v in sorted(env.items())]).replace('"', '""').join('""'),
@@ -61,8 +59,9 @@ def dagman_submit(dag_file: str, options: Mapping[str, Any] | None = None,
         "output": f"{dag_file}.lib.out",
         "error": f"{dag_file}.lib.err",
         "on_exit_remove": "(ExitSignal =?= 11 || (ExitCode =!= UNDEFINED && ExitCode >=0 && ExitCode <= 2))",
-        # condor_rm of the DAGMan job removes its nodes too (the schedd's scheduler universe).
-        "MY.OtherJobRemoveRequirements": '"DAGManJobId =?= $(Cluster)"',
+        # condor_rm of the DAGMan job signals SIGUSR1: DAGMan removes its nodes and writes a rescue
+        # DAG (the schedd removes them too: jobs whose DAGManJobId is its cluster).
+        "MY.RemoveKillSig": '"SIGUSR1"',
     })
     if cwd is not None:
         sub.cwd = str(cwd)

@@ -142,6 +142,14 @@ class Submit(MutableMapping[str, str]):
         return f"Submit({str(self)!r})"
 
     # ------------------------------------------------------------------ htcondor2 methods
+    @classmethod
+    def from_dag(cls, filename: str, options: dict[str, Any] | None = None) -> Submit:
+        """The DAGMan job's description for a DAG file, as htcondor2's Submit.from_dag (options are
+        condor_submit_dag's: maxidle, maxjobs, maxpre, maxpost, force, notification, ...)."""
+        from gridbus.dagman.submitfile import dagman_submit
+
+        return dagman_submit(filename, options)
+
     def getQArgs(self) -> str:
         return self._qargs or ""
 

@@ -167,3 +167,23 @@ def test_splice_and_subdag_external(dag_pool, dag_dir: Path):
     assert (dag_dir / "order.txt").read_text().split() == ["A", "S+X", "S+Y", "SD.P", "SD.Q"]
     assert set(submits_per_node(dag)) == {"A", "S+X", "S+Y", "SD"}  # the sub-DAG is one node: its DAGMan job
     assert "All jobs Completed!" in (dag_dir / "sub.dag.dagman.out").read_text()
+
+
+def test_thousand_nodes_with_maxidle_50(dag_pool, dag_dir: Path):
+    write_sub(dag_dir, "true.sub")
+    dag = _dag(dag_dir, "wide.dag", "".join(f"JOB N{i} true.sub\n" for i in range(1000)))
+    ad = wait_dag(dag_pool, dag, submit_dag(dag, "-maxidle", "50"), timeout=240)
+    assert ad["ExitCode"] == 0, Path(f"{dag}.dagman.out").read_text()[-2000:]
+    # Replay the nodes log: a proc is idle from its submit event to its execute (or end) event.
+    idle: set[tuple[int, int]] = set()
+    most = 0
+    for _name, e in node_events(dag):
+        key = (e.cluster, e.proc)
+        if e.type == JobEventType.SUBMIT:
+            idle.add(key)
+        elif e.type in (JobEventType.EXECUTE, JobEventType.JOB_TERMINATED, JobEventType.JOB_ABORTED):
+            idle.discard(key)
+        most = max(most, len(idle))
+    counts = submits_per_node(dag)
+    assert len(counts) == 1000 and set(counts.values()) == {1}
+    assert 40 <= most <= 50  # the throttle is reached, never passed
