@@ -432,7 +432,7 @@ class Startd(Agent):
             if why:
                 raise app_error(CLAIM_REFUSED, f"ActivateClaim refused: {why}")
             if lookup(job_ad, "RequestMemory") is not None:
-                memory = memory_limit(req.memory, slot.memory)
+                memory = memory_limit(req.memory)
         claim.last_ad = job_ad
         self._starting[claim.id] = job_ad
         task = asyncio.get_running_loop().create_task(self._launch(claim, job_ad, memory, held), name=f"launch {slot.name}")
