@@ -26,6 +26,7 @@ import aio_pika
 from aio_pika.abc import AbstractIncomingMessage, AbstractRobustConnection
 
 from gridbus import bus, wire
+from gridbus.agent import failover
 from gridbus.agent.client import AsyncClient
 from gridbus.agent.objects import Call, ManagedObject
 from gridbus.schema import Schema, builtin, validate_args
@@ -46,9 +47,11 @@ class Agent:
     classes: tuple[str, ...] = ()  # management classes this agent serves (schema names)
     my_type = "Generic"  # MyType of its daemon ad
     durable_requests = False  # the schedd keeps requests sent while it restarts
-    # "quorum" makes a durable request queue a replicated quorum queue, for a pool whose broker is
-    # a RabbitMQ cluster (the queue survives the loss of a broker node); "classic" lives on one node.
-    request_queue_type = "classic"
+    # "quorum" makes the durable queues (a durable request queue, the dead-letter queue) replicated
+    # quorum queues, which survive the loss of a broker node (and a classic durable queue whose node
+    # is down cannot even be re-declared elsewhere); "classic" lives on one node; "auto" is quorum
+    # when GRIDBUS_URL lists several brokers (a cluster) and classic for one.
+    request_queue_type = "auto"
 
     def __init__(
         self,
@@ -270,15 +273,13 @@ class Agent:
         self._ads_wanted = asyncio.Event()
         self.ready = asyncio.Event()
         self._config_baseline()
-        self._connection = await aio_pika.connect_robust(
-            self.url.url,
-            client_properties={"connection_name": f"gridbus {self.address}"},
-            reconnect_interval=1,  # a restarted broker or a closed connection is back within a second
-        )
+        # Every broker GRIDBUS_URL lists, in turn: a lost connection moves to the next that answers
+        # (a restarted broker or a closed connection is back within a second).
+        self._connection = await failover.connect(self.url, name=f"gridbus {self.address}", reconnect_interval=1)
         self._connection.reconnect_callbacks.add(self._on_reconnect)
         self._channel = await self._connection.channel(publisher_confirms=False)
         await self._channel.set_qos(prefetch_count=self.prefetch)
-        await self.declare_topology(self._channel)
+        await self.declare_topology(self._channel, quorum=self.durable_queue_type() == "quorum")
         self._client = AsyncClient(self._channel, self.url.user, self.address)
         await self._client.start()
         await self.setup()
@@ -299,24 +300,33 @@ class Agent:
         args: dict[str, Any] = {"x-dead-letter-exchange": bus.DEAD}
         if not self.durable_requests:
             return args | {"x-expires": 600_000}
-        if self.request_queue_type not in ("classic", "quorum"):
-            raise ValueError(f"request queue type must be classic or quorum, not {self.request_queue_type!r}")
         # A classic queue is declared without the argument, as before it existed: the broker refuses
         # a re-declaration whose arguments differ from the existing queue's.
-        return args | {"x-queue-type": "quorum"} if self.request_queue_type == "quorum" else args
+        return args | {"x-queue-type": "quorum"} if self.durable_queue_type() == "quorum" else args
+
+    def durable_queue_type(self) -> str:
+        """classic or quorum: the type of this agent's durable queues (see request_queue_type)."""
+        kind = str(self.request_queue_type).lower()
+        if kind == "auto":
+            return "quorum" if len(self.url.alternatives) > 1 else "classic"
+        if kind not in ("classic", "quorum"):
+            raise ValueError(f"queue type must be auto, classic or quorum, not {self.request_queue_type!r}")
+        return kind
 
     @staticmethod
-    async def declare_topology(channel: aio_pika.abc.AbstractChannel) -> None:
-        """Declare gridbus's exchanges and the dead-letter queue; idempotent, any order."""
+    async def declare_topology(channel: aio_pika.abc.AbstractChannel, *, quorum: bool = False) -> None:
+        """Declare gridbus's exchanges and the dead-letter queue (a quorum queue on a cluster);
+        idempotent, any order."""
         for name, kind in bus.EXCHANGES:
             await channel.declare_exchange(name, kind, durable=True)
-        dead = await channel.declare_queue(bus.DEAD, durable=True, arguments=bus.DEAD_QUEUE_ARGS)
+        args = bus.DEAD_QUEUE_ARGS | ({"x-queue-type": "quorum"} if quorum else {})
+        dead = await channel.declare_queue(bus.DEAD, durable=True, arguments=args)
         await dead.bind(bus.DEAD, "")
 
     async def _on_reconnect(self, *_: Any) -> None:
         # The robust connection restores exchanges, queues, bindings and consumers it declared;
         # the direct reply-to consumer is a pseudo-queue it does not know about.
-        self.log.warning("reconnected to the broker")
+        self.log.warning("reconnected to the broker %s", getattr(self._connection, "broker", "?"))
         if self._client is not None:
             try:
                 await self._client.start()
