@@ -290,6 +290,13 @@ class Agent:
             await queue.bind(bus.RPC, key)
         await queue.consume(self._on_message)
         await self.on_start()
+        # Who held claims or state with this address's predecessor hears that it is a new process
+        # (a schedd asks a restarted startd about its claims at once, not at its next Alive round).
+        try:
+            await self.publish_event("daemon", "start", self.kind,
+                                     {"address": self.address, "DaemonStartTime": self.start_time})
+        except Exception:  # an event is a hint; the periodic checks still come
+            self.log.warning("could not publish the start event", exc_info=True)
         self._advertiser = self.spawn(self._advertise_loop(), "advertise")
         self.log.info("%s serving on %s", self.address, self.url.redacted())
         self.ready.set()

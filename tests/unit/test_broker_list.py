@@ -33,3 +33,33 @@ def test_a_single_url_is_unchanged() -> None:
     url = BrokerURL("amqp://guest:guest@127.0.0.1:5672/")
     assert url.alternatives == (url,)
     assert url.with_vhost("x").url == "amqp://guest:guest@127.0.0.1:5672/x"
+
+
+def test_the_management_url_follows_the_broker_port(monkeypatch) -> None:
+    from gridbus.mgmt import mgmt_url_for
+
+    monkeypatch.delenv("GRIDBUS_MGMT_URL", raising=False)
+    assert mgmt_url_for(BrokerURL("amqp://g:g@127.0.0.1:5672/")) == "http://127.0.0.1:15672"
+    assert mgmt_url_for(BrokerURL("amqp://g:g@127.0.0.1:5781/,amqp://g:g@127.0.0.1:5782/")) == "http://127.0.0.1:15781"
+    assert mgmt_url_for(BrokerURL("amqps://g:g@broker/")) == "https://broker:15671"
+    monkeypatch.setenv("GRIDBUS_MGMT_URL", "http://elsewhere:8080")
+    assert mgmt_url_for(BrokerURL("amqp://g:g@127.0.0.1:5781/")) == "http://elsewhere:8080"
+
+
+def test_pool_up_starts_a_local_rabbitmq_only_for_the_default_node(monkeypatch) -> None:
+    import pytest
+
+    from gridbus.console.cli import pool
+
+    started: list[list[str]] = []
+    monkeypatch.setattr(pool, "_answers", lambda host, port: False)
+    monkeypatch.setattr(pool.shutil, "which", lambda name: "/usr/sbin/rabbitmq-server")
+    monkeypatch.setattr(pool.subprocess, "run", lambda cmd, **kw: started.append(cmd))
+    for url in ("amqp://g:g@127.0.0.1:5781/", "amqp://g:g@127.0.0.1:5672/,amqp://g:g@127.0.0.1:5782/",
+                "amqp://g:g@broker.example:5672/"):
+        with pytest.raises(RuntimeError, match="does not answer"):
+            pool.ensure_broker(url, wait=0)
+    assert started == []
+    with pytest.raises(RuntimeError, match="was started but does not answer"):
+        pool.ensure_broker("amqp://g:g@127.0.0.1:5672/", wait=0, say=lambda _: None)
+    assert started == [["/usr/sbin/rabbitmq-server", "-detached"]]
