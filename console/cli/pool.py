@@ -94,7 +94,10 @@ def ensure_broker(url: str, wait: float = 90.0, say: Any = print) -> None:
     if any(_answers(b.host, b.port) for b in broker.alternatives):
         return
     if len(broker.alternatives) > 1 or broker.host not in LOCAL_HOSTS or broker.port != DEFAULT_NODE_PORT:
-        raise RuntimeError(f"the broker at {broker.redacted()} does not answer; start it, or point GRIDBUS_URL at one that runs")
+        raise RuntimeError(
+            f"the broker at {broker.redacted()} does not answer; it is not this machine's default RabbitMQ "
+            f"node (127.0.0.1:{DEFAULT_NODE_PORT}), so pool up starts none: start it, or point GRIDBUS_URL at "
+            "one that runs")
     server = shutil.which("rabbitmq-server")
     if server is None:
         raise RuntimeError(

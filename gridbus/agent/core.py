@@ -19,6 +19,7 @@ import random
 import socket
 import time
 import traceback
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -38,6 +39,11 @@ _DEAD_LETTER_STATUSES = {Status.UNKNOWN_OBJECT, Status.UNKNOWN_METHOD, Status.IN
 # One ad message carries at most this many ads; a startd's slots travel together, a simulator's
 # 100,000 machine ads in a few hundred messages.
 ADS_PER_MESSAGE = 500
+
+# A confirmed publish waits this long for the broker's confirm, and is sent again for this long
+# (long enough for a failover to another broker node, or a restarted broker).
+CONFIRM_TIMEOUT = 5.0
+CONFIRM_RETRY = 30.0
 
 
 class Agent:
@@ -84,6 +90,7 @@ class Agent:
         self._sequence = int((started - self.start_time) * 1_000_000)
         self._connection: AbstractRobustConnection | None = None
         self._channel: aio_pika.abc.AbstractChannel | None = None
+        self._confirm_channel: aio_pika.abc.AbstractChannel | None = None  # publisher confirms
         self._client: AsyncClient | None = None
         self._tasks: set[asyncio.Task] = set()
         self._ads_wanted: asyncio.Event | None = None  # made in start(), on the agent's loop
@@ -230,16 +237,37 @@ class Agent:
                 pass
 
     # ------------------------------------------------------------------ events and calls
-    async def publish(self, exchange: str, key: str, body: Any, mtype: str) -> None:
+    async def publish(self, exchange: str, key: str, body: Any, mtype: str, *, confirm: bool = False) -> None:
+        """Publish ``body`` on ``exchange``. With ``confirm``, for messages whose loss would matter
+        (job events), the broker confirms it, and a publish lost with its connection or refused is
+        sent again, on the next broker if it fails over, for up to CONFIRM_RETRY seconds; a
+        consumer recognises a resent message by its unchanged id (message_id, the body's EventId)."""
         assert self._channel is not None, "agent not started"
-        ex = await self._channel.get_exchange(exchange, ensure=False)
-        message = aio_pika.Message(wire.encode(body), content_type=wire.MSGPACK, type=mtype, app_id=self.address)
-        await ex.publish(message, routing_key=key, mandatory=False)
+        message = aio_pika.Message(wire.encode(body), content_type=wire.MSGPACK, type=mtype, app_id=self.address,
+                                   message_id=body.get("EventId") if isinstance(body, dict) else None)
+        if not confirm or self._confirm_channel is None:
+            ex = await self._channel.get_exchange(exchange, ensure=False)
+            await ex.publish(message, routing_key=key, mandatory=False)
+            return
+        deadline = time.monotonic() + CONFIRM_RETRY
+        while True:
+            try:
+                ex = await self._confirm_channel.get_exchange(exchange, ensure=False)
+                await ex.publish(message, routing_key=key, mandatory=False, timeout=CONFIRM_TIMEOUT)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # nacked, timed out, or the connection went: send it again
+                if time.monotonic() >= deadline:
+                    raise
+                self.log.info("publish to %s (%s) not confirmed (%r); sending it again", exchange, key, exc)
+                await asyncio.sleep(0.5)
 
     async def publish_event(self, kind: str, event: str, who: str, body: dict[str, Any]) -> None:
-        """Publish a job or daemon event on gridbus.events (``job.<event>.<owner>``)."""
-        payload = {"event": event, "time": time.time(), "source": self.address, **body}
-        await self.publish(bus.EVENTS, bus.event_key(kind, event, who), payload, bus.T_EVENT)
+        """Publish a job or daemon event on gridbus.events (``job.<event>.<owner>``), confirmed."""
+        payload = {"event": event, "time": time.time(), "source": self.address,
+                   "EventId": uuid.uuid4().hex, **body}
+        await self.publish(bus.EVENTS, bus.event_key(kind, event, who), payload, bus.T_EVENT, confirm=True)
 
     @property
     def client(self) -> AsyncClient:
@@ -279,6 +307,7 @@ class Agent:
         self._connection.reconnect_callbacks.add(self._on_reconnect)
         self._channel = await self._connection.channel(publisher_confirms=False)
         await self._channel.set_qos(prefetch_count=self.prefetch)
+        self._confirm_channel = await self._connection.channel(publisher_confirms=True)
         await self.declare_topology(self._channel, quorum=self.durable_queue_type() == "quorum")
         self._client = AsyncClient(self._channel, self.url.user, self.address)
         await self._client.start()
