@@ -35,6 +35,7 @@ _CONNECTION_LOST = (
     pika.exceptions.StreamLostError,
     pika.exceptions.ChannelWrongStateError,
     pika.exceptions.ConnectionWrongStateError,
+    pika.exceptions.NackError,
 )
 
 
@@ -93,6 +94,9 @@ class Session:
         else:
             raise BrokerUnreachable(f"cannot reach the broker at {self.url.redacted()}: {last!r}") from last
         self._channel = self._connection.channel()
+        # Publisher confirms: a request the broker did not take (a node failing, a quorum queue
+        # electing its leader) raises here, and the call is sent again instead of waiting out its timeout.
+        self._channel.confirm_delivery()
         # Direct reply-to: consume (no-ack) from the pseudo-queue before the first request.
         self._channel.basic_consume(bus.REPLY_TO, self._on_reply, auto_ack=True)
 

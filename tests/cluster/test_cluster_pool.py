@@ -12,15 +12,12 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from htcondor2 import JobEventLog, JobEventType
 
-from gridbus.bus import BrokerURL
 from gridbus.classad import ExprTree
-from gridbus.mgmt import Management
 from tests.e2e.pool import Pool, wait_for
 from tests.rabbit_cluster import RabbitCluster
 
@@ -29,26 +26,6 @@ pytestmark = pytest.mark.e2e
 STARTD = {"GRIDBUS_NUM_CPUS": "4", "GRIDBUS_NUM_SLOTS": "4", "GRIDBUS_MEMORY": "4096"}
 JOB_SECONDS = "0.5"
 BATCH = 24  # jobs kept queued ahead of each chaos step, so the pool is busy when it is hit
-
-
-@pytest.fixture
-def cluster_pool(rabbit_cluster: RabbitCluster, request: pytest.FixtureRequest,
-                 tmp_path: Path) -> Iterator[Pool]:
-    mgmt = Management(rabbit_cluster.nodes[0].mgmt_url)
-    vhost = f"gridbus-cluster-{request.node.name[:30]}-{int(time.time())}"
-    mgmt.put_vhost(vhost)
-    mgmt.put_permissions(vhost, "guest", ".*", ".*", ".*")
-    url = BrokerURL(rabbit_cluster.url).with_vhost(vhost).url
-    pool = Pool(url, tmp_path / "pool")
-    pool.mgmt, pool.vhost = mgmt, vhost  # type: ignore[attr-defined]
-    try:
-        yield pool
-    finally:
-        pool.stop()
-        for node in rabbit_cluster.nodes:  # a node the chaos left down would fail the next test
-            if not node.running():
-                node.start()
-        Management(rabbit_cluster.nodes[0].mgmt_url).delete_vhost(vhost)
 
 
 def start_pool(p: Pool) -> None:
