@@ -81,13 +81,22 @@ def _answers(host: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
+DEFAULT_NODE_PORT = 5672  # the AMQP port of the machine's default RabbitMQ node (rabbit@<host>)
+
+
 def ensure_broker(url: str, wait: float = 90.0, say: Any = print) -> None:
-    """Make sure the broker answers; start a local RabbitMQ that is installed but not running."""
+    """Make sure a broker answers; start the machine's default RabbitMQ node when it is the one the
+    URL names (one broker, on this machine, on the default node's port 5672) and it is installed
+    but not running. A URL naming other brokers, another port or several brokers (a cluster, whose
+    nodes are not the default node) never starts anything."""
     broker = BrokerURL(url)
-    if _answers(broker.host, broker.port):
+    if any(_answers(b.host, b.port) for b in broker.alternatives):
         return
-    if broker.host not in LOCAL_HOSTS:
-        raise RuntimeError(f"the broker at {broker.redacted()} does not answer; start it, or point GRIDBUS_URL at one that runs")
+    if len(broker.alternatives) > 1 or broker.host not in LOCAL_HOSTS or broker.port != DEFAULT_NODE_PORT:
+        raise RuntimeError(
+            f"the broker at {broker.redacted()} does not answer; it is not this machine's default RabbitMQ "
+            f"node (127.0.0.1:{DEFAULT_NODE_PORT}), so pool up starts none: start it, or point GRIDBUS_URL at "
+            "one that runs")
     server = shutil.which("rabbitmq-server")
     if server is None:
         raise RuntimeError(
@@ -118,7 +127,8 @@ def check_login(url: str) -> None:
 
     broker = BrokerURL(url)
     try:
-        params = pika.URLParameters(url)
+        first = next((b for b in broker.alternatives if _answers(b.host, b.port)), broker)
+        params = pika.URLParameters(first.url)
         params.socket_timeout = 5
         params.blocked_connection_timeout = 5
         pika.BlockingConnection(params).close()
