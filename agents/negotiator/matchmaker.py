@@ -31,6 +31,7 @@ from typing import Any
 from gridbus import classad
 from gridbus.adrefs import SlotRefs, reach
 from gridbus.agents.negotiator.prefilter import AttrIndex, conjuncts
+from gridbus.classad.values import is_number
 
 REJECT_NO_MATCH = "no match found"
 REJECT_PRIORITY = "insufficient priority"
@@ -70,7 +71,7 @@ def test_expr(value: Any, my: dict, target: dict) -> bool:
         return True
     if isinstance(value, bool):
         return value
-    if isinstance(value, (int, float)):
+    if is_number(value):
         return value != 0
     if not _is_expr(value) and not isinstance(value, str):
         return False
@@ -83,14 +84,14 @@ def eval_number(value: Any, my: dict, target: dict, default: float = 0.0) -> flo
         return default
     if isinstance(value, bool):
         return float(value)
-    if isinstance(value, (int, float)):
+    if is_number(value):
         return float(value)
     if not _is_expr(value):
         return default
     out = _compiled(value).eval(my, target)
     if isinstance(out, bool):
         return float(out)
-    if isinstance(out, (int, float)) and math.isfinite(out):
+    if is_number(out) and math.isfinite(out):
         return float(out)
     return default
 
@@ -112,7 +113,7 @@ class Slot:
     def weight(self) -> float:
         """SlotWeight = Cpus, as HTCondor's default."""
         cpus = get(self.ad, "Cpus", 1)
-        return float(cpus) if isinstance(cpus, (int, float)) and not isinstance(cpus, bool) and cpus > 0 else 1.0
+        return float(cpus) if is_number(cpus) and cpus > 0 else 1.0
 
 
 @dataclass
@@ -142,7 +143,7 @@ def slot_from_ad(ad: dict[str, Any]) -> Slot | None:
 def number(ad: dict[str, Any], name: str) -> float:
     """A numeric attribute (Cpus, Memory, Disk) as a float; absent or not a number gives 0."""
     value = get(ad, name, 0)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not is_number(value) or not math.isfinite(value):
         return 0.0
     return float(value)
 

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gridbus.adrefs import closure, is_plain
+from gridbus.classad.values import Value
 
 # Attributes every match looks at, whatever Requirements says (the negotiator's defaults, the
 # startd's carving, fair share and limits).
@@ -44,6 +45,8 @@ def _freeze(value: Any) -> Any:
         return ("map", tuple(sorted((str(k).lower(), _freeze(v)) for k, v in value.items())))
     if isinstance(value, list):
         return ("list", tuple(_freeze(v) for v in value))
+    if isinstance(value, Value):  # not the integer it equals: Undefined is not 2
+        return ("value", value.name)
     if isinstance(value, (str, int, float, bool)) or value is None:
         return (type(value).__name__, value)  # 1, 1.0 and true are different ClassAd values
     return (type(value).__name__, str(value))

@@ -38,14 +38,16 @@ from typing import Any
 
 import msgpack
 
-from gridbus import classad, wire
+from gridbus import bus, classad, wire
 from gridbus.agent import Call, method
 from gridbus.agents.schedd.autocluster import AutoClusters
+from gridbus.agents.schedd.scheduniv import runs_on_submit_host
 from gridbus.config import Config, knob
 from gridbus.rpc import CallTimeout
 from gridbus.status import Status, invalid
 
 RUNNING = 2
+SUSPENDED = 7  # still on its claim, its processes frozen
 
 knob("CLAIM_WORKLIFE", 1200.0, "seconds a claim may be reused for further jobs; then it is released")
 knob("JOB_LEASE_DURATION", 2400.0, "seconds a claim lives without word from its startd (Alive); also the lease given to RequestClaim")
@@ -64,7 +66,8 @@ CREATE TABLE IF NOT EXISTS shadow_claims (
 )
 """
 
-_USAGE_ATTRS = ("RemoteUserCpu", "RemoteSysCpu", "ImageSize", "ResidentSetSize", "MemoryUsage", "DiskUsage")
+_USAGE_ATTRS = ("RemoteUserCpu", "RemoteSysCpu", "ImageSize", "ResidentSetSize", "MemoryUsage", "DiskUsage",
+                "CpusUsage")
 
 
 @dataclass
@@ -148,6 +151,27 @@ class ShadowMixin:
         await super().setup()  # type: ignore[misc]
         self._shadow_init()
         self._load_claims()
+        # A startd that restarts knows none of its predecessor's claims: hear its start event and
+        # ask it about ours at once, so their jobs are requeued now rather than at the next round.
+        channel = self._channel  # type: ignore[attr-defined]
+        if channel is None:  # set up without a broker (unit tests)
+            return
+        starts = await channel.declare_queue(f"gridbus.starts.{self.address}", exclusive=True,  # type: ignore[attr-defined]
+                                             arguments={"x-max-length": 1000, "x-overflow": "drop-head"})
+        await starts.bind(bus.EVENTS, bus.event_key("daemon", "start", "startd"))
+        await starts.consume(self._on_daemon_start, no_ack=True)
+
+    async def _on_daemon_start(self, message: Any) -> None:
+        try:
+            body = wire.decode(message.body, message.content_type)
+        except wire.DecodeError:
+            return
+        startd = body.get("address") if isinstance(body, dict) else None
+        if not isinstance(startd, str) or startd == self.address:  # type: ignore[attr-defined]
+            return
+        if any(c.startd == startd and c.state != CLAIMING for c in self._claims.values()):
+            self.log.info("%s restarted: asking it about our claims now", startd)  # type: ignore[attr-defined]
+            self.spawn(self.check_leases(only=startd), "claims of a restarted startd")  # type: ignore[attr-defined]
 
     async def on_start(self) -> None:
         await super().on_start()  # type: ignore[misc]
@@ -218,7 +242,7 @@ class ShadowMixin:
     def _running_ads(self) -> list[dict[str, Any]]:
         out = []
         for p in self.queue.procs():  # type: ignore[attr-defined]
-            if p.status == RUNNING:
+            if p.status in (RUNNING, SUSPENDED):
                 out.append(self.queue.ad(p))  # type: ignore[attr-defined]
         return out
 
@@ -240,7 +264,7 @@ class ShadowMixin:
             # the first keeps the grouping the first page was cut from).
             self._autoclusters.set_pool_attrs(None if WholeAds else AutoClusterAttrs)
             jobs = (j for j in self.queue.idle_jobs(Owner)  # type: ignore[attr-defined]
-                    if (j.get("ClusterId"), j.get("ProcId")) not in self._reserved)
+                    if (j.get("ClusterId"), j.get("ProcId")) not in self._reserved and not runs_on_submit_host(j))
             groups = self._autoclusters.group(jobs, owner=Owner)
             self._ac_pages[Owner] = groups
             self._ac_snapshot[Owner] = {acid: deque(ids) for acid, _ad, ids in groups}
@@ -292,6 +316,9 @@ class ShadowMixin:
             result = await self.client.call(match["Startd"], "RequestClaim", args, timeout=self.shadow_call_timeout)  # type: ignore[attr-defined]
         except CallTimeout:
             result = None
+            # The startd may still grant the claim after we stopped waiting: release whatever it
+            # grants, so the slot is never left Claimed by a schedd that forgot it.
+            self.spawn(self._release_late_claim(match, args), "release a late claim")  # type: ignore[attr-defined]
         if result is None or not result.ok:
             self.shadow_stats["ClaimsRefused"] += 1
             self._reserved.discard(job)
@@ -312,6 +339,35 @@ class ShadowMixin:
         self._claim_changed(claim)
         self._activate(claim, job)
         self._flush_activations_now()
+
+    async def _release_late_claim(self, match: dict[str, Any], args: dict[str, Any]) -> None:
+        """Release the claim a timed-out RequestClaim may have made.
+
+        RequestClaim is idempotent (the same claim id, or the same job on a partitionable slot,
+        gets the same claim back), so asking again, patiently, names the claim the first call
+        made, or makes one that is released just the same; ReleaseClaim of an ended claim is
+        refused harmlessly. Tried for as long as the startd would keep the claim (the lease).
+        """
+        deadline = time.monotonic() + self.lease_duration
+        while time.monotonic() < deadline:
+            try:
+                result = await self.client.call(match["Startd"], "RequestClaim", args,  # type: ignore[attr-defined]
+                                                timeout=max(self.shadow_call_timeout, 60.0))
+            except CallTimeout:
+                continue
+            except Exception:  # the broker is away: try again shortly
+                await asyncio.sleep(1)
+                continue
+            if not result.ok:
+                return  # refused: no claim was made (or it ended)
+            claim_id = str(result.outArgs.get("ClaimId") or match["ClaimId"])
+            if claim_id in self._claims:
+                return  # claimed again meanwhile for another job of ours: in use, not stranded
+            self.shadow_stats["ClaimsReleased"] += 1
+            self.log.info("releasing the claim on %s granted after its request timed out",  # type: ignore[attr-defined]
+                          result.outArgs.get("Slot") or match["Slot"])
+            await self._call_startd(match["Startd"], "ReleaseClaim", {"ClaimId": claim_id})
+            return
 
     # ------------------------------------------------------------------ activations
     def _activate(self, claim: Claim, job: tuple[int, int]) -> None:
@@ -498,7 +554,7 @@ class ShadowMixin:
         elif event == "exit":
             self.shadow_stats["ExitReports"] += 1
             ad = self.queue.get(*job)  # type: ignore[attr-defined]
-            if not claim.stopping and ad is not None and ad.get("JobStatus") == RUNNING:
+            if not claim.stopping and ad is not None and ad.get("JobStatus") in (RUNNING, SUSPENDED):
                 if report.get("Evicted"):
                     # The startd stopped the job on its own (lease, drain, vacate, shutdown): the
                     # job did not finish, it goes back to Idle to run again; never a completion.
@@ -521,7 +577,7 @@ class ShadowMixin:
             return
         for ad in self.queue.idle_jobs(claim.owner):  # type: ignore[attr-defined]
             job = (ad.get("ClusterId"), ad.get("ProcId"))
-            if job in self._reserved or job in self._by_job:
+            if job in self._reserved or job in self._by_job or runs_on_submit_host(ad):
                 continue
             if classad.symmetric_match(ad, claim.slot_ad):
                 self.shadow_stats["ClaimReuses"] += 1
@@ -564,6 +620,15 @@ class ShadowMixin:
         await self._call_startd(claim.startd, "DeactivateClaim", {"ClaimId": claim.claim_id, "Graceful": True})
         return True
 
+    async def call_job_claim(self, cluster: int, proc: int, method_name: str, args: dict[str, Any] | None = None) -> Any:
+        """Call a startd method on the claim that runs a job (SuspendClaim, ContinueClaim,
+        DeactivateClaim for Suspend, Continue, Vacate); None if no claim runs it."""
+        self._shadow_init()
+        claim = self._by_job.get((cluster, proc))
+        if claim is None or claim.state != RUNNING_JOB:
+            return None
+        return await self._call_startd(claim.startd, method_name, {"ClaimId": claim.claim_id, **(args or {})})
+
     # ------------------------------------------------------------------ leases
     async def _alive_loop(self) -> None:
         while True:
@@ -573,11 +638,12 @@ class ShadowMixin:
             except Exception:
                 self.log.exception("lease check failed")  # type: ignore[attr-defined]
 
-    async def check_leases(self) -> None:
-        """One round of Alive calls (one per startd), then drop the claims whose lease ran out."""
+    async def check_leases(self, only: str | None = None) -> None:
+        """One round of Alive calls (one per startd, or to ``only``), then drop the claims whose
+        lease ran out."""
         by_startd: dict[str, list[Claim]] = {}
         for claim in self._claims.values():
-            if claim.state != CLAIMING:
+            if claim.state != CLAIMING and only in (None, claim.startd):
                 by_startd.setdefault(claim.startd, []).append(claim)
         answers = await asyncio.gather(
             *(self._call_startd(s, "Alive", {"ClaimIds": [c.claim_id for c in cs]}) for s, cs in by_startd.items())
@@ -606,7 +672,7 @@ class ShadowMixin:
             return
         self._reserved.discard(job)
         ad = self.queue.get(*job)  # type: ignore[attr-defined]
-        if ad is not None and ad.get("JobStatus") == RUNNING:
+        if ad is not None and ad.get("JobStatus") in (RUNNING, SUSPENDED):
             await self.job_evicted(job[0], job[1], f"claim on {claim.slot} lost: {why}")  # type: ignore[attr-defined]
 
     def shadow_statistics(self) -> dict[str, Any]:

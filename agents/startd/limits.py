@@ -23,6 +23,7 @@ from typing import Any
 from gridbus import classad
 from gridbus.agents.startd.arguments import lookup
 from gridbus.agents.startd.slots import Request
+from gridbus.classad.values import is_number
 
 HOLD_STARTD_HELD_JOB = 21  # HTCondor's StartdHeldJob: the execute side put the job on hold
 MEMORY_QUANTUM = 128  # MiB
@@ -44,7 +45,7 @@ def _evaluate(job_ad: Mapping[str, Any], slot_ad: Mapping[str, Any], attr: str, 
     out = value
     if isinstance(value, classad.ExprTree):
         out = classad.compile(str(value)).eval(job_ad, slot_ad)
-    if isinstance(out, bool) or not isinstance(out, (int, float)) or not math.isfinite(out) or out < 0:
+    if not is_number(out) or not math.isfinite(out) or out < 0:
         # classad.Value.Undefined / Error print as their names, as a ClassAd shows them
         what = "undefined" if out is None else (out.name.lower() if isinstance(out, Enum) else repr(out))
         slot = lookup(slot_ad, "Name") or "the slot"
