@@ -10,6 +10,7 @@ import importlib
 from typing import Any
 
 from gridbus.console.session import Agent, BrokerUnreachable, ObjectProxy, Session
+from gridbus.errors import HTCondorException
 from gridbus.rpc import CallFailed, CallTimeout, MethodResult
 
 # Loaded on first use so `from gridbus.console import Session` stays light.
@@ -28,13 +29,34 @@ _LAZY = {
     "JobEventLog": "gridbus.eventlog",
     "JobEvent": "gridbus.eventlog",
     "JobEventType": "gridbus.eventlog",
+    # htcondor2's other names
+    "AdTypes": "gridbus.console.collector",
+    "DaemonTypes": "gridbus.console.collector",
+    "DaemonCommand": "gridbus.console.daemons",
+    "DaemonCommands": "gridbus.console.daemons",
+    "send_command": "gridbus.console.daemons",
+    "RemoteParam": "gridbus.console.daemons",
+    "param": "gridbus.console.configuration",
+    "reload_config": "gridbus.console.configuration",
+    "set_subsystem": "gridbus.console.configuration",
+    "enable_debug": "gridbus.console.configuration",
+    "disable_debug": "gridbus.console.configuration",
+    "enable_log": "gridbus.console.configuration",
+    "personal": "gridbus.console.personal",
+    "classad": "gridbus.classad",
+    "dags": "gridbus.console.dags",
 }
 
-__all__ = ["Agent", "BrokerUnreachable", "CallFailed", "CallTimeout", "MethodResult", "ObjectProxy", "Session", *_LAZY]
+_SUBMODULES = {"personal", "classad", "dags"}
+
+__all__ = ["Agent", "BrokerUnreachable", "CallFailed", "CallTimeout", "HTCondorException", "MethodResult",
+           "ObjectProxy", "Session", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'gridbus.console' has no attribute {name!r}")
+    if name in _SUBMODULES:  # htcondor2.personal, htcondor2.classad, htcondor2.dags
+        return importlib.import_module(module)
     return getattr(importlib.import_module(module), name)

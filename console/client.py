@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from gridbus.console.session import Session
+from gridbus.errors import HTCondorLookupError
 
 
 class DaemonClient:
@@ -21,7 +22,7 @@ class DaemonClient:
         """The address of the agent serving ``class_name`` (the first by address, if several do)."""
         found = self.session.getObjects(_class=class_name, _timeout=timeout)
         if not found:
-            raise LookupError(f"no agent answers on this broker (getObjects(_class={class_name!r}) is empty)")
+            raise HTCondorLookupError(f"no agent answers on this broker (getObjects(_class={class_name!r}) is empty)")
         return sorted(o._agent for o in found)[0]
 
     def close(self) -> None:

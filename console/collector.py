@@ -19,6 +19,7 @@ from typing import Any
 
 from gridbus.console.client import DaemonClient
 from gridbus.console.session import Session
+from gridbus.errors import HTCondorConnectionError, HTCondorValueError
 from gridbus.rpc import CallFailed, CallTimeout, MethodResult
 
 
@@ -61,6 +62,10 @@ class DaemonType(enum.IntEnum):
     Generic = 18
 
 
+# htcondor2's plural names of the same enums.
+AdTypes = AdType
+DaemonTypes = DaemonType
+
 # AdType -> (MyType asked of the collector or None for every type, private ads wanted).
 _AD_MYTYPE: dict[AdType, tuple[str | None, bool]] = {
     AdType.Startd: ("Machine", False),
@@ -97,7 +102,7 @@ _DAEMON_NAME = {
 }
 
 
-class NoCollector(ConnectionError):
+class NoCollector(HTCondorConnectionError):
     """No collector answers on the broker; the message names the broker."""
 
 
@@ -125,7 +130,7 @@ class Collector(DaemonClient):
             super().__init__(pool, None, timeout)
         else:
             if pool is not None and (not isinstance(pool, str) or "://" not in pool):
-                raise ValueError(
+                raise HTCondorValueError(
                     f"pool must be a broker URL such as amqp://user:password@host:5672/ (or None for "
                     f"GRIDBUS_URL), got {pool!r}"
                 )
@@ -210,7 +215,7 @@ class Collector(DaemonClient):
             DaemonType.Generic: AdType.Generic,
         }.get(DaemonType(daemon_type))
         if ad_type is None:
-            raise ValueError(f"locateAll needs a specific daemon type, not {DaemonType(daemon_type).name}")
+            raise HTCondorValueError(f"locateAll needs a specific daemon type, not {DaemonType(daemon_type).name}")
         return self.query(ad_type)
 
     def __repr__(self) -> str:
@@ -220,7 +225,7 @@ class Collector(DaemonClient):
 def _daemon_name(daemon_type: DaemonType) -> str:
     name = _DAEMON_NAME.get(DaemonType(daemon_type))
     if name is None:
-        raise ValueError(f"locate needs a specific daemon type, not {DaemonType(daemon_type).name}")
+        raise HTCondorValueError(f"locate needs a specific daemon type, not {DaemonType(daemon_type).name}")
     return name
 
 

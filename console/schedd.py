@@ -23,9 +23,18 @@ from typing import Any
 from gridbus.classad import ClassAd, ExprTree
 from gridbus.console.client import DaemonClient
 from gridbus.console.session import Session
+from gridbus.errors import (
+    HTCondorNotImplementedError,
+    HTCondorPermissionError,
+    HTCondorRuntimeError,
+    HTCondorTypeError,
+    HTCondorValueError,
+)
 from gridbus.jobstatus import JobStatus as JobStatus  # htcondor2.JobStatus, shared with the schedd
 from gridbus.rpc import CallFailed, CallTimeout, MethodResult
 from gridbus.status import Status
+
+E_UNKNOWN_CLUSTER_ID = 3  # the schedd's Submit refusal of a cluster id it did not hand out
 
 _JOB_ID = re.compile(r"\d+(\.\d+)?")
 
@@ -53,18 +62,20 @@ class QueryOpt(IntFlag):
 
 # The schedd's method for each action it carries out.
 _ACTION_METHODS = {JobAction.Hold: "Hold", JobAction.Release: "Release", JobAction.Remove: "Remove",
-                   JobAction.RemoveX: "Remove"}
+                   JobAction.RemoveX: "Remove", JobAction.Suspend: "Suspend", JobAction.Continue: "Continue",
+                   JobAction.Vacate: "Vacate", JobAction.VacateFast: "VacateFast"}
 
 
 class SubmitResult:
     """What htcondor2's Schedd.submit returns."""
 
     def __init__(self, cluster: int, first_proc: int, num_procs: int, cluster_ad: ClassAd | None = None,
-                 job_id: str = ""):
+                 job_id: str = "", schedd: Schedd | None = None):
         self._cluster = cluster
         self._first = first_proc
         self._num = num_procs
         self._ad = cluster_ad
+        self._schedd = schedd  # asked for the cluster ad on the first clusterad()
         self.id = job_id  # "<schedd>#<cluster>.<first proc>", as the QMF Submit answers
 
     def cluster(self) -> int:
@@ -77,10 +88,20 @@ class SubmitResult:
         return self._num
 
     def clusterad(self) -> ClassAd | None:
+        """The ad the cluster's jobs share (htcondor2's): the attributes of the cluster's first
+        job without those that differ per job, fetched from the schedd (or its history) once."""
+        if self._ad is None and self._schedd is not None:
+            self._ad = self._schedd.cluster_ad(self._cluster, self._first)
         return self._ad
 
     def __repr__(self) -> str:
-        return f"SubmitResult(cluster={self._cluster}, first_proc={self._first}, num_procs={self._num})"
+        # htcondor2 shows the cluster ad too; it is fetched here once if there is a schedd to ask.
+        try:
+            ad = self.clusterad()
+        except Exception:  # a repr must not fail
+            ad = None
+        shown = f", clusterad={ad}" if ad is not None else ""
+        return f"SubmitResult(cluster={self._cluster}, first_proc={self._first}, num_procs={self._num}{shown})"
 
     __str__ = __repr__
 
@@ -89,9 +110,9 @@ def _raise_for(result: MethodResult, what: str) -> MethodResult:
     if result.status == Status.OK:
         return result
     if result.status == Status.FORBIDDEN:
-        err: Exception = PermissionError(result.text)
+        err: Exception = HTCondorPermissionError(result.text)
     elif result.status in (Status.INVALID_PARAMETER, Status.UNKNOWN_OBJECT):
-        err = ValueError(result.text)
+        err = HTCondorValueError(result.text)
     else:
         err = CallFailed(result, what)
     err.result = result  # type: ignore[attr-defined]
@@ -119,12 +140,12 @@ class Schedd(DaemonClient):
             try:
                 address = location["MyAddress"]
             except (KeyError, TypeError):
-                raise ValueError("a schedd location ad must carry MyAddress (the schedd's agent address)") from None
+                raise HTCondorValueError("a schedd location ad must carry MyAddress (the schedd's agent address)") from None
             return str(address)
         try:
             return self.first_agent("scheduler")
         except LookupError as exc:
-            raise RuntimeError(f"Unable to locate a schedd: {exc}") from None
+            raise HTCondorRuntimeError(f"Unable to locate a schedd: {exc}") from None
 
     def _call(self, method: str, args: dict[str, Any], *, obj: str | None = None,
               timeout: float | None = None) -> MethodResult:
@@ -137,25 +158,44 @@ class Schedd(DaemonClient):
         """Submit one cluster: a `gridbus.submit.Submit` (or a submit-description text / dict of
         commands), or a plain job ad (a dict or ClassAd with ``Cmd``) for ``count`` procs."""
         if spool:
-            raise NotImplementedError("spool=True: gridbus schedds read input files in place; spooling is not supported")
+            raise HTCondorNotImplementedError("spool=True: gridbus schedds read input files in place; spooling is not supported")
         if queue is not None and (count or itemdata is not None):
-            raise ValueError("queue= and count/itemdata are mutually exclusive")
-        args = self._submit_args(description, count, itemdata, queue)
-        args["SubmissionId"] = submission_id or uuid.uuid4().hex
-        result = None
+            raise HTCondorValueError("queue= and count/itemdata are mutually exclusive")
+        submission_id = submission_id or uuid.uuid4().hex
+        for fresh_id in (True, False):
+            args = self._submit_args(description, count, itemdata, queue)
+            args["SubmissionId"] = submission_id
+            try:
+                result = self._submit_call(args)
+                break
+            except CallFailed as exc:
+                # A cluster id forgotten by a schedd that restarted between NewCluster and Submit:
+                # expand again with a new one (nothing was created under the old id).
+                if not (fresh_id and "ClusterId" in args and exc.result.status == Status.USER + E_UNKNOWN_CLUSTER_ID):
+                    raise
+        return SubmitResult(result.ClusterId, result.FirstProc, result.NumProcs, None, result.Id, self)
+
+    def _submit_call(self, args: dict[str, Any]) -> MethodResult:
         for attempt in range(self.submit_retries + 1):
             try:
-                result = self._call("Submit", args)
-                break
+                return self._call("Submit", args)
             except CallTimeout:
                 # The Submit may have committed; the same SubmissionId makes the retry safe.
                 if attempt == self.submit_retries:
                     raise
-        assert result is not None
-        return SubmitResult(result.ClusterId, result.FirstProc, result.NumProcs, None, result.Id)
+        raise AssertionError("unreachable")
+
+    def new_cluster(self) -> int:
+        """A new cluster id from the schedd (HTCondor's NewCluster); one never used is harmless."""
+        return int(self._call("NewCluster", {}).ClusterId)
 
     def _submit_args(self, description: Any, count: int, itemdata: Iterable[Any] | None,
                      queue: str | None) -> dict[str, Any]:
+        """The Submit call's arguments: finished job ads, as condor_submit sends them.
+
+        A submit description is expanded here, in this process's working directory (Iwd, relative
+        paths, `queue ... matching`), with the cluster id NewCluster gives for $(Cluster); the
+        schedd never reads submit text."""
         if isinstance(description, (dict, ClassAd)) and _looks_like_job_ad(description):
             ad = dict(description.items()) if isinstance(description, ClassAd) else dict(description)
             return {"Ad": ad, "Count": count or 1}
@@ -165,17 +205,34 @@ class Schedd(DaemonClient):
         if queue is not None:
             sub.setQArgs(queue)
         items = list(itemdata) if itemdata is not None else None
-        if sub.uses_cluster_id():
-            # $(Cluster) must be the real cluster id: let the schedd expand the description.
-            return {"Ad": {}, "Submit": {"Text": str(sub), "Count": count, "ItemData": items}}
-        built = sub.build(cluster_id=0, count=count, itemdata=items)
+        cluster_id = self.new_cluster()
+        built = sub.build(cluster_id=cluster_id, count=count, itemdata=items)
         cluster = {k: v for k, v in built.cluster_ad.items() if k not in ("ClusterId", "Owner")}
         procs = [{k: v for k, v in p.items() if k != "ProcId"} for p in built.proc_ads]
+        args: dict[str, Any] = {"Ad": cluster, "ClusterId": cluster_id}
         if all(not p for p in procs):
-            return {"Ad": cluster, "Count": len(procs)}
-        return {"Ad": cluster, "Procs": procs}
+            return {**args, "Count": len(procs)}
+        if _late(cluster):
+            late = sub.late(built, cluster_id, count=count, itemdata=items)
+            if late is not None:
+                return {**args, "Submit": late}
+        return {**args, "Procs": procs}
 
     # ------------------------------------------------------------------ query and history
+    # Attributes that belong to one job of a cluster, not to the cluster ad.
+    _PROC_ATTRS = frozenset(a.lower() for a in (
+        "ProcId", "JobStatus", "EnteredCurrentStatus", "LastJobStatus", "ServerTime", "GlobalJobId",
+        "RemoteHost", "JobStartDate", "JobCurrentStartDate", "NumJobStarts", "CompletionDate",
+        "ExitCode", "ExitBySignal", "HoldReason", "HoldReasonCode", "HoldReasonSubCode"))
+
+    def cluster_ad(self, cluster: int, first_proc: int = 0) -> ClassAd | None:
+        """The attributes a cluster's jobs share, from its first job in the queue or the history."""
+        constraint = f"ClusterId == {int(cluster)} && ProcId == {int(first_proc)}"
+        ads = self.query(constraint) or self.history(constraint, [], 1)
+        if not ads:
+            return None
+        return ClassAd({k: ads[0][k] for k in ads[0].keys() if k.lower() not in self._PROC_ATTRS})
+
     def query(self, constraint: Any = "true", projection: list[str] | None = None,
               callback: Callable[[ClassAd], Any] | None = None, limit: int = -1,
               opts: QueryOpt | int = QueryOpt.Default) -> list[Any]:
@@ -209,12 +266,13 @@ class Schedd(DaemonClient):
 
     # ------------------------------------------------------------------ actions
     def act(self, action: JobAction | int, job_spec: Any, reason: str | tuple[str, int] | None = None) -> ClassAd:
-        """Hold, Release or Remove jobs; answers htcondor2's totals ad (TotalSuccess, ...)."""
+        """Hold, Release, Remove, Suspend, Continue, Vacate or VacateFast jobs; answers htcondor2's
+        totals ad (TotalSuccess, ...)."""
         action = JobAction(action)
         method = _ACTION_METHODS.get(action)
         if method is None:
-            raise NotImplementedError(f"JobAction.{action.name} is not supported by gridbus schedds "
-                                      f"(supported: Hold, Release, Remove, RemoveX)")
+            raise HTCondorNotImplementedError(f"JobAction.{action.name} is not supported by gridbus schedds "
+                                              f"(supported: {', '.join(a.name for a in _ACTION_METHODS)})")
         text = reason[0] if isinstance(reason, tuple) else reason
         args = {**_spec_args(job_spec), "Reason": text or ""}
         return ClassAd(self._call(method, args).Totals)
@@ -226,7 +284,7 @@ class Schedd(DaemonClient):
         elif isinstance(value, str):
             wire_value = value
         else:
-            raise TypeError("value must be ClassAd text (str) or an ExprTree, as in htcondor2")
+            raise HTCondorTypeError("value must be ClassAd text (str) or an ExprTree, as in htcondor2")
         totals = self._call("SetAttribute", {**_spec_args(job_spec), "Name": attr, "Value": wire_value}).Totals
         return int(totals.get("TotalSuccess", 0))
 
@@ -293,6 +351,11 @@ def _copy(template: ClassAd) -> ClassAd:
     return ad
 
 
+def _late(cluster_ad: dict[str, Any]) -> bool:
+    """The schedd materializes this cluster's procs late (max_idle or max_materialize)."""
+    return any(k.lower() in ("jobmaterializemaxidle", "jobmaterializelimit") and v for k, v in cluster_ad.items())
+
+
 def _looks_like_job_ad(obj: Any) -> bool:
     keys = {str(k).lower() for k in obj.keys()}
     return "cmd" in keys or "requirements" in keys or "jobuniverse" in keys
@@ -315,14 +378,14 @@ def _quote(text: str) -> str:
 def _spec_args(job_spec: Any) -> dict[str, Any]:
     """htcondor2's job_spec: 'c', 'c.p', a list of those, an int cluster, or a constraint."""
     if isinstance(job_spec, bool):
-        raise TypeError("job_spec must be a job id, a list of job ids, a cluster id or a constraint")
+        raise HTCondorTypeError("job_spec must be a job id, a list of job ids, a cluster id or a constraint")
     if isinstance(job_spec, int):
         return {"Ids": [str(job_spec)]}
     if isinstance(job_spec, (list, tuple)):
         ids = [str(j) for j in job_spec]
         bad = [j for j in ids if not _JOB_ID.fullmatch(j)]
         if bad:
-            raise ValueError(f"not job ids: {', '.join(bad)} (use 'cluster' or 'cluster.proc')")
+            raise HTCondorValueError(f"not job ids: {', '.join(bad)} (use 'cluster' or 'cluster.proc')")
         return {"Ids": ids}
     if isinstance(job_spec, ExprTree):
         return {"Constraint": job_spec}
@@ -331,4 +394,4 @@ def _spec_args(job_spec: Any) -> dict[str, Any]:
         if _JOB_ID.fullmatch(text):
             return {"Ids": [text]}
         return {"Constraint": text}
-    raise TypeError(f"job_spec must be a job id, a list of job ids, a cluster id or a constraint, not {type(job_spec).__name__}")
+    raise HTCondorTypeError(f"job_spec must be a job id, a list of job ids, a cluster id or a constraint, not {type(job_spec).__name__}")

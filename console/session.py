@@ -18,6 +18,7 @@ import pika
 import pika.exceptions
 
 from gridbus import bus, wire
+from gridbus.errors import HTCondorConnectionError, HTCondorTypeError
 from gridbus.rpc import (
     DEFAULT_TIMEOUT,
     CallTimeout,
@@ -38,7 +39,7 @@ _CONNECTION_LOST = (
 )
 
 
-class BrokerUnreachable(ConnectionError):
+class BrokerUnreachable(HTCondorConnectionError):
     """The broker did not accept a connection; the message names the URL (without password)."""
 
 
@@ -63,7 +64,11 @@ class Session:
 
         The URL may list several brokers (the nodes of a cluster): the first that answers is used,
         and a call that loses its connection moves to the next (see `call`)."""
-        self.url = bus.BrokerURL(target or bus.default_url())
+        if not target:
+            from gridbus import personal
+
+            target = personal.console_url(bus.default_url())  # in a personal pool, as its Unix user
+        self.url = bus.BrokerURL(target)
         self._connect_timeout = timeout or 10
         self._broker = 0
         self._connect()
@@ -359,11 +364,11 @@ class ObjectProxy:
         timeout = kwargs.pop("_timeout", None)
         names = self._record["methods"][method]
         if len(args) > len(names):
-            raise TypeError(f"{method} takes at most {len(names)} positional arguments ({', '.join(names)}), got {len(args)}")
+            raise HTCondorTypeError(f"{method} takes at most {len(names)} positional arguments ({', '.join(names)}), got {len(args)}")
         call_args = dict(zip(names, args, strict=False))
         for k, v in kwargs.items():
             if k in call_args:
-                raise TypeError(f"{method} got argument {k!r} twice")
+                raise HTCondorTypeError(f"{method} got argument {k!r} twice")
             call_args[k] = v
         return self._session.call(self._agent, method, call_args, obj=self._record["name"], timeout=timeout)
 

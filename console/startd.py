@@ -18,6 +18,7 @@ from typing import Any
 
 from gridbus.console.client import DaemonClient
 from gridbus.console.session import Session
+from gridbus.errors import HTCondorLookupError, HTCondorValueError
 from gridbus.rpc import MethodResult
 
 
@@ -57,7 +58,7 @@ class Startd(DaemonClient):
         how = _choice(drain_type if drain_type is not None else how_fast, DrainType, "how_fast")
         done = _choice(on_completion, CompletionType, "on_completion")
         if done not in ("nothing", "resume"):
-            raise ValueError(f"on_completion {done!r} is not supported by gridbus (use nothing or resume)")
+            raise HTCondorValueError(f"on_completion {done!r} is not supported by gridbus (use nothing or resume)")
         return str(self._call("Drain", {"HowFast": how, "OnCompletion": done, "Reason": reason or ""}).RequestId)
 
     def cancelDrainJobs(self, request_id: str | None = None) -> None:
@@ -76,7 +77,7 @@ class Startd(DaemonClient):
         """The startd's management object: its properties and statistics in one map."""
         objs = self.session.getObjects(_class="startd", _agent=self.address)
         if not objs:
-            raise LookupError(f"{self.address} did not answer")
+            raise HTCondorLookupError(f"{self.address} did not answer")
         obj = objs[0]
         return {**dict(obj.getProperties()), **dict(obj.getStatistics())}
 
@@ -93,9 +94,9 @@ def _address(location: str | Mapping[str, Any] | None) -> str:
         for key in ("MyAddress", "myaddress"):
             if isinstance(location.get(key), str):
                 return str(location[key])
-        raise ValueError("the location ad has no MyAddress")
+        raise HTCondorValueError("the location ad has no MyAddress")
     if not isinstance(location, str) or not location:
-        raise ValueError(f"a startd location must be an address, a name or an ad, not {location!r}")
+        raise HTCondorValueError(f"a startd location must be an address, a name or an ad, not {location!r}")
     return location if location.startswith("startd@") else f"startd@{location}"
 
 
@@ -106,7 +107,7 @@ def _choice(value: Any, enum_type: type[enum.IntEnum], what: str) -> str:
         try:
             return enum_type(value).name.lower()
         except ValueError:
-            raise ValueError(f"{what} {value} is not one of {[m.value for m in enum_type]}") from None
+            raise HTCondorValueError(f"{what} {value} is not one of {[m.value for m in enum_type]}") from None
     if isinstance(value, str) and value.strip().lower() in {m.name.lower() for m in enum_type}:
         return value.strip().lower()
-    raise ValueError(f"{what} must be one of {', '.join(m.name.lower() for m in enum_type)}, not {value!r}")
+    raise HTCondorValueError(f"{what} must be one of {', '.join(m.name.lower() for m in enum_type)}, not {value!r}")

@@ -12,12 +12,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from gridbus.errors import HTCondorException
 from gridbus.status import CANNED_TEXT, Status
 
 DEFAULT_TIMEOUT = 30.0
 
 
-class CallTimeout(TimeoutError):
+class CallTimeout(HTCondorException, TimeoutError):
     """No (complete) answer within the call's timeout; the message names the agent and the method."""
 
     def __init__(self, address: str, method: str, timeout: float):
@@ -27,7 +28,7 @@ class CallTimeout(TimeoutError):
         self.timeout = timeout
 
 
-class CallFailed(RuntimeError):
+class CallFailed(HTCondorException, RuntimeError):
     """Raised by `MethodResult.check()` when a call answered with a non-zero status."""
 
     def __init__(self, result: MethodResult, what: str = ""):

@@ -13,13 +13,17 @@ error          ext 3, empty                 ``{"$error": true}``
 =============  ===========================  ==========================
 
 Decoding yields ``gridbus.classad.ExprTree`` and ``gridbus.classad.Value`` members; a nested
-``ClassAd`` is encoded as a map. The ClassAd package is imported lazily so the codec stays cheap to
+``ClassAd`` is encoded as a map. ``Value`` is an IntEnum (as classad2's), so both encoders are kept
+from their int shortcut: msgpack packs with ``strict_types`` (every int subclass comes to the
+default hook, which sends Value members typed and other IntEnums as plain integers), and the JSON
+side replaces the members before ``json.dumps`` sees them. The ClassAd package is imported lazily so the codec stays cheap to
 import for tools that never meet an expression.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import enum
 import json
 from typing import Any
 
@@ -65,9 +69,21 @@ def _msgpack_default(value: Any) -> Any:
     text = _expr_text(value)
     if text is not None:
         return msgpack.ExtType(EXT_EXPR, text.encode())
-    if isinstance(value, (set, frozenset, tuple)):
+    return _plain_subclass(value, "on the wire")
+
+
+def _plain_subclass(value: Any, where: str) -> Any:
+    """The plain value of a container or of a subclass of a scalar (an IntEnum, a StrEnum)."""
+    if isinstance(value, (set, frozenset, tuple, list)):
         return list(value)
-    raise TypeError(f"cannot encode a {type(value).__name__} on the wire")
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, bool):
+        return bool(value)
+    for kind in (int, float, str, bytes, dict):
+        if isinstance(value, kind):
+            return kind(value)
+    raise TypeError(f"cannot encode a {type(value).__name__} {where}")
 
 
 def _is_expr_attr(ad: Any, key: str) -> bool:
@@ -97,11 +113,24 @@ def _json_default(value: Any) -> Any:
     text = _expr_text(value)
     if text is not None:
         return {"$expr": text}
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
-    raise TypeError(f"cannot encode a {type(value).__name__} as JSON")
+    return _plain_subclass(value, "as JSON")
+
+
+def _json_ready(obj: Any) -> Any:
+    """``obj`` with every Value member replaced by its typed JSON form. json.dumps writes an int
+    subclass as a bare number without asking the default hook, so the members go first."""
+    ca = _classad()
+    if isinstance(obj, ca.Value):
+        return _json_default(obj)
+    if isinstance(obj, dict):
+        return {k: _json_ready(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_ready(v) for v in obj]
+    if isinstance(obj, ca.ClassAd):
+        return {k: _json_ready(obj[k]) for k in obj.keys()}
+    return obj
 
 
 def _json_hook(obj: dict[str, Any]) -> Any:
@@ -119,9 +148,9 @@ def _json_hook(obj: dict[str, Any]) -> Any:
 def encode(obj: Any, content_type: str = MSGPACK) -> bytes:
     """Encode ``obj`` as ``content_type``."""
     if content_type == MSGPACK:
-        return msgpack.packb(obj, default=_msgpack_default, use_bin_type=True)
+        return msgpack.packb(obj, default=_msgpack_default, use_bin_type=True, strict_types=True)
     if content_type == JSON:
-        return json.dumps(obj, default=_json_default, separators=(",", ":")).encode()
+        return json.dumps(_json_ready(obj), default=_json_default, separators=(",", ":")).encode()
     raise DecodeError(f"unsupported content type {content_type!r}; use {MSGPACK} or {JSON}")
 
 

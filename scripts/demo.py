@@ -43,19 +43,14 @@ def main(argv: list[str] | None = None) -> int:
 
     from gridbus.config import Config
     from gridbus.console import Schedd, Submit
+    from gridbus.console.cli.pool import unprivileged_account
 
     console = Console()
     cfg = Config.load()
     url = cfg.url()
     os.environ["GRIDBUS_URL"] = url
-    unprivileged = False
-    if os.geteuid() == 0 and not cfg.get("STARTER_UNPRIVILEGED_USER", "") and (
-        str(cfg.get("STARTER_ALLOW_ROOT_JOBS", "false")).lower() not in ("true", "1", "yes")
-    ):
-        # A personal pool started by root has no account for the broker user to run jobs as;
-        # the startd then runs them as nobody (never as root), as HTCondor's nobody slot users do.
-        os.environ["GRIDBUS_STARTER_UNPRIVILEGED_USER"] = "nobody"
-        unprivileged = True
+    # Started by root, `pool up` runs the jobs as nobody (never as root), and says so.
+    unprivileged = unprivileged_account(cfg) is not None
     console.print(f"[bold]1.[/] starting the personal pool on {url.split('@')[-1]}")
     up = gridbus("pool", "up", "--detach")
     console.out(up.stdout.strip(), highlight=False)

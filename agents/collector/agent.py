@@ -124,6 +124,12 @@ class Collector(Agent):
     async def on_start(self) -> None:
         self.spawn(self._expire_loop(), "expire")
         self.spawn(self._ack_loop(), "ack-ads")
+        # Ads published before this collector's queue was bound went nowhere: ask every agent to
+        # advertise now rather than at its next interval (the queue is bound in setup()).
+        try:
+            await self.client.notify(bus.BROADCAST_KEY, "Advertise")
+        except Exception:  # the periodic updates still come
+            self.log.warning("could not ask the agents to advertise", exc_info=True)
 
     async def _expire_loop(self) -> None:
         last_sample = 0.0

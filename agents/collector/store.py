@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from gridbus.classad.values import is_number
+
 # Attributes that are secrets: never stored in (or answered from) the public ad. A daemon sends
 # them on the private routing key; one that slips into a public ad is moved to the private side.
 PRIVATE_ATTRS = ("ClaimId", "Capability", "ClaimIdList")
@@ -64,7 +66,7 @@ class StoreStats:
 
 
 def _int(value: Any, default: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value):
         return default
     return int(value)
 
@@ -264,7 +266,7 @@ class AdStore:
     # ------------------------------------------------------------------ internals
     def _lifetime(self, ad: dict[str, Any]) -> float:
         value = ad.get("ClassAdLifetime")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        if not is_number(value) or value <= 0:
             return self.default_lifetime
         return min(max(float(value), MIN_LIFETIME), MAX_LIFETIME)
 

@@ -69,6 +69,8 @@ class Master(Agent):
         self.daemons: dict[str, DaemonProcess] = {}
         self._lock: asyncio.Lock | None = None
         self.last_signalled: list[str] = []  # daemons sent SIGHUP by the last reconfig
+        self.graceful_off = True  # Off(Graceful=false) makes the master's own stop a fast one
+        self.restart_self = False  # Restart(Master=true): execute the master again once stopped
         self.stats.update({"DaemonRestarts": 0})
 
     # ------------------------------------------------------------------ configuration
@@ -176,8 +178,9 @@ class Master(Agent):
     async def on_stop(self) -> None:
         lock = self._lock or asyncio.Lock()
         async with lock:
-            await self._stop_all(graceful=True)
+            await self._stop_all(graceful=self.graceful_off)
         pidfile.remove(self.pid_file, os.getpid())
+        self.log.info("master (pid %d) exiting; its daemons are stopped", os.getpid())
 
     async def _stop_all(self, graceful: bool) -> list[str]:
         stopped = []
@@ -201,7 +204,7 @@ class Master(Agent):
     async def reconfig(self) -> list[str]:
         """Re-read the configuration and apply it; returns the names of the knobs that changed."""
         assert self._lock is not None
-        new = self.config.reload()
+        new = self.apply_runtime(self.config.reload())
         changed = self.config.changed(new)
         old = self.config
         self.config = new
@@ -241,13 +244,26 @@ class Master(Agent):
 
     # ------------------------------------------------------------------ methods
     @method("master")
-    async def Start(self, call: Call, Daemon: str) -> dict:
+    async def Start(self, call: Call, Daemon: str = "") -> dict:
         assert self._lock is not None
         async with self._lock:
-            daemon = self._named(Daemon)
-            pid = await self._start_one(daemon)
-        self.log.info("%s started %s (pid %d)", call.user, daemon.name, pid)
-        return {"Pid": pid}
+            targets = [self._named(Daemon)] if Daemon else [d for d in self.daemons.values() if not d.pid]
+            pids = {}
+            for daemon in targets:
+                pids[daemon.name] = await self._start_one(daemon)
+        self.log.info("%s started %s", call.user, ", ".join(f"{n} (pid {p})" for n, p in pids.items()) or "nothing")
+        return {"Pid": pids[targets[0].name] if Daemon else 0, "Pids": pids}
+
+    @method("master")
+    async def Off(self, call: Call, Graceful: bool = True) -> dict:
+        # HTCondor's condor_off -master: the daemons stop (in reverse DAEMON_LIST order), then the
+        # master exits; the answer goes out first.
+        if self._stop_requested is None:
+            raise invalid("this master was not started as a daemon process; it cannot turn itself off")
+        self.graceful_off = Graceful
+        self.log.info("%s turns the master off (%s)", call.user, "graceful" if Graceful else "fast")
+        self.request_stop(0.2)
+        return {"Daemons": list(self.daemons)}
 
     @method("master")
     async def Stop(self, call: Call, Daemon: str = "", Graceful: bool = True) -> dict:
@@ -263,8 +279,19 @@ class Master(Agent):
         return {"Stopped": stopped}
 
     @method("master")
-    async def Restart(self, call: Call, Daemon: str = "") -> dict:
+    async def Restart(self, call: Call, Daemon: str = "", Master: bool = False) -> dict:
         assert self._lock is not None
+        if Master:
+            # condor_restart -master: stop as on SIGTERM, then the process executes itself again
+            # (same pid, so the pid file and `gridbus pool down` still find it).
+            if Daemon:
+                raise invalid("Restart: name a daemon or set Master, not both")
+            if self._stop_requested is None:
+                raise invalid("this master was not started as a daemon process; it cannot restart itself")
+            self.restart_self = True
+            self.log.info("%s restarts the master", call.user)
+            self.request_stop(0.2)
+            return {"Restarted": ["MASTER", *self.daemons], "Pids": {"MASTER": os.getpid()}}
         async with self._lock:
             targets = [self._named(Daemon)] if Daemon else list(self.daemons.values())
             for daemon in reversed(targets):

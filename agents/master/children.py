@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from gridbus.agents.master import pidfile
+from gridbus.config import knob
 
 log = logging.getLogger("gridbus.master")
 
@@ -36,6 +37,11 @@ LOG_NAMES = {
     "SCHEDD": "SchedLog",
     "STARTD": "StartLog",
 }
+
+for _daemon, _file in LOG_NAMES.items():
+    # Where each daemon's log is, for tools that read it (htcondor2's param["SCHEDD_LOG"]): the
+    # master runs its daemons with --log-dir $(LOG), so the directory is LOG's and the name fixed.
+    knob(f"{_daemon}_LOG", f"$(LOG)/{_file}", f"the {_daemon.lower()}'s log file (LOG moves it; the name is fixed)")
 
 _PR_SET_PDEATHSIG = 1
 

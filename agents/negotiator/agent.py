@@ -22,6 +22,7 @@ from typing import Any
 from aio_pika.abc import AbstractIncomingMessage
 
 from gridbus import bus, wire
+from gridbus.adrefs import slot_job_refs
 from gridbus.agent import Agent, Call, method
 from gridbus.agents.negotiator.accountant import Accountant, parse_limits
 from gridbus.agents.negotiator.analyze import analyze
@@ -33,6 +34,7 @@ from gridbus.agents.negotiator.matchmaker import (
     fair_shares,
     get,
 )
+from gridbus.classad.values import is_number
 from gridbus.rpc import CallTimeout
 from gridbus.status import MethodError, Status, invalid
 
@@ -116,6 +118,7 @@ class Negotiator(Agent):
         # a slot handed out stays handed out until its startd re-advertises it.
         self._pending: dict[str, tuple[Any, float, tuple[float, float, float] | None]] = {}
         self._cycle_lock = asyncio.Lock()
+        self._job_attrs: frozenset[str] | None = frozenset()  # this cycle's AutoClusterAttrs
 
     # ------------------------------------------------------------------ ads and statistics
     def daemon_ad(self) -> dict[str, Any]:
@@ -242,6 +245,10 @@ class Negotiator(Agent):
         now = time.time()
         in_use, limits_used = self._usage(machines)
         self.accountant.update_usage(in_use, now)
+        # What the schedds' requests must carry besides the significant attributes: every job
+        # attribute a slot may read (all Machine ads, claimed ones too, so the list, and with it
+        # the schedds' autoclusters, does not change with what is busy).
+        self._job_attrs = slot_job_refs({k.lower(): v for k, v in m.items() if isinstance(k, str)} for m in machines)
         machines = self._hide_pending(machines, now)
         mm = Matchmaker(machines)
         stats.slots = len(mm.slots)
@@ -318,7 +325,7 @@ class Negotiator(Agent):
             if isinstance(owner, str) and owner:
                 owner = owner.split("@", 1)[0]
                 cpus = get(m, "Cpus", 1)
-                in_use[owner] = in_use.get(owner, 0.0) + (float(cpus) if isinstance(cpus, (int, float)) else 1.0)
+                in_use[owner] = in_use.get(owner, 0.0) + (float(cpus) if is_number(cpus) else 1.0)
             for name, amount in parse_limits(get(m, "ConcurrencyLimits")).items():
                 limits[name] = limits.get(name, 0.0) + amount
         return in_use, limits
@@ -358,7 +365,11 @@ class Negotiator(Agent):
         return out
 
     async def _fetch(self, sub: Submitter, stats: CycleStats) -> list[dict[str, Any]]:
-        args = {"Owner": sub.owner, "Limit": self.request_list_size, "After": sub.after}
+        args: dict[str, Any] = {"Owner": sub.owner, "Limit": self.request_list_size, "After": sub.after}
+        if self._job_attrs is None:
+            args["WholeAds"] = True
+        else:
+            args["AutoClusterAttrs"] = sorted(self._job_attrs)
         stats.schedd_calls += 1
         try:
             result = await self.client.call(sub.address, "GetResourceRequests", args, timeout=self.schedd_timeout)

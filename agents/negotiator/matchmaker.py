@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gridbus import classad
+from gridbus.adrefs import SlotRefs, reach
 from gridbus.agents.negotiator.prefilter import AttrIndex, conjuncts
-from gridbus.agents.negotiator.reach import SlotRefs, follow, reach
+from gridbus.classad.values import is_number
 
 REJECT_NO_MATCH = "no match found"
 REJECT_PRIORITY = "insufficient priority"
@@ -64,39 +65,13 @@ def _compiled(value: Any) -> Any:
     return classad.compile(str(value))
 
 
-def refs_of(value: Any) -> set[str] | None:
-    """Lower-cased attribute names an expression refers to (scope prefixes dropped), or None."""
-    if not _is_expr(value) and not isinstance(value, str):
-        return set()
-    try:
-        compiled = _compiled(value)
-    except Exception:
-        return None
-    # `refs` holds the unscoped and MY. names, `target_refs` the TARGET. ones (lower-case); either
-    # may name an attribute of the other ad, so a key takes both.
-    raw = set(getattr(compiled, "refs", ()) or ()) | set(getattr(compiled, "target_refs", ()) or ())
-    return {str(r).rsplit(".", 1)[-1].lower() for r in raw}
-
-
-def closure(ad: dict[str, Any], roots: Iterable[str]) -> set[str] | None:
-    """Every attribute name reached from ``roots`` through the ad's own expressions."""
-    lowered = {k.lower(): v for k, v in ad.items()}
-
-    def step(name: str) -> Iterable[str] | None:
-        value = lowered.get(name)
-        return refs_of(value) if _is_expr(value) else ()
-
-    reached = follow(roots, step)
-    return None if reached is None else set(reached)
-
-
 def test_expr(value: Any, my: dict, target: dict) -> bool:
     """HTCondor's EvalBool of an attribute value: an absent Requirements is true."""
     if value is None:
         return True
     if isinstance(value, bool):
         return value
-    if isinstance(value, (int, float)):
+    if is_number(value):
         return value != 0
     if not _is_expr(value) and not isinstance(value, str):
         return False
@@ -109,14 +84,14 @@ def eval_number(value: Any, my: dict, target: dict, default: float = 0.0) -> flo
         return default
     if isinstance(value, bool):
         return float(value)
-    if isinstance(value, (int, float)):
+    if is_number(value):
         return float(value)
     if not _is_expr(value):
         return default
     out = _compiled(value).eval(my, target)
     if isinstance(out, bool):
         return float(out)
-    if isinstance(out, (int, float)) and math.isfinite(out):
+    if is_number(out) and math.isfinite(out):
         return float(out)
     return default
 
@@ -138,7 +113,7 @@ class Slot:
     def weight(self) -> float:
         """SlotWeight = Cpus, as HTCondor's default."""
         cpus = get(self.ad, "Cpus", 1)
-        return float(cpus) if isinstance(cpus, (int, float)) and not isinstance(cpus, bool) and cpus > 0 else 1.0
+        return float(cpus) if is_number(cpus) and cpus > 0 else 1.0
 
 
 @dataclass
@@ -168,7 +143,7 @@ def slot_from_ad(ad: dict[str, Any]) -> Slot | None:
 def number(ad: dict[str, Any], name: str) -> float:
     """A numeric attribute (Cpus, Memory, Disk) as a float; absent or not a number gives 0."""
     value = get(ad, name, 0)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not is_number(value) or not math.isfinite(value):
         return 0.0
     return float(value)
 

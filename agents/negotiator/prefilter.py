@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gridbus import classad
-from gridbus.agents.negotiator.reach import operands
+from gridbus.adrefs import operands
 from gridbus.classad import nodes as N
 
 # `value op slot` is `slot flipped(op) value`.

@@ -103,7 +103,8 @@ class SimSchedd:
             owner = args["Owner"]
             if args.get("After", -1) < 0 or owner not in self._groups:
                 idle = (j for j in self.jobs.get(owner, []) if self._key(j) not in self._taken)
-                self._groups[owner] = self.autoclusters.group(idle)
+                self.autoclusters.set_pool_attrs(None if args.get("WholeAds") else args.get("AutoClusterAttrs", []))
+                self._groups[owner] = self.autoclusters.group(idle, owner=owner)
             return MethodResult(0, "OK", {"Requests": self.autoclusters.page(self._groups[owner], args["Limit"], args.get("After", -1))})
         if method == "Match":
             accepted = 0

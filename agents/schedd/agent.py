@@ -35,7 +35,8 @@ job action are answered only after their commit.
 Where the parts live: the Submit method in submitting.py, the API above and the status changes
 it shares with the actions in jobstate.py, Hold/Release/Remove/SetAttribute in job_actions.py,
 GetAd/Fetch and job objects in job_objects.py, Query/History in queries.py, the Scheduler and
-Submitter ads in ads.py, the periodic policy in policy_loop.py, the shadows in shadows.py; the
+Submitter ads in ads.py, the periodic policy in policy_loop.py, the scheduler universe (jobs run on the submit host, DAGMan)
+in scheduniv.py, the shadows in shadows.py; the
 state they share is declared in parts.py. This module assembles them with the commits and the
 stop order.
 """
@@ -59,13 +60,14 @@ from gridbus.agents.schedd.jobqueue import JobQueue, Proc
 from gridbus.agents.schedd.jobstate import JobStateMixin
 from gridbus.agents.schedd.policy_loop import PolicyLoopMixin
 from gridbus.agents.schedd.queries import QueriesMixin
+from gridbus.agents.schedd.scheduniv import SchedulerUniverseMixin
 from gridbus.agents.schedd.settings import ScheddSettings
 from gridbus.agents.schedd.shadows import ShadowMixin
 from gridbus.agents.schedd.submitting import SubmitMixin
 
 
-class Schedd(SubmitMixin, JobActionsMixin, JobObjectsMixin, QueriesMixin, JobStateMixin, PolicyLoopMixin,
-             AdsMixin, ShadowMixin, Agent):
+class Schedd(SubmitMixin, JobActionsMixin, JobObjectsMixin, QueriesMixin, SchedulerUniverseMixin, JobStateMixin,
+             PolicyLoopMixin, AdsMixin, ShadowMixin, Agent):
     kind = "schedd"
     # "job" is listed so getObjects(_class="job") reaches this agent (class.job binding); its
     # objects are made on demand by find_objects/resolve_object, never registered.

@@ -1,5 +1,12 @@
 """Job actions: Hold, Release, Remove and SetAttribute (condor_hold/release/rm/qedit), on the
-scheduler (by Ids or Constraint) and on job objects; answered with htcondor2's totals ad."""
+scheduler (by Ids or Constraint) and on job objects; Suspend, Continue, Vacate and VacateFast
+(condor_suspend/continue/vacate_job) on the scheduler; answered with htcondor2's totals ad.
+
+Suspend and Continue act on the job's claim (the startd freezes or thaws the job's processes) and
+the job's status follows the startd's answer, as HTCondor's does the starter's: Suspended (7) and
+user-log event 010 with the number of processes suspended, Running and event 011. Vacate stops the
+job on its claim (gracefully, or with SIGKILL for VacateFast); the startd's exit report, an
+eviction, puts it back to Idle with event 004."""
 
 from __future__ import annotations
 
@@ -15,14 +22,25 @@ from gridbus.agents.schedd.jobattrs import (
     HELD,
     REMOVED,
     RESERVED_WORDS,
+    RUNNING,
     SCHEDD_OWNED,
+    SUSPENDED,
     HoldCode,
     parse_job_id,
 )
 from gridbus.agents.schedd.jobqueue import Proc
 from gridbus.agents.schedd.parts import ScheddParts
 from gridbus.agents.schedd.queries import compile_constraint
+from gridbus.eventlog import writer
 from gridbus.status import MethodError, Status, forbidden, invalid
+
+# Actions carried out on the job's claim, after the queue's commit: (startd method, its arguments).
+CLAIM_ACTIONS = {
+    "Suspend": ("SuspendClaim", {}),
+    "Continue": ("ContinueClaim", {}),
+    "Vacate": ("DeactivateClaim", {"Graceful": True}),
+    "VacateFast": ("DeactivateClaim", {"Graceful": False}),
+}
 
 
 class JobActionsMixin(ScheddParts):
@@ -37,6 +55,22 @@ class JobActionsMixin(ScheddParts):
     @method("scheduler")
     async def Remove(self, call: Call, Ids: list, Constraint: Any, Reason: str) -> dict:
         return self._act(call, "Remove", Ids, Constraint, Reason)
+
+    @method("scheduler")
+    async def Suspend(self, call: Call, Ids: list, Constraint: Any, Reason: str) -> dict:
+        return self._act(call, "Suspend", Ids, Constraint, Reason)
+
+    @method("scheduler")
+    async def Continue(self, call: Call, Ids: list, Constraint: Any, Reason: str) -> dict:
+        return self._act(call, "Continue", Ids, Constraint, Reason)
+
+    @method("scheduler")
+    async def Vacate(self, call: Call, Ids: list, Constraint: Any, Reason: str) -> dict:
+        return self._act(call, "Vacate", Ids, Constraint, Reason)
+
+    @method("scheduler")
+    async def VacateFast(self, call: Call, Ids: list, Constraint: Any, Reason: str) -> dict:
+        return self._act(call, "VacateFast", Ids, Constraint, Reason)
 
     @method("scheduler")
     async def SetAttribute(self, call: Call, Ids: list, Constraint: Any, Name: str, Value: Any) -> dict:
@@ -108,6 +142,7 @@ class JobActionsMixin(ScheddParts):
         reason = reason or f"via gridbus {action.lower()}"
         full_reason = f"{reason} (by user {user})"
         stops: list[Proc] = []
+        on_claims: list[Proc] = []  # Suspend, Continue, Vacate: done on the job's claim after the commit
         now = time.time()
         # A cluster removed whole stops materializing first, or each removal would make a new proc.
         for c in totals.factories:
@@ -119,7 +154,12 @@ class JobActionsMixin(ScheddParts):
                 totals.denials.append(f"{p.cluster.id}.{p.id} (owner {p.cluster.owner})")
                 continue
             try:
-                outcome = self._apply(action, p, full_reason, attr, now, stops)
+                if action in CLAIM_ACTIONS:
+                    outcome = self._claim_outcome(action, p, now)
+                    if outcome == "success":
+                        on_claims.append(p)
+                else:
+                    outcome = self._apply(action, p, full_reason, attr, now, stops)
             except MethodError:
                 raise
             except Exception:
@@ -128,6 +168,8 @@ class JobActionsMixin(ScheddParts):
                 continue
             totals.add(outcome)
         self._commit_and_stop(stops)
+        for p in on_claims:
+            self.spawn(self._on_claim(action, p), f"{action.lower()}-job")
         if totals.changed:
             self.ads_changed()
         result = totals.as_ad()
@@ -140,6 +182,45 @@ class JobActionsMixin(ScheddParts):
                 {"Totals": result},
             )
         return {"Totals": result}
+
+    def _claim_outcome(self, action: str, p: Proc, now: float) -> str:
+        """Whether a Suspend, Continue or Vacate applies to the job: 'success', 'bad_status' or
+        'already_done'."""
+        if action == "Suspend":
+            return "already_done" if p.status == SUSPENDED else "success" if p.status == RUNNING else "bad_status"
+        if action == "Continue":
+            return "already_done" if p.status == RUNNING else "success" if p.status == SUSPENDED else "bad_status"
+        if p.status == SUSPENDED:
+            # The startd thaws a suspended job before it stops it: it runs until its eviction.
+            self.queue.set_status(p, RUNNING, when=now)
+            self.events.emit("unsuspended", self.queue.ad(p), writer.unsuspended(p.cluster.id, p.id, now))
+            return "success"
+        return "success" if p.status == RUNNING else "bad_status"
+
+    async def _on_claim(self, action: str, p: Proc) -> None:
+        """Carry out a Suspend, Continue or Vacate on the job's claim; the status follows the answer."""
+        method_name, args = CLAIM_ACTIONS[action]
+        call = getattr(self, "call_job_claim", None)
+        result = await call(p.cluster.id, p.id, method_name, args) if call is not None else None
+        if result is None or not result.ok:
+            why = "no claim runs it" if result is None else result.text
+            self.log.info("%s of job %d.%d not carried out: %s", action, p.cluster.id, p.id, why)
+            return
+        if self.queue.proc(p.cluster.id, p.id) is not p:
+            return
+        now = time.time()
+        if action == "Suspend" and p.status == RUNNING:
+            self.queue.set_status(p, SUSPENDED, {"TotalSuspensions": int(p.get("TotalSuspensions", 0)) + 1}, when=now)
+            count = result.outArgs.get("Processes", 0)
+            self.events.emit("suspended", self.queue.ad(p),
+                             writer.suspended(p.cluster.id, p.id, now, count if isinstance(count, int) else 0))
+        elif action == "Continue" and p.status == SUSPENDED:
+            self.queue.set_status(p, RUNNING, when=now)
+            self.events.emit("unsuspended", self.queue.ad(p), writer.unsuspended(p.cluster.id, p.id, now))
+        else:
+            return
+        self.commit_soon()
+        self.ads_changed()
 
     def _apply(self, action: str, p: Proc, reason: str, attr: tuple[str, Any] | None, now: float,
                stops: list[Proc]) -> str:

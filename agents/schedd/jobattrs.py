@@ -14,8 +14,8 @@ from gridbus.jobstatus import STATUS_LETTERS, STATUS_NAMES, JobStatus
 __all__ = ["JobStatus", "STATUS_NAMES", "STATUS_LETTERS", "HoldCode", "parse_job_id", "job_id"]
 
 # Plain ints for the schedd's hot paths (Proc.status is an int; an IntEnum compares slower).
-IDLE, RUNNING, REMOVED, COMPLETED, HELD = (int(s) for s in (
-    JobStatus.IDLE, JobStatus.RUNNING, JobStatus.REMOVED, JobStatus.COMPLETED, JobStatus.HELD))
+IDLE, RUNNING, REMOVED, COMPLETED, HELD, SUSPENDED = (int(s) for s in (
+    JobStatus.IDLE, JobStatus.RUNNING, JobStatus.REMOVED, JobStatus.COMPLETED, JobStatus.HELD, JobStatus.SUSPENDED))
 
 
 class HoldCode(IntEnum):

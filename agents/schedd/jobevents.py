@@ -53,9 +53,9 @@ def batches(items: list[tuple[str, str, dict[str, Any]]]) -> list[tuple[str, str
     return groups
 
 
-def user_log_path(ad: dict[str, Any]) -> str | None:
-    """The job's UserLog resolved against its Iwd, or None when it has none."""
-    path = ad.get("UserLog")
+def user_log_path(ad: dict[str, Any], attr: str = "UserLog") -> str | None:
+    """The job's UserLog (or another log attribute) resolved against its Iwd, or None."""
+    path = ad.get(attr)
     if not isinstance(path, str) or not path:
         return None
     if not os.path.isabs(path):
@@ -64,6 +64,13 @@ def user_log_path(ad: dict[str, Any]) -> str | None:
             return None
         path = os.path.join(iwd, path)
     return path
+
+
+def user_log_paths(ad: dict[str, Any]) -> list[str]:
+    """Where a job's events are written: its UserLog, and a DAG node's DAGManNodesLog (the nodes
+    log its DAGMan follows) when that is another file."""
+    paths = [p for p in (user_log_path(ad), user_log_path(ad, "DAGManNodesLog")) if p]
+    return paths if len(paths) < 2 or paths[0] != paths[1] else paths[:1]
 
 
 class JobEvents:
@@ -80,8 +87,7 @@ class JobEvents:
     def emit(self, event: str, ad: dict[str, Any], text: str | None, extra: dict[str, Any] | None = None) -> None:
         """Record one job event: ``text`` (user-log text, if any) and a bus event."""
         if text:
-            path = user_log_path(ad)
-            if path:
+            for path in user_log_paths(ad):
                 self._logs.setdefault(path, []).append(text)
         owner = str(ad.get("Owner", "unknown"))
         body = {
@@ -96,9 +102,9 @@ class JobEvents:
 
     def emit_cluster(self, event: str, cluster_ad: dict[str, Any], proc_ids: list[int], texts: list[str]) -> None:
         """A cluster's submit: one user-log append of every proc's event, one bus event for the batch."""
-        path = user_log_path(cluster_ad)
-        if path and texts:
-            self._logs.setdefault(path, []).extend(texts)
+        if texts:
+            for path in user_log_paths(cluster_ad):
+                self._logs.setdefault(path, []).extend(texts)
         owner = str(cluster_ad.get("Owner", "unknown"))
         body = {
             "ClusterId": cluster_ad.get("ClusterId"),

@@ -24,6 +24,8 @@ from typing import Any
 
 from gridbus.agents.schedd.jobattrs import JobStatus
 from gridbus.agents.schedd.store import Batch, Store, pack, unpack
+from gridbus.classad.values import is_number
+from gridbus.submit import materialize
 
 IDLE = int(JobStatus.IDLE)
 
@@ -70,9 +72,9 @@ class Cluster:
     def reindex(self) -> None:
         self.keys = {k.lower(): k for k in self.ad}
         prio = self.ad.get("JobPrio", 0)
-        self.prio = prio if isinstance(prio, int) and not isinstance(prio, bool) else 0
+        self.prio = prio if is_number(prio) and isinstance(prio, int) else 0
         qdate = self.ad.get("QDate", 0)
-        self.qdate = int(qdate) if isinstance(qdate, (int, float)) else 0
+        self.qdate = int(qdate) if is_number(qdate) else 0
 
     def pending(self) -> int:
         """Procs of the factory not materialized yet."""
@@ -168,7 +170,7 @@ class JobQueue:
             if c.prio_procs:
                 for pid in c.idle:
                     prio = c.procs[pid].get("JobPrio", c.prio)
-                    prio = prio if isinstance(prio, int) else 0
+                    prio = prio if is_number(prio) and isinstance(prio, int) else 0
                     runs.append(((-prio, c.qdate, c.id, pid), c, [pid]))
             else:
                 runs.append(((-c.prio, c.qdate, c.id, -1), c, None))
@@ -215,15 +217,17 @@ class JobQueue:
         status: int = IDLE,
         max_idle: int = 0,
         limit: int = 0,
+        template: dict[str, Any] | None = None,
     ) -> Cluster:
         """A new cluster of ``count`` procs (``proc_diffs[i]`` is proc i's differences, if given).
 
-        With ``max_idle`` or ``limit`` > 0 the procs are materialized lazily (see the module doc).
+        With ``max_idle`` or ``limit`` > 0 the procs are materialized lazily (see the module doc),
+        from ``proc_diffs`` or from a proc ``template`` (gridbus.submit.materialize).
         """
         factory = None
         if max_idle > 0 or limit > 0:
             factory = {"Total": count, "Next": 0, "MaxIdle": max_idle, "Limit": limit, "Status": status,
-                       "Procs": proc_diffs}
+                       "Procs": proc_diffs, **(template or {})}
         c = Cluster(cluster_id, owner, ad, factory)
         self.clusters[cluster_id] = c
         self.by_owner.setdefault(owner, {})[cluster_id] = c
@@ -424,7 +428,10 @@ class JobQueue:
                 break
             pid = f["Next"]
             diffs = f.get("Procs")
-            diff = diffs[pid] if diffs and pid < len(diffs) else None
+            if f.get("Template"):
+                diff = materialize.proc_ad(f["Template"], materialize.proc_for(pid, f["Items"], f["Steps"]))
+            else:
+                diff = diffs[pid] if diffs and pid < len(diffs) else None
             p = Proc(c, pid, f.get("Status", IDLE), dict(diff) if diff else None)
             self._attach(c, p)
             self._dirty[p.key] = p

@@ -15,10 +15,12 @@ from gridbus.agents.schedd.jobattrs import (
     REMOVED,
     RUNNING,
     SCHEDD_OWNED,
+    SUSPENDED,
     HoldCode,
 )
 from gridbus.agents.schedd.jobqueue import Proc
 from gridbus.agents.schedd.parts import ScheddParts
+from gridbus.classad.values import is_number
 from gridbus.eventlog import writer
 
 
@@ -68,7 +70,7 @@ class JobStateMixin(ScheddParts):
         p = self.queue.proc(cluster, proc)
         if p is None:
             return
-        if p.status != RUNNING:
+        if p.status not in (RUNNING, SUSPENDED):
             self._stopped(p)
             return
         now = time.time()
@@ -82,13 +84,13 @@ class JobStateMixin(ScheddParts):
             self.log.info("exit report for %d.%d, which is no longer in the queue", cluster, proc)
             return
         now = float(report.get("Time") or time.time())
-        usage = {k: report[k] for k in ("ImageSize", "ResidentSetSize", "MemoryUsage", "DiskUsage")
+        usage = {k: report[k] for k in ("ImageSize", "ResidentSetSize", "MemoryUsage", "DiskUsage", "CpusUsage")
                  if isinstance(report.get(k), (int, float))}
         # The report gives this run's CPU; the job's RemoteUserCpu/RemoteSysCpu add up every run.
         for k in ("RemoteUserCpu", "RemoteSysCpu"):
             if isinstance(report.get(k), (int, float)):
                 usage[k] = _num(p.get(k)) + float(report[k])
-        if p.status != RUNNING:  # held or removed while running: the stop is already handled
+        if p.status not in (RUNNING, SUSPENDED):  # held or removed while running: the stop is already handled
             self.queue.update(p, usage)
             self._stopped(p)
             self.commit_soon()
@@ -96,10 +98,14 @@ class JobStateMixin(ScheddParts):
         self._count("JobsExited")
         attrs = {**usage, **self._run_end_attrs(p, now)}
         if report.get("MemoryExceeded"):
+            # The startd's reason names the limit it enforced, a number; RequestMemory may be an
+            # expression, which is no limit to quote.
             request = p.get("RequestMemory")
             peak = report.get("MemoryUsage", report.get("ResidentSetSize"))
-            reason = (f"Error from {p.get('RemoteHost', 'the execute node')}: Job has gone over memory limit of "
-                      f"{request} megabytes. Peak usage: {peak} megabytes.")
+            # The startd's reason names the limit it enforced (the slot's memory, by policy).
+            what = report.get("HoldReason") or (f"Job has gone over memory limit of {request} megabytes. "
+                                                f"Peak usage: {peak} megabytes.")
+            reason = f"Error from {p.get('RemoteHost', 'the execute node')}: {what}"
             self._hold(p, reason, int(HoldCode.JOB_OUT_OF_RESOURCES), 0, attrs, now)
         elif report.get("HoldReason"):
             code = report.get("HoldReasonCode")
@@ -149,7 +155,7 @@ class JobStateMixin(ScheddParts):
     def _run_end_attrs(self, p: Proc, now: float) -> dict[str, Any]:
         """Attributes a run's end sets: wall clock accumulated, RemoteHost moved to LastRemoteHost."""
         started = p.get("JobCurrentStartDate")
-        wall = _num(p.get("RemoteWallClockTime")) + (now - started if isinstance(started, (int, float)) else 0.0)
+        wall = _num(p.get("RemoteWallClockTime")) + (now - started if is_number(started) else 0.0)
         out: dict[str, Any] = {"RemoteWallClockTime": float(wall), "RemoteHost": None}  # None deletes
         if p.get("RemoteHost") is not None:
             out["LastRemoteHost"] = p.get("RemoteHost")
@@ -168,7 +174,7 @@ class JobStateMixin(ScheddParts):
 
     def _hold_job(self, p: Proc, reason: str, code: int, subcode: int, now: float, stops: list[Proc]) -> None:
         """Hold by an action or a policy; a running job is added to ``stops`` (see `_commit_and_stop`)."""
-        if p.status == RUNNING:
+        if p.status in (RUNNING, SUSPENDED):
             stops.append(p)
         self._hold(p, reason, code, subcode, None, now)
 
@@ -182,7 +188,7 @@ class JobStateMixin(ScheddParts):
 
     def _remove_job(self, p: Proc, reason: str, now: float, stops: list[Proc]) -> None:
         """Removed: a job that does not run leaves for the history now, a running one once stopped."""
-        was_running = p.status == RUNNING
+        was_running = p.status in (RUNNING, SUSPENDED)
         self.queue.set_status(p, REMOVED, {"RemoveReason": reason}, when=now)
         ad = self.queue.ad(p)
         self.events.emit("aborted", ad, writer.aborted(p.cluster.id, p.id, now, reason), {"Reason": reason})
@@ -221,4 +227,4 @@ class JobStateMixin(ScheddParts):
 
 
 def _num(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+    return float(value) if is_number(value) else 0.0

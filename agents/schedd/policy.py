@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gridbus.agents.schedd.jobattrs import HoldCode, JobStatus
+from gridbus.classad.values import is_number
 
 PERIODIC_ATTRS = ("PeriodicHold", "PeriodicRelease", "PeriodicRemove")
 POLICY_ATTRS_LOWER = frozenset(a.lower() for a in (*PERIODIC_ATTRS, "OnExitHold", "OnExitRemove", "JobMaxRetries"))
@@ -49,7 +50,7 @@ def _test(ad: dict[str, Any], name: str) -> bool | None:
         return None
     if isinstance(value, bool):
         return value
-    if isinstance(value, (int, float)):
+    if is_number(value):
         return value != 0
     try:
         return bool(_compile(_text(value)).test(ad))
@@ -74,12 +75,12 @@ def _reason(ad: dict[str, Any], attr: str, reason_attr: str | None) -> str:
 
 def _subcode(ad: dict[str, Any], attr: str) -> int:
     value = ad.get(attr)
-    if isinstance(value, int) and not isinstance(value, bool):
+    if is_number(value) and isinstance(value, int):
         return value
     if value is not None:
         try:
             out = _compile(_text(value)).eval(ad)
-            return out if isinstance(out, int) and not isinstance(out, bool) else 0
+            return out if is_number(out) and isinstance(out, int) else 0
         except Exception:
             return 0
     return 0
@@ -109,7 +110,7 @@ def at_exit(ad: dict[str, Any]) -> Decision:
     if remove is False:
         return Decision(REQUEUE, f"The job attribute OnExitRemove expression '{_text(ad.get('OnExitRemove'))}' evaluated to FALSE")
     retries = ad.get("JobMaxRetries")
-    if isinstance(retries, int) and not isinstance(retries, bool):
+    if is_number(retries) and isinstance(retries, int):
         success_code = ad.get("SuccessExitCode", 0)
         succeeded = not ad.get("ExitBySignal", False) and ad.get("ExitCode") == success_code
         if not succeeded and int(ad.get("NumJobCompletions", 0)) <= retries:

@@ -41,11 +41,13 @@ import msgpack
 from gridbus import bus, classad, wire
 from gridbus.agent import Call, method
 from gridbus.agents.schedd.autocluster import AutoClusters
+from gridbus.agents.schedd.scheduniv import runs_on_submit_host
 from gridbus.config import Config, knob
 from gridbus.rpc import CallTimeout
 from gridbus.status import Status, invalid
 
 RUNNING = 2
+SUSPENDED = 7  # still on its claim, its processes frozen
 
 knob("CLAIM_WORKLIFE", 1200.0, "seconds a claim may be reused for further jobs; then it is released")
 knob("JOB_LEASE_DURATION", 2400.0, "seconds a claim lives without word from its startd (Alive); also the lease given to RequestClaim")
@@ -64,7 +66,8 @@ CREATE TABLE IF NOT EXISTS shadow_claims (
 )
 """
 
-_USAGE_ATTRS = ("RemoteUserCpu", "RemoteSysCpu", "ImageSize", "ResidentSetSize", "MemoryUsage", "DiskUsage")
+_USAGE_ATTRS = ("RemoteUserCpu", "RemoteSysCpu", "ImageSize", "ResidentSetSize", "MemoryUsage", "DiskUsage",
+                "CpusUsage")
 
 
 @dataclass
@@ -239,23 +242,30 @@ class ShadowMixin:
     def _running_ads(self) -> list[dict[str, Any]]:
         out = []
         for p in self.queue.procs():  # type: ignore[attr-defined]
-            if p.status == RUNNING:
+            if p.status in (RUNNING, SUSPENDED):
                 out.append(self.queue.ad(p))  # type: ignore[attr-defined]
         return out
 
     # ------------------------------------------------------------------ negotiator -> schedd
     @method("scheduler")
-    async def GetResourceRequests(self, call: Call, Owner: str, Limit: int, After: int) -> dict[str, Any]:
+    async def GetResourceRequests(self, call: Call, Owner: str, Limit: int, After: int,
+                                  AutoClusterAttrs: list, WholeAds: bool) -> dict[str, Any]:
         self._shadow_init()
         if not Owner:
             raise invalid("GetResourceRequests: Owner must name the submitter whose requests are wanted")
         if Limit < 1:
             raise invalid(f"GetResourceRequests: Limit must be at least 1, got {Limit}")
+        bad = next((a for a in AutoClusterAttrs if not isinstance(a, str) or not a), None)
+        if bad is not None:
+            raise invalid(f"GetResourceRequests: AutoClusterAttrs must be attribute names, got {bad!r}")
         groups = self._ac_pages.get(Owner)
         if After < 0 or groups is None:
+            # The pool's slots read these job attributes: the requests carry them (a page after
+            # the first keeps the grouping the first page was cut from).
+            self._autoclusters.set_pool_attrs(None if WholeAds else AutoClusterAttrs)
             jobs = (j for j in self.queue.idle_jobs(Owner)  # type: ignore[attr-defined]
-                    if (j.get("ClusterId"), j.get("ProcId")) not in self._reserved)
-            groups = self._autoclusters.group(jobs)
+                    if (j.get("ClusterId"), j.get("ProcId")) not in self._reserved and not runs_on_submit_host(j))
+            groups = self._autoclusters.group(jobs, owner=Owner)
             self._ac_pages[Owner] = groups
             self._ac_snapshot[Owner] = {acid: deque(ids) for acid, _ad, ids in groups}
         return {"Requests": self._autoclusters.page(groups, Limit, After)}
@@ -544,7 +554,7 @@ class ShadowMixin:
         elif event == "exit":
             self.shadow_stats["ExitReports"] += 1
             ad = self.queue.get(*job)  # type: ignore[attr-defined]
-            if not claim.stopping and ad is not None and ad.get("JobStatus") == RUNNING:
+            if not claim.stopping and ad is not None and ad.get("JobStatus") in (RUNNING, SUSPENDED):
                 if report.get("Evicted"):
                     # The startd stopped the job on its own (lease, drain, vacate, shutdown): the
                     # job did not finish, it goes back to Idle to run again; never a completion.
@@ -567,7 +577,7 @@ class ShadowMixin:
             return
         for ad in self.queue.idle_jobs(claim.owner):  # type: ignore[attr-defined]
             job = (ad.get("ClusterId"), ad.get("ProcId"))
-            if job in self._reserved or job in self._by_job:
+            if job in self._reserved or job in self._by_job or runs_on_submit_host(ad):
                 continue
             if classad.symmetric_match(ad, claim.slot_ad):
                 self.shadow_stats["ClaimReuses"] += 1
@@ -609,6 +619,15 @@ class ShadowMixin:
             return True  # _send_activations sees the job is no longer idle and drops it
         await self._call_startd(claim.startd, "DeactivateClaim", {"ClaimId": claim.claim_id, "Graceful": True})
         return True
+
+    async def call_job_claim(self, cluster: int, proc: int, method_name: str, args: dict[str, Any] | None = None) -> Any:
+        """Call a startd method on the claim that runs a job (SuspendClaim, ContinueClaim,
+        DeactivateClaim for Suspend, Continue, Vacate); None if no claim runs it."""
+        self._shadow_init()
+        claim = self._by_job.get((cluster, proc))
+        if claim is None or claim.state != RUNNING_JOB:
+            return None
+        return await self._call_startd(claim.startd, method_name, {"ClaimId": claim.claim_id, **(args or {})})
 
     # ------------------------------------------------------------------ leases
     async def _alive_loop(self) -> None:
@@ -653,7 +672,7 @@ class ShadowMixin:
             return
         self._reserved.discard(job)
         ad = self.queue.get(*job)  # type: ignore[attr-defined]
-        if ad is not None and ad.get("JobStatus") == RUNNING:
+        if ad is not None and ad.get("JobStatus") in (RUNNING, SUSPENDED):
             await self.job_evicted(job[0], job[1], f"claim on {claim.slot} lost: {why}")  # type: ignore[attr-defined]
 
     def shadow_statistics(self) -> dict[str, Any]:

@@ -25,6 +25,14 @@ from gridbus.status import MethodError, app_error, forbidden, invalid
 # Submit refusals that are not about argument shapes (QMF's application errors, USER + n).
 E_SUBMIT_REQUIREMENT = 1
 E_SUBMISSION_ID_REUSED = 2
+E_UNKNOWN_CLUSTER_ID = 3
+
+SUBMIT_TEXT_REFUSED = (
+    "Submit: this schedd does not read submit descriptions (Submit.Text): the submitting client "
+    "expands them, as condor_submit does (NewCluster gives the cluster id for $(Cluster)), and sends "
+    "finished job ads; a schedd that read them would run a description's 'include command' and "
+    "'queue from ... |' as itself"
+)
 
 SUBMITTED_ON_HOLD = "submitted on hold at user's request"
 
@@ -73,6 +81,13 @@ def canonical(ad: dict[str, Any], name: str) -> str | None:
 def lookup(ad: dict[str, Any], name: str, default: Any = None) -> Any:
     key = canonical(ad, name)
     return ad[key] if key is not None else default
+
+
+_REQUIRED_LOWER = frozenset(a.lower() for a in REQUIRED)
+
+
+def touches_required(diff: dict[str, Any]) -> bool:
+    return any(k.lower() in _REQUIRED_LOWER for k in diff)
 
 
 def check_required(ad: dict[str, Any]) -> None:
@@ -168,11 +183,60 @@ def proc_diffs(procs: Sequence[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def digest(ad: dict[str, Any], procs: list[dict[str, Any]], count: int, submit: dict[str, Any]) -> str:
+class Late:
+    """A validated proc template (gridbus.submit.materialize): the procs the schedd makes itself."""
+
+    def __init__(self, template: dict[str, Any], items: list, steps: int, count: int):
+        self.template, self.items, self.steps, self.count = template, items, steps, count
+
+    def proc(self, proc_id: int) -> dict[str, Any]:
+        from gridbus.submit import materialize
+
+        return materialize.proc_ad(self.template, materialize.proc_for(proc_id, self.items, self.steps))
+
+    def wire(self) -> dict[str, Any]:
+        return {"Template": self.template, "Items": self.items, "Steps": self.steps}
+
+
+def check_late(submit: Any) -> Late | None:
+    """The Submit map: empty, or a proc template with its item rows; submit text is refused."""
+    if not submit:
+        return None
+    if not isinstance(submit, dict):
+        raise invalid(f"Submit: the Submit argument must be a map, not {type(submit).__name__}")
+    if "Text" in submit:
+        raise invalid(SUBMIT_TEXT_REFUSED)
+    unknown = sorted(str(k)[:40] for k in submit if k not in ("Template", "Items", "Steps"))
+    if unknown:
+        raise invalid(f"Submit: the Submit map takes Template, Items and Steps, not {', '.join(unknown)}")
+    from gridbus.submit import materialize
+
+    try:
+        count = materialize.check(submit.get("Template"), submit.get("Items"), submit.get("Steps", 1))
+    except materialize.TemplateError as exc:
+        raise invalid(f"Submit: {exc}") from None
+    template = submit["Template"]
+    for name in template:
+        if name.lower() in SCHEDD_OWNED and name.lower() != "jobstatus":
+            raise invalid(f"Submit: Template sets {name}, which the schedd assigns")
+    return Late({k: list(v) for k, v in template.items()}, [[r, dict(m)] for r, m in submit["Items"]],
+                submit.get("Steps", 1), count)
+
+
+def unknown_cluster_id(cluster_id: int) -> MethodError:
+    return app_error(
+        E_UNKNOWN_CLUSTER_ID,
+        f"Submit: cluster id {cluster_id} was not handed out by this schedd's NewCluster (or was "
+        "forgotten when it restarted); ask NewCluster for a new one",
+    )
+
+
+def digest(ad: dict[str, Any], procs: list[dict[str, Any]], count: int, submit: dict[str, Any],
+           cluster_id: int = 0) -> str:
     """A fingerprint of a submission, so a reused SubmissionId with other content is caught."""
     canon = [sorted((k.lower(), _plain(v)) for k, v in ad.items()),
              [sorted((k.lower(), _plain(v)) for k, v in p.items()) for p in procs], count,
-             sorted((str(k), _plain(v)) for k, v in submit.items())]
+             sorted((str(k), _plain(v)) for k, v in submit.items()), cluster_id]
     return hashlib.sha256(wire.encode(canon)).hexdigest()
 
 

@@ -1,5 +1,10 @@
-"""The Submit method: a cluster from a job ad (or a submit description), committed before the
-answer, idempotent by SubmissionId; the submit events. The rules it applies are submission.py's."""
+"""NewCluster and Submit: a cluster from finished job ads, committed before the answer, idempotent by
+SubmissionId; the submit events. The rules it applies are submission.py's.
+
+The schedd never reads submit text (a description's `include command :` or `queue from script |`
+would run as the schedd): the submitting client asks NewCluster for the cluster id, expands the
+description itself and sends the job ads, as condor_submit does. For late materialization it sends
+a proc template that this schedd fills in per proc (gridbus.submit.materialize), nothing more."""
 
 from __future__ import annotations
 
@@ -11,45 +16,83 @@ from gridbus.agents.schedd import submission
 from gridbus.agents.schedd.jobqueue import Cluster, Proc
 from gridbus.agents.schedd.parts import ScheddParts
 from gridbus.eventlog import writer
-from gridbus.status import MethodError, Status, invalid
+from gridbus.status import MethodError, Status, forbidden, invalid
+
+# Cluster ids handed out by NewCluster and not yet used that the schedd remembers (per schedd).
+MAX_RESERVED = 10_000
 
 
 class SubmitMixin(ScheddParts):
     @method("scheduler")
-    async def Submit(self, call: Call, Ad: Any, Procs: list, Count: int, Submit: dict, SubmissionId: str) -> dict:
+    async def NewCluster(self, call: Call) -> dict:
+        """HTCondor's NewCluster: a cluster id for the caller's next Submit (an unused one is harmless)."""
+        caller = call.require_user()
+        cluster_id = self.queue.new_cluster_id()
+        reserved = self._reserved_clusters()
+        reserved[cluster_id] = caller
+        while len(reserved) > MAX_RESERVED:  # the oldest ids handed out and never used are forgotten
+            del reserved[next(iter(reserved))]
+        try:
+            self.commit()  # so a restarted schedd never hands the same id out again
+        except Exception:
+            self.log.exception("committing the next cluster id failed")
+            raise MethodError(Status.EXCEPTION, "NewCluster: the job queue could not be written") from None
+        return {"ClusterId": cluster_id}
+
+    @method("scheduler")
+    async def Submit(self, call: Call, Ad: Any, Procs: list, Count: int, Submit: dict, SubmissionId: str,
+                     ClusterId: int) -> dict:
         caller = call.require_user()
         ad = submission.normalize_ad(Ad)
         owner = submission.resolve_owner(ad, caller, self.is_super(caller))
+        late = submission.check_late(Submit)
         digest = ""
         if SubmissionId:
             # The fingerprint is of the request as sent, so a retry matches whatever time it comes.
-            digest = submission.digest(ad, [p for p in Procs if isinstance(p, dict)], Count, Submit)
+            digest = submission.digest(ad, [p for p in Procs if isinstance(p, dict)], Count, Submit, ClusterId)
             seen = self.queue.submission(owner, SubmissionId)
             if seen is not None:
                 if seen[0] != digest:
                     raise submission.reused_id(SubmissionId, seen[1]["ClusterId"])
                 return seen[1]
-        if Submit:
-            expanded, Procs, Count = self._expand_submit_description(ad, Submit)
-            ad = submission.normalize_ad(expanded)
         diffs = submission.proc_diffs(Procs) if Procs else []
-        count = len(diffs) if diffs else Count
+        if late is not None:
+            if diffs:
+                raise invalid("Submit: send either Procs or a proc template (Submit.Template), not both")
+            count = late.count
+        else:
+            count = len(diffs) if diffs else Count
         if count < 1:
             raise invalid("Submit: a cluster needs at least one proc (Count >= 1 or a non-empty Procs)")
-        submission.check_required(ad)
+        first_diff = late.proc(0) if late is not None else (diffs[0] if diffs else {})
+        submission.check_required({**ad, **first_diff})
+        for diff in diffs[1:]:
+            # A required attribute may differ from proc to proc (initialdir = dir_$(Process)).
+            if submission.touches_required(diff):
+                submission.check_required({**ad, **diff})
+        if ClusterId:
+            self._take_reserved(ClusterId, caller)
         qdate = int(time.time())
+        cluster_id = ClusterId or self.queue.next_cluster
         probe, _status = submission.build_cluster_ad(ad, owner=owner, uid_domain=self.settings.uid_domain,
-                                                     cluster_id=self.queue.next_cluster, qdate=qdate)
+                                                     cluster_id=cluster_id, qdate=qdate)
         if self.settings.submit_requirements:
-            first = {**probe, **(diffs[0] if diffs else {}), "ProcId": 0, "JobStatus": _status}
+            first = {**probe, **first_diff, "ProcId": 0, "JobStatus": _status}
             submission.check_requirements(self.settings.submit_requirements, first, self.daemon_ad())
         max_idle = _int_attr(ad, "JobMaterializeMaxIdle")
         limit = _int_attr(ad, "JobMaterializeLimit")
-        cluster_id = self.queue.new_cluster_id()
+        if late is not None and not (max_idle or limit):
+            raise invalid("Submit: a proc template (Submit.Template) is for a cluster materialized late "
+                          "(JobMaterializeMaxIdle or JobMaterializeLimit in the Ad); send Procs otherwise")
+        if not ClusterId:
+            cluster_id = self.queue.new_cluster_id()
+        else:
+            self._reserved_clusters().pop(ClusterId, None)
         cluster_ad, status = submission.build_cluster_ad(ad, owner=owner, uid_domain=self.settings.uid_domain,
                                                          cluster_id=cluster_id, qdate=qdate)
         c = self.queue.add_cluster(cluster_id, owner, cluster_ad, diffs or None, count, status=status,
-                                   max_idle=max_idle, limit=limit)
+                                   max_idle=max_idle, limit=limit,
+                                   template=late.wire() if late is not None else None)
         answer = {"ClusterId": cluster_id, "FirstProc": 0, "NumProcs": count, "Id": f"{self.name}#{cluster_id}.0"}
         if SubmissionId:
             self.queue.record_submission(owner, SubmissionId, digest, answer)
@@ -67,36 +110,30 @@ class SubmitMixin(ScheddParts):
         self.ads_changed()
         return answer
 
-    def _expand_submit_description(self, ad: Any, desc: dict) -> tuple[Any, list, int]:
-        """Submit={"Text", "ItemData", "Count"}: expand a submit description here, with gridbus.submit."""
-        text = desc.get("Text")
-        if not isinstance(text, str) or not text.strip():
-            raise invalid("Submit: the Submit map needs Text, a submit description")
-        try:
-            from gridbus.submit import Submit as SubmitDescription
-        except ImportError:
-            raise MethodError(Status.NOT_IMPLEMENTED, "Submit: this schedd cannot expand submit descriptions "
-                              "(gridbus.submit is not installed); send the job ad instead") from None
-        count = desc.get("Count") or 0
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise invalid(f"Submit: Submit.Count must be a non-negative integer, got {count!r}")
-        try:
-            # No await until the cluster is made, so next_cluster is the id it gets ($(Cluster)).
-            built = SubmitDescription(text).build(cluster_id=self.queue.next_cluster, count=count,
-                                                  itemdata=desc.get("ItemData"))
-            cluster, procs = dict(built.cluster_ad), list(built.proc_ads)
-        except Exception as exc:
-            raise invalid(f"Submit: the submit description is not valid: {exc}") from None
-        if isinstance(ad, dict):
-            cluster.update(ad)
-        return cluster, procs, len(procs)
+    def _reserved_clusters(self) -> dict[int, str]:
+        """Cluster ids NewCluster handed out and no Submit used yet: id -> the user it went to."""
+        reserved = self.__dict__.get("_new_clusters")
+        if reserved is None:
+            reserved = self.__dict__["_new_clusters"] = {}
+        return reserved
+
+    def _take_reserved(self, cluster_id: int, caller: str) -> None:
+        if cluster_id in self.queue.clusters:
+            raise invalid(f"Submit: cluster {cluster_id} already exists; ask NewCluster for a new cluster id")
+        given_to = self._reserved_clusters().get(cluster_id)
+        if given_to is None:
+            raise submission.unknown_cluster_id(cluster_id)
+        if given_to != caller:
+            raise forbidden(f"{caller} may not submit to cluster {cluster_id}: NewCluster gave that id to {given_to}")
 
     def _log_submit(self, c: Cluster, procs: list[Proc]) -> None:
         """The submit event of ``procs`` (all of a cluster, or those a late materialization made)."""
         if not procs:
             return
         now = time.time()
-        texts = [writer.submit(c.id, p.id, now, self.address) for p in procs] if c.ad.get("UserLog") else []
+        notes = c.ad.get("LogNotes") if isinstance(c.ad.get("LogNotes"), str) else None
+        texts = ([writer.submit(c.id, p.id, now, self.address, notes) for p in procs]
+                 if c.ad.get("UserLog") or c.ad.get("DAGManNodesLog") else [])
         self.events.emit_cluster("submit", c.ad, [p.id for p in procs], texts)
 
 

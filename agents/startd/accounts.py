@@ -1,7 +1,11 @@
 """Which account a job runs as: the run-as policy of the starter.
 
-HTCondor's rule, made explicit with knobs: a startd running as root runs a job as its Owner when
-that account exists here (STARTER_ALLOW_RUNAS_OWNER); otherwise as a fixed unprivileged account
+A job's Owner is the broker user that submitted it. USER_MAP (HTCondor's user map) turns it into a
+Unix account on this node: `alice=asmith` maps one user, `*=nobody` everyone not listed, and a user
+not mapped is the account of the same name (so `gridbus broker setup --user alice` is `alice`).
+
+HTCondor's rule, made explicit with knobs: a startd running as root runs a job as its Owner's
+account when that account exists here (STARTER_ALLOW_RUNAS_OWNER); otherwise as a fixed unprivileged account
 (STARTER_UNPRIVILEGED_USER, e.g. ``nobody``) if one is configured; otherwise the job is refused
 with a hold reason. A job never runs as root unless STARTER_ALLOW_ROOT_JOBS says so. A startd that
 is not root cannot switch accounts, so jobs run as the startd's own user (a personal pool).
@@ -42,20 +46,52 @@ class RunAsRefused(Exception):
 
 
 @dataclass(frozen=True)
+class UserMap:
+    """Broker user -> Unix account (USER_MAP); a user not listed keeps its name, or takes `*`'s."""
+
+    entries: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, spec: str | list[str] | tuple[str, ...] | None) -> UserMap:
+        items = spec.replace(",", " ").split() if isinstance(spec, str) else list(spec or ())
+        entries: list[tuple[str, str]] = []
+        for item in items:
+            user, sep, account = str(item).partition("=")
+            user, account = user.strip(), account.strip()
+            if not sep or not user or not account or any(c.isspace() for c in user + account):
+                raise ValueError(f"USER_MAP entry {item!r} is not 'broker_user=unix_account' (or '*=account')")
+            entries.append((user, account))
+        return cls(tuple(entries))
+
+    def account_name(self, user: str | None) -> str | None:
+        if not user:
+            return user
+        fallback = None
+        for who, account in self.entries:
+            if who == user:
+                return account
+            if who == "*" and fallback is None:
+                fallback = account
+        return fallback or user
+
+
+@dataclass(frozen=True)
 class RunAsPolicy:
     allow_runas_owner: bool = True
     unprivileged_user: str = ""
     allow_root_jobs: bool = False
     _cache_seconds: float = 60.0
+    user_map: UserMap = UserMap()
 
     def account_for(self, owner: str | None) -> Account:
         if os.geteuid() != 0:
             return _current()
-        if owner and owner != "root" and self.allow_runas_owner:
-            found = _lookup(owner, self._cache_seconds)
+        mapped = self.user_map.account_name(owner)
+        if mapped and mapped != "root" and self.allow_runas_owner:
+            found = _lookup(mapped, self._cache_seconds)
             if found is not None:
                 return found
-        if owner == "root" and self.allow_root_jobs:
+        if mapped == "root" and self.allow_root_jobs:
             return _lookup("root", self._cache_seconds) or _current()
         if self.unprivileged_user:
             found = _lookup(self.unprivileged_user, self._cache_seconds)
@@ -74,7 +110,9 @@ class RunAsPolicy:
             "STARTER_ALLOW_RUNAS_OWNER is false"
             if not self.allow_runas_owner
             else f"Owner {owner!r} has no account on this machine"
-            if owner and owner != "root"
+            if owner and mapped == owner and owner != "root"
+            else f"Owner {owner!r} maps (USER_MAP) to {mapped!r}, which has no account on this machine"
+            if owner and mapped != "root"
             else "the job's Owner is root"
             if owner
             else "the job has no Owner"

@@ -24,10 +24,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from gridbus.agent import Agent, Call, method
+from gridbus.agents.startd import cgroups
 from gridbus.agents.startd import slots as sl
-from gridbus.agents.startd.accounts import RunAsPolicy
+from gridbus.agents.startd.accounts import RunAsPolicy, UserMap
 from gridbus.agents.startd.arguments import lookup
 from gridbus.agents.startd.detect import detect, load_average
+from gridbus.agents.startd.limits import (
+    HOLD_STARTD_HELD_JOB,
+    RequestUndefined,
+    activation_requests,
+    memory_limit,
+)
 from gridbus.agents.startd.reports import Reporter
 from gridbus.agents.startd.settings import StartdSettings
 from gridbus.agents.startd.starter import HOLD_FAILED_TO_CREATE_PROCESS, Job, Starter, StartFailed
@@ -68,9 +75,11 @@ class Startd(Agent):
         self.drain: DrainState | None = None
         self.defaults = sl.Request(self.settings.default_request_cpus, self.settings.default_request_memory,
                                    self.settings.default_request_disk)
+        self.cgroups = self._probe_cgroups()
         self.starter = Starter(
             self.settings.execute,
-            RunAsPolicy(self.settings.allow_runas_owner, self.settings.unprivileged_user, self.settings.allow_root_jobs),
+            RunAsPolicy(self.settings.allow_runas_owner, self.settings.unprivileged_user, self.settings.allow_root_jobs,
+                        user_map=UserMap.parse(self.settings.user_map)),
             killing_timeout=self.settings.killing_timeout,
             enforce_memory=self.settings.enforce_memory,
             on_exit=self._on_exit,
@@ -78,6 +87,9 @@ class Startd(Agent):
             usage_interval=self.settings.update_interval,
             check_interval=self.settings.memory_check_interval,
             spawn_threads=self.settings.spawn_threads,
+            cgroup=self.cgroups,
+            memory_policy=self.settings.memory_policy.lower(),
+            pids_limit=self.settings.pids_limit,
         )
         self.reporter: Reporter | None = None
         self.counters = {"JobsStarted": 0, "JobsExited": 0}
@@ -86,7 +98,19 @@ class Startd(Agent):
         self._launches: set[asyncio.Task] = set()
         self._launch_of: dict[str, asyncio.Task] = {}  # claim id -> its job's launch
         self._exprs: dict[str, Any] | None = None
-        self._machine_attrs = self.machine.attributes()
+        self._machine_attrs = {**self.machine.attributes(),
+                               **(self.cgroups.attributes() if self.cgroups else {"HasCgroup": False})}
+
+    def _probe_cgroups(self) -> cgroups.Hierarchy | None:
+        """The jobs' cgroups: ``<BASE_CGROUP>/<this startd's name>``, or None (the process scan)."""
+        base = self.settings.base_cgroup.strip("/")
+        try:
+            found = cgroups.probe(f"{base}/{cgroups.safe_name(self.name)}" if base else "", self.settings.cgroup_version)
+        except cgroups.CgroupError as exc:
+            log.warning("jobs run without cgroups (their processes are found by scanning /proc): %s", exc)
+            return None
+        log.info("jobs run in %s", found.describe())
+        return found
 
     # ------------------------------------------------------------------ management object
     def object_properties(self) -> dict[str, Any]:
@@ -108,6 +132,13 @@ class Startd(Agent):
         }
 
     # ------------------------------------------------------------------ lifecycle
+    async def setup(self) -> None:
+        # Before the first ad: a predecessor killed without a stop left its jobs in their groups.
+        if self.cgroups is not None:
+            found = await asyncio.get_running_loop().run_in_executor(None, self.cgroups.clean_leftovers)
+            if found:
+                log.warning("killed %d process(es) a previous startd %s left running", found, self.name)
+
     async def on_start(self) -> None:
         self.reporter = Reporter(
             self._call_job_reports,
@@ -123,6 +154,8 @@ class Startd(Agent):
 
     async def on_stop(self) -> None:
         await self.starter.shutdown()
+        if self.cgroups is not None:
+            self.cgroups.remove_base()
         if self.reporter is not None:
             await self.reporter.close()
 
@@ -135,13 +168,16 @@ class Startd(Agent):
             return changed
         fresh = StartdSettings.from_config(self.config)
         live = {"start", "rank", "killing_timeout", "update_interval", "memory_check_interval", "enforce_memory",
-                "allow_runas_owner", "unprivileged_user", "allow_root_jobs", "report_timeout", "report_retry"}
+                "allow_runas_owner", "unprivileged_user", "allow_root_jobs", "user_map", "report_timeout", "report_retry"}
+        live |= {"memory_policy", "pids_limit"}
         self.settings = dataclasses.replace(self.settings, **{k: getattr(fresh, k) for k in live})
         self._exprs = None
         st = self.starter
         st.killing_timeout, st.enforce_memory = self.settings.killing_timeout, self.settings.enforce_memory
         st.usage_interval, st.check_interval = self.settings.update_interval, self.settings.memory_check_interval
-        st.policy = RunAsPolicy(self.settings.allow_runas_owner, self.settings.unprivileged_user, self.settings.allow_root_jobs)
+        st.memory_policy, st.pids_limit = self.settings.memory_policy.lower(), self.settings.pids_limit
+        st.policy = RunAsPolicy(self.settings.allow_runas_owner, self.settings.unprivileged_user, self.settings.allow_root_jobs,
+                        user_map=UserMap.parse(self.settings.user_map))
         if self.reporter is not None:
             self.reporter.timeout, self.reporter.retry = self.settings.report_timeout, self.settings.report_retry
         self.ads_changed()
@@ -382,25 +418,34 @@ class Startd(Agent):
             raise app_error(CLAIM_BUSY, f"ActivateClaim: {slot.name} is still running job {_job_id(current)}")
         claim.renew()
         ad = self.slot_ad(slot)
-        job = self._job_for_match(job_ad)
-        why = self._mismatch(ad, job)
-        if why:
-            raise app_error(CLAIM_REFUSED, f"ActivateClaim refused: {why}")
+        # The requests as numbers, before the match test (which an undefined request would fail
+        # with a reason about the slot): a request that is no number holds the job, naming it.
+        held: StartFailed | None = None
+        memory = slot.memory
         try:
-            memory = self.table.request_of(job, ad, self.defaults).memory if lookup(job_ad, "RequestMemory") is not None else slot.memory
-        except ValueError as exc:
-            raise invalid(f"ActivateClaim: {exc}") from None
+            req = activation_requests(job_ad, ad, self.defaults)
+        except RequestUndefined as exc:
+            held = StartFailed(exc.reason, HOLD_STARTD_HELD_JOB)
+        else:
+            why = self._mismatch(ad, {**job_ad, "RequestCpus": req.cpus, "RequestMemory": req.memory,
+                                      "RequestDisk": req.disk})
+            if why:
+                raise app_error(CLAIM_REFUSED, f"ActivateClaim refused: {why}")
+            if lookup(job_ad, "RequestMemory") is not None:
+                memory = memory_limit(req.memory)
         claim.last_ad = job_ad
         self._starting[claim.id] = job_ad
-        task = asyncio.get_running_loop().create_task(self._launch(claim, job_ad, memory), name=f"launch {slot.name}")
+        task = asyncio.get_running_loop().create_task(self._launch(claim, job_ad, memory, held), name=f"launch {slot.name}")
         self._launches.add(task)
         self._launch_of[claim.id] = task
         task.add_done_callback(self._launches.discard)
         return task
 
-    async def _launch(self, claim: sl.Claim, job_ad: dict, memory: int) -> None:
+    async def _launch(self, claim: sl.Claim, job_ad: dict, memory: int, held: StartFailed | None = None) -> None:
         slot = claim.slot
         try:
+            if held is not None:  # refused at activation: reported as a job that could not start
+                raise held
             started = await self.starter.start_async(claim.id, job_ad, slot.name, {"OMP_NUM_THREADS": str(slot.cpus)}, memory)
         except (StartFailed, OSError) as exc:
             # The protocol's one path for "it did not run": an exit report with the hold reason.
@@ -434,6 +479,30 @@ class Startd(Agent):
         job = claim.job
         if job is not None:
             await self._stop_job(job, Graceful, "deactivate")
+        return {}
+
+    @method("startd")
+    async def SuspendClaim(self, call: Call, ClaimId: str) -> dict:
+        """Suspend the claim's job where it is (the freezer); the slot's activity is Suspended."""
+        claim = self._claim(ClaimId, "SuspendClaim")
+        claim.renew()
+        if claim.job is None:
+            raise app_error(CLAIM_REFUSED, f"SuspendClaim: {claim.slot.name} runs no job to suspend")
+        count = self.starter.suspend(claim.job)
+        claim.slot.set(activity=sl.SUSPENDED)
+        self.ads_changed()
+        return {"Processes": count}
+
+    @method("startd")
+    async def ContinueClaim(self, call: Call, ClaimId: str) -> dict:
+        claim = self._claim(ClaimId, "ContinueClaim")
+        claim.renew()
+        if claim.job is None:
+            raise app_error(CLAIM_REFUSED, f"ContinueClaim: {claim.slot.name} runs no job to continue")
+        self.starter.resume(claim.job)
+        if claim.slot.activity == sl.SUSPENDED:
+            claim.slot.set(activity=sl.BUSY)
+        self.ads_changed()
         return {}
 
     @method("startd")

@@ -29,8 +29,14 @@ knob("STARTER_MEMORY_CHECK_INTERVAL", 1.0, "seconds between samples of a running
 knob("STARTER_ENFORCE_MEMORY_LIMIT", True, "kill a job whose resident memory exceeds its RequestMemory")
 knob("STARTER_ALLOW_RUNAS_OWNER", True, "when the startd runs as root, run each job as its Owner if that account exists")
 knob("STARTER_UNPRIVILEGED_USER", "", "account for jobs whose Owner cannot be used (e.g. nobody); empty: refuse such jobs")
+knob("USER_MAP", [], "broker user -> Unix account for jobs on this node (HTCondor's user map): entries "
+     "'user=account', '*=account' for everyone not listed; a user not mapped runs as the account of the same name")
 knob("STARTER_ALLOW_ROOT_JOBS", False, "let a job run as root when no other account applies (never the default)")
 knob("STARTER_SPAWN_THREADS", 0, "threads that fork/exec jobs off the startd's loop; 0: on the loop (least cpu per job)")
+knob("BASE_CGROUP", "gridbus", "parent cgroup of the jobs' cgroups (each startd uses <BASE_CGROUP>/<its name>); empty: no cgroups, scan /proc")
+knob("CGROUP_VERSION", "auto", "which cgroups the starter uses: auto (v2 with a memory controller, else v1, else v2), 1 or 2")
+knob("CGROUP_MEMORY_LIMIT_POLICY", "hard", "the kernel's memory limit of a job: hard (OOM kill and hold past it), soft (reclaimed first past it), none")
+knob("CGROUP_PIDS_LIMIT", 0, "most processes and threads a job may have at once (cgroup pids controller); 0: no limit")
 knob("STARTD_REPORT_TIMEOUT", 10.0, "seconds a JobReports call to a schedd may take before it is retried")
 knob("STARTD_REPORT_RETRY", 1.0, "seconds between retries of an unanswered JobReports call")
 knob("JOB_DEFAULT_REQUESTCPUS", 1, "cpus a job without RequestCpus gets")
@@ -88,9 +94,14 @@ class StartdSettings:
     allow_runas_owner: bool = True
     unprivileged_user: str = ""
     allow_root_jobs: bool = False
+    user_map: tuple[str, ...] = ()
     report_timeout: float = 10.0
     report_retry: float = 1.0
     spawn_threads: int = 0  # STARTER_SPAWN_THREADS
+    base_cgroup: str = "gridbus"  # BASE_CGROUP; "" forces the process-scan fallback
+    cgroup_version: str = "auto"  # CGROUP_VERSION
+    memory_policy: str = "hard"  # CGROUP_MEMORY_LIMIT_POLICY
+    pids_limit: int = 0  # CGROUP_PIDS_LIMIT
     default_request_cpus: int = 1
     default_request_memory: int = 128
     default_request_disk: int = 1024
@@ -126,9 +137,14 @@ class StartdSettings:
                 allow_runas_owner="STARTER_ALLOW_RUNAS_OWNER",
                 unprivileged_user="STARTER_UNPRIVILEGED_USER",
                 allow_root_jobs="STARTER_ALLOW_ROOT_JOBS",
+                user_map="USER_MAP",
                 report_timeout="STARTD_REPORT_TIMEOUT",
                 report_retry="STARTD_REPORT_RETRY",
                 spawn_threads="STARTER_SPAWN_THREADS",  # an int knob: its value is an int
+                base_cgroup="BASE_CGROUP",
+                cgroup_version="CGROUP_VERSION",
+                memory_policy="CGROUP_MEMORY_LIMIT_POLICY",
+                pids_limit="CGROUP_PIDS_LIMIT",
                 default_request_cpus="JOB_DEFAULT_REQUESTCPUS",
                 default_request_memory="JOB_DEFAULT_REQUESTMEMORY",
                 default_request_disk="JOB_DEFAULT_REQUESTDISK",
@@ -145,6 +161,12 @@ class StartdSettings:
                 raise ValueError(f"{name} must be positive, not {getattr(self, name)}")
         if not 0 <= self.spawn_threads <= 64:
             raise ValueError(f"STARTER_SPAWN_THREADS must be 0 to 64, not {self.spawn_threads}")
+        if self.memory_policy.lower() not in ("hard", "soft", "none"):
+            raise ValueError(f"CGROUP_MEMORY_LIMIT_POLICY must be hard, soft or none, not {self.memory_policy!r}")
+        if str(self.cgroup_version).lower().removeprefix("v") not in ("auto", "1", "2"):
+            raise ValueError(f"CGROUP_VERSION must be auto, 1 or 2, not {self.cgroup_version!r}")
+        if self.pids_limit < 0:
+            raise ValueError(f"CGROUP_PIDS_LIMIT must be 0 (no limit) or more, not {self.pids_limit}")
         if not os.path.isabs(self.execute):
             raise ValueError(f"EXECUTE must be an absolute path, not {self.execute!r}")
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gridbus.agents.startd.arguments import lookup
+from gridbus.classad.values import is_number
 
 if TYPE_CHECKING:
     from gridbus.agents.startd.starter import Job
@@ -30,6 +31,7 @@ STATIC, PARTITIONABLE, DYNAMIC = "Static", "Partitionable", "Dynamic"
 # HTCondor's states and activities (machine-attrs: State, Activity).
 UNCLAIMED, CLAIMED, OWNER, PREEMPTING, DRAINED = "Unclaimed", "Claimed", "Owner", "Preempting", "Drained"
 IDLE, BUSY, RETIRING, VACATING, KILLING = "Idle", "Busy", "Retiring", "Vacating", "Killing"
+SUSPENDED = "Suspended"
 
 # Reqexp.cpp: a slot takes a job only when the job's requests fit what the slot has.
 WITHIN_RESOURCE_LIMITS = (
@@ -222,11 +224,11 @@ def _requested(job_ad: Mapping[str, Any], attr: str, slot_ad: Mapping[str, Any],
         return default
     if isinstance(value, str):
         raise ValueError(f"{attr} is a string ({value!r}), not a number or an expression")
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
+    if not is_number(value):
         from gridbus import classad
 
         value = classad.compile(str(value)).eval(job_ad, slot_ad)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value):
         raise ValueError(f"{attr} does not evaluate to a number (got {value!r})")
     if value < 0:
         raise ValueError(f"{attr} is negative ({value})")

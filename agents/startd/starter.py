@@ -11,10 +11,16 @@ calls release the GIL and a vfork parent waits for its child's exec, so the loop
 reports meanwhile. Measured on a loaded 2-cpu machine (bench/bench_pool.py): a few per cent more
 jobs per second for about a third more startd cpu per job, so the default is 0 (on the loop).
 
-When the leader exits, what is left of its process group is killed while the leader is still a
-zombie (its pid, which names the group, cannot have been reused yet), the exit is handed to the
-startd at once, and only then is the scratch directory cleaned. Usage and the memory limit are
-sampled for all running jobs in one scan of /proc every STARTER_MEMORY_CHECK_INTERVAL.
+With a cgroup hierarchy (`cgroups`, the default when the startd runs as root) each job runs in a
+group of its own, joined by the child before exec: a stop kills the group, the kernel enforces the
+memory limit, and usage is read from the group's counters every STARTER_MEMORY_CHECK_INTERVAL. On
+the process-scan fallback (no cgroups) the job's processes are its session's, found in one scan of
+/proc for all running jobs, and the memory limit is sampled.
+
+When the leader exits, what is left of the job is killed while the leader is still a zombie (its
+pid, which names the group, cannot have been reused yet), the exit is handed to the startd at once,
+and only then is the scratch directory cleaned. A job is done (``Job.done``) once every process of it
+is gone, so a stop returns when nothing of the job is left, not when its processes were signalled.
 """
 
 from __future__ import annotations
@@ -33,9 +39,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from gridbus.agents.startd import proctree
+from gridbus.agents.startd import cgroups, proctree
 from gridbus.agents.startd.accounts import Account, RunAsPolicy, RunAsRefused, may_access
 from gridbus.agents.startd.arguments import ArgumentError, job_argv, job_environment, lookup
+from gridbus.classad.values import is_number
 
 # HTCondor's HoldReasonCode values for what the starter can run into.
 HOLD_FAILED_TO_CREATE_PROCESS = 6
@@ -45,6 +52,13 @@ HOLD_IWD = 14
 HOLD_JOB_OUT_OF_RESOURCES = 34
 
 log = logging.getLogger("gridbus.startd.starter")
+
+MAX_IDLE_GROUPS = 64  # emptied job cgroups kept for reuse
+
+# The job's first process stops itself, and once the startd has moved it into the job's cgroup and
+# continued it, becomes the job ("$0" is the job's executable, "$@" its arguments).
+STOP_THEN_EXEC_SHELL = "/bin/sh"
+STOP_THEN_EXEC = 'kill -STOP $$; exec "$0" "$@"'
 
 
 class StartFailed(Exception):
@@ -70,12 +84,17 @@ class Job:
     scratch: str
     account: Account
     memory_limit_kib: int | None
+    cgroup: cgroups.JobCgroup | None = None  # None: the process-scan fallback
     kill_signal: int = signal.SIGTERM
     started: float = field(default_factory=time.time)
     peak_rss_kib: int = 0
     peak_vsize_kib: int = 0
+    memory_peak_kib: int = 0  # the cgroup's own peak (0 without a memory controller)
     user_cpu: float = 0.0
     sys_cpu: float = 0.0
+    cpus_usage: float = 0.0
+    cpu_mark: tuple[float, float] = (0.0, 0.0)  # (monotonic time, cpu seconds) of the last sample
+    suspended: bool = False
     memory_exceeded: bool = False
     stop_reason: str | None = None  # deactivate, release, vacate, lease, shutdown, memory
     exit: dict[str, Any] | None = None
@@ -85,14 +104,26 @@ class Job:
     done: asyncio.Future | None = None
 
     def usage(self) -> dict[str, Any]:
-        """HTCondor's usage attributes: cpu seconds, sizes in KiB, MemoryUsage in MiB."""
+        """HTCondor's usage attributes: cpu seconds, sizes in KiB, MemoryUsage (the peak) in MiB,
+        CpusUsage (cpus busy on average over the last sample period, or the whole run at exit)."""
+        peak = self.memory_peak_kib or self.peak_rss_kib
         return {
             "RemoteUserCpu": round(self.user_cpu, 3),
             "RemoteSysCpu": round(self.sys_cpu, 3),
-            "ImageSize": self.peak_vsize_kib,
+            "ImageSize": max(self.peak_vsize_kib, self.memory_peak_kib),
             "ResidentSetSize": self.peak_rss_kib,
-            "MemoryUsage": math.ceil(self.peak_rss_kib / 1024),
+            "MemoryUsage": math.ceil(peak / 1024),
+            "CpusUsage": round(self.cpus_usage, 3),
         }
+
+    def sample_cpu(self, now: float) -> None:
+        """CpusUsage over the time since the previous sample."""
+        t0, cpu0 = self.cpu_mark
+        cpu = self.user_cpu + self.sys_cpu
+        if t0 and now - t0 > 0.05:
+            self.cpus_usage = max(0.0, (cpu - cpu0) / (now - t0))
+        if not t0 or now - t0 > 0.05:
+            self.cpu_mark = (now, cpu)
 
 
 class Starter:
@@ -110,6 +141,9 @@ class Starter:
         usage_interval: float = 300.0,
         check_interval: float = 1.0,
         spawn_threads: int = 0,
+        cgroup: cgroups.Hierarchy | None = None,
+        memory_policy: str = "hard",
+        pids_limit: int = 0,
     ):
         self.execute = execute
         self.policy = policy
@@ -119,9 +153,13 @@ class Starter:
         self.on_usage = on_usage
         self.usage_interval = usage_interval
         self.check_interval = check_interval
+        self.cgroups = cgroup  # None: find a job's processes by scanning /proc
+        self.memory_policy = memory_policy  # CGROUP_MEMORY_LIMIT_POLICY: hard, soft, none
+        self.pids_limit = pids_limit
         self.running: dict[str, Job] = {}  # by claim id
         self._seq = itertools.count(1)
         self._finished_sessions: dict[int, tuple[int, float]] = {}  # sid -> (end ticks, forget at)
+        self._idle_groups: list[cgroups.JobCgroup] = []  # emptied job groups, reset for the next job
         self._to_clean: list[str] = []
         self._clean_scheduled = False
         self.spawn_threads = spawn_threads
@@ -134,30 +172,44 @@ class Starter:
               memory_limit_mib: int | None) -> Job:
         """Spawn the job; raises StartFailed with the hold reason when it cannot run."""
         asyncio.get_running_loop()  # the job is watched on this loop
-        proc, scratch, account = self._launch(ad, slot, env_extra)
-        return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib)
+        proc, scratch, account, group = self._launch(ad, slot, env_extra, memory_limit_mib)
+        return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib, group)
 
     async def start_async(self, key: str, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
                           memory_limit_mib: int | None) -> Job:
         """`start` with the launch on a spawner thread (when spawn_threads > 0): the loop is not
-        blocked by fork/exec."""
+        blocked by fork/exec. On the loop, the wait for a cgroup job's first process to stop
+        (see `_into_group`) is awaited, not blocked on."""
         if self.spawn_threads <= 0:
-            return self.start(key, ad, slot, env_extra, memory_limit_mib)
+            proc, scratch, account, group = self._launch(ad, slot, env_extra, memory_limit_mib, wait_stopped=False)
+            if group is not None:
+                try:
+                    _into_group(proc, group, _str(ad, "Cmd") or "the job", await _stopped(proc.pid))
+                except BaseException:  # StartFailed, or cancelled: nothing of it may run on
+                    proctree.signal_group(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    self._clean_now(scratch)
+                    _remove_when_empty(group, 5.0)
+                    raise
+            return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib, group)
         loop = asyncio.get_running_loop()
         if self._spawner is None:
             self._spawner = ThreadPoolExecutor(max_workers=self.spawn_threads, thread_name_prefix="spawner")
-        launch = loop.run_in_executor(self._spawner, self._launch, ad, slot, env_extra)
+        launch = loop.run_in_executor(self._spawner, self._launch, ad, slot, env_extra, memory_limit_mib)
         self._launching.add(launch)
         launch.add_done_callback(self._launching.discard)
         try:
-            proc, scratch, account = await asyncio.shield(launch)
+            proc, scratch, account, group = await asyncio.shield(launch)
         except asyncio.CancelledError:
             launch.add_done_callback(self._unwatched)  # nobody will watch what it launches: kill it
             raise
-        return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib)
+        return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib, group)
 
-    def _launch(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str]) -> tuple[subprocess.Popen, str, Account]:
-        """Everything from the account to the fork/exec; no loop state (it may run on a thread)."""
+    def _launch(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
+                memory_limit_mib: int | None = None, wait_stopped: bool = True,
+                ) -> tuple[subprocess.Popen, str, Account, cgroups.JobCgroup | None]:
+        """Everything from the account to the fork/exec; no loop state (it may run on a thread).
+        ``wait_stopped=False`` leaves a cgroup job's stopped first process to the caller."""
         try:
             account = self.policy.account_for(_str(ad, "Owner"))
         except RunAsRefused as exc:
@@ -170,7 +222,8 @@ class Starter:
             job_env = job_environment(ad)
         except ArgumentError as exc:
             raise StartFailed(f"cannot parse the job's arguments or environment: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
-        scratch = os.path.join(self.execute, f"dir_{os.getpid()}_{next(self._seq)}")
+        seq = next(self._seq)
+        scratch = os.path.join(self.execute, f"dir_{os.getpid()}_{seq}")
         try:
             os.mkdir(scratch, 0o700)
             if account.switch:
@@ -178,6 +231,7 @@ class Starter:
         except OSError as exc:
             raise StartFailed(f"cannot make the scratch directory {scratch}: {exc.strerror}", HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0) from None
         fds: list[int] = []
+        group: cgroups.JobCgroup | None = None
         try:
             iwd = _str(ad, "Iwd") or scratch
             if not os.path.isabs(iwd):
@@ -201,11 +255,21 @@ class Starter:
                 **env_extra,
                 **job_env,
             }
-            switch = {"user": account.uid, "group": account.gid, "extra_groups": list(account.groups)} if account.switch else {}
+            switch: dict[str, Any] = (
+                {"user": account.uid, "group": account.gid, "extra_groups": list(account.groups)} if account.switch else {})
+            argv = [executable, *args]
+            if self.cgroups is not None:
+                group = self._make_cgroup(ad, f"job_{os.getpid()}_{seq}", memory_limit_mib)
+                _check_executable(executable)  # the shell below would turn a bad one into exit 127
+                # The child stops itself before it execs the job; the startd moves it into the
+                # group, then lets it go on: the job's first instruction runs inside the group.
+                # (A Python preexec_fn would do the same without the shell, but it rules out
+                # vfork: it cost the startd more than twice the cpu per job, measured.)
+                argv = [STOP_THEN_EXEC_SHELL, "-c", STOP_THEN_EXEC, executable, *args]
             try:
                 proc = subprocess.Popen(
-                    [executable, *args],
-                    executable=executable,
+                    argv,
+                    executable=argv[0],
                     cwd=iwd,
                     env=env,
                     stdin=stdin,
@@ -223,24 +287,61 @@ class Starter:
                 ) from None
             except (subprocess.SubprocessError, ValueError) as exc:
                 raise StartFailed(f"cannot start {executable}: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
+            if group is not None and wait_stopped:
+                _into_group(proc, group, executable)
         except StartFailed:
             self._clean_now(scratch)
+            if group is not None:
+                group.kill()
+                group.remove()
             raise
         finally:
             for fd in fds:
                 os.close(fd)
-        return proc, scratch, account
+        return proc, scratch, account, group
+
+    def _make_cgroup(self, ad: Mapping[str, Any], name: str, memory_limit_mib: int | None) -> cgroups.JobCgroup:
+        assert self.cgroups is not None
+        cpus = lookup(ad, "RequestCpus")
+        try:
+            group = self._idle_groups.pop()  # (a spawner thread may take the last one first)
+        except IndexError:
+            group = self.cgroups.job(name)
+        for attempt in (1, 2):
+            try:
+                group.create()
+                group.set_limits(
+                    memory_mib=memory_limit_mib if self.enforce_memory else None,
+                    policy=self.memory_policy,
+                    cpus=float(cpus) if is_number(cpus) else 1.0,
+                    pids_max=self.pids_limit,
+                )
+                return group
+            except OSError as exc:
+                group.remove()
+                if attempt == 1 and group.rel != f"{self.cgroups.base}/{name}":
+                    # A reused group may refuse a limit below what it still holds (page cache of
+                    # the previous job): a fresh group instead.
+                    group = self.cgroups.job(name)
+                    continue
+                raise StartFailed(f"cannot make the job's cgroup {group.rel}: {exc.strerror or exc}",
+                                  HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0) from None
+        raise AssertionError("unreachable")
 
     def _unwatched(self, launch: asyncio.Future) -> None:
         if launch.cancelled() or launch.exception() is not None:
             return
-        proc, scratch, _account = launch.result()
+        proc, scratch, _account, group = launch.result()
         proctree.signal_group(proc.pid, signal.SIGKILL)
+        if group is not None:
+            group.kill()
         proc.wait()  # a SIGKILLed child: at once
         self._clean_now(scratch)
+        if group is not None:
+            _remove_when_empty(group, 5.0)
 
     def _watch(self, key: str, ad: Mapping[str, Any], slot: str, proc: subprocess.Popen, scratch: str,
-               account: Account, memory_limit_mib: int | None) -> Job:
+               account: Account, memory_limit_mib: int | None, group: cgroups.JobCgroup | None = None) -> Job:
         loop = asyncio.get_running_loop()
         pidfd = os.pidfd_open(proc.pid)
         job = Job(
@@ -253,6 +354,7 @@ class Starter:
             scratch=scratch,
             account=account,
             memory_limit_kib=memory_limit_mib * 1024 if (memory_limit_mib and self.enforce_memory) else None,
+            cgroup=group,
             kill_signal=_kill_signal(ad),
             done=loop.create_future(),
         )
@@ -286,9 +388,15 @@ class Starter:
         loop = asyncio.get_running_loop()
         loop.remove_reader(job.pidfd)
         os.close(job.pidfd)
-        # Kill the rest of the group while the leader is a zombie: its pid (the group's id) is
-        # still ours, so the signal cannot reach a stranger that reused it.
+        # Kill the rest of the job while the leader is a zombie: its pid (the group's id) is
+        # still ours, so the signal cannot reach a stranger that reused it. In a cgroup, the rest
+        # is every process the job started, wherever it moved.
         proctree.signal_group(job.pid, signal.SIGKILL)
+        group_usage = None
+        if job.cgroup is not None:
+            if job.cgroup.populated():
+                job.cgroup.kill()
+            group_usage = job.cgroup.usage()
         try:
             _, status, ru = os.wait4(job.pid, 0)
             user_cpu, sys_cpu, maxrss = ru.ru_utime, ru.ru_stime, ru.ru_maxrss
@@ -299,9 +407,14 @@ class Starter:
             job.kill_timer.cancel()
             job.kill_timer = None
         job.ended = time.time()
+        if group_usage is not None:
+            self._take_group_usage(job, group_usage)
         job.user_cpu = max(job.user_cpu, user_cpu)
         job.sys_cpu = max(job.sys_cpu, sys_cpu)
         job.peak_rss_kib = max(job.peak_rss_kib, maxrss)
+        wall = job.ended - job.started
+        if wall > 0:
+            job.cpus_usage = (job.user_cpu + job.sys_cpu) / wall
         if status == -1:
             exit_info: dict[str, Any] = {"ExitBySignal": False, "ExitCode": -1}
         elif os.WIFSIGNALED(status):
@@ -313,7 +426,7 @@ class Starter:
         if job.memory_exceeded and job.memory_limit_kib:
             exit_info["HoldReason"] = (
                 f"Job has gone over memory limit of {job.memory_limit_kib // 1024} megabytes. "
-                f"Peak usage: {math.ceil(job.peak_rss_kib / 1024)} megabytes."
+                f"Peak usage: {exit_info['MemoryUsage']} megabytes."
             )
             exit_info["HoldReasonCode"] = HOLD_JOB_OUT_OF_RESOURCES
             exit_info["HoldReasonSubCode"] = 0
@@ -326,13 +439,46 @@ class Starter:
                 self._finished_sessions[job.pid] = (proctree.uptime_ticks(), time.monotonic() + 30)
             except OSError:
                 pass
-            if job.done is not None and not job.done.done():
+            if job.cgroup is not None:
+                # Done once the group is empty and removed: a stop returns when nothing is left.
+                self._retire_group(job, time.monotonic() + 10)
+            elif job.done is not None and not job.done.done():
                 job.done.set_result(None)
             self._to_clean.append(job.scratch)
             if not self._clean_scheduled:
                 # Later than the report's publish (which starts on the next loop iteration).
                 self._clean_scheduled = True
                 loop.call_later(0.05, self._clean)
+
+    def _take_group_usage(self, job: Job, u: cgroups.CgroupUsage) -> None:
+        job.user_cpu = max(job.user_cpu, u.user_cpu)
+        job.sys_cpu = max(job.sys_cpu, u.sys_cpu)
+        job.memory_peak_kib = max(job.memory_peak_kib, u.memory_peak_bytes // 1024)
+        job.peak_rss_kib = max(job.peak_rss_kib, u.memory_bytes // 1024)
+        if u.oom_kills and self._kernel_limits_memory(job):
+            job.memory_exceeded = True
+
+    def _kernel_limits_memory(self, job: Job) -> bool:
+        return (job.cgroup is not None and job.memory_limit_kib is not None and self.memory_policy == "hard"
+                and "memory" in job.cgroup.h.controllers)
+
+    def _retire_group(self, job: Job, deadline: float) -> None:
+        """Remove the job's emptied group (members SIGKILLed a moment ago may still be dying),
+        then mark the job done."""
+        group = job.cgroup
+        assert group is not None
+        if group.populated():
+            if time.monotonic() < deadline:
+                group.kill()
+                asyncio.get_running_loop().call_later(0.005, self._retire_group, job, deadline)
+                return
+            log.error("cgroup %s of the job on %s is still not empty; leaving it", group.rel, job.slot)
+        elif len(self._idle_groups) < MAX_IDLE_GROUPS and group.reset():
+            self._idle_groups.append(group)  # the next job moves in: cheaper than a new group
+        else:
+            group.remove()
+        if job.done is not None and not job.done.done():
+            job.done.set_result(None)
 
     def _clean(self) -> None:
         # rmdir costs a few hundred microseconds on a busy disk: a worker thread does it, off the
@@ -351,8 +497,13 @@ class Starter:
         if job.exit is not None:
             return
         job.stop_reason = job.stop_reason or reason
+        if job.suspended:
+            self.resume(job)  # a frozen process takes no signal but SIGKILL
         if graceful and self.killing_timeout > 0:
-            proctree.signal_group(job.pid, job.kill_signal)
+            if job.cgroup is not None:
+                job.cgroup.signal_all(job.kill_signal)
+            else:
+                proctree.signal_group(job.pid, job.kill_signal)
             if job.kill_timer is None:
                 job.kill_timer = asyncio.get_running_loop().call_later(self.killing_timeout, self._hard_kill, job)
         else:
@@ -361,13 +512,65 @@ class Starter:
     def _hard_kill(self, job: Job) -> None:
         job.kill_timer = None
         if job.exit is None:
+            if job.cgroup is not None:
+                job.cgroup.kill()
+                return
             proctree.signal_group(job.pid, signal.SIGKILL)
             proctree.kill_session(job.pid)  # members that moved to another process group
 
     async def stop_and_wait(self, job: Job, graceful: bool, reason: str) -> None:
+        """Stop the job and return once every process of it is gone (not merely signalled)."""
         self.stop(job, graceful, reason)
         if job.done is not None:
             await asyncio.shield(job.done)
+        if job.cgroup is None:
+            await self._session_gone(job)
+
+    async def _session_gone(self, job: Job, timeout: float = 10.0) -> None:
+        """The process-scan path: SIGKILL what is left of the job's session until none is left.
+
+        A process SIGKILLed a moment ago is listed until it has finished dying, and a descendant
+        that left the leader's process group is only found by the scan: the stop is over when
+        the scan finds nothing (processes born after the job ended are a reused session id's)."""
+        loop = asyncio.get_running_loop()
+        end_ticks = self._finished_sessions.get(job.pid, (proctree.uptime_ticks(), 0.0))[0]
+        deadline = time.monotonic() + timeout
+        while True:
+            left = await loop.run_in_executor(None, proctree.kill_session, job.pid, end_ticks)
+            if not left or time.monotonic() >= deadline:
+                return
+            await asyncio.sleep(0.01)
+
+    # ------------------------------------------------------------------ suspend
+    def suspend(self, job: Job) -> int:
+        """Stop every process of the job where it is (the freezer, or SIGSTOP on the scan path);
+        returns how many processes were suspended."""
+        if job.exit is not None:
+            return 0
+        if job.cgroup is not None and job.cgroup.can_freeze():
+            count = len(job.cgroup.pids())
+            job.cgroup.freeze()
+        else:
+            count = self._signal_session(job, signal.SIGSTOP)
+        job.suspended = True
+        return count
+
+    def resume(self, job: Job) -> None:
+        if job.cgroup is not None and job.cgroup.can_freeze():
+            job.cgroup.thaw()
+        elif job.exit is None:
+            self._signal_session(job, signal.SIGCONT)
+        job.suspended = False
+
+    def _signal_session(self, job: Job, sig: int) -> int:
+        count = 0
+        for st in proctree.scan({job.pid}).get(job.pid, []):
+            try:
+                os.kill(st.pid, sig)
+                count += 1
+            except ProcessLookupError:
+                pass
+        return count
 
     async def shutdown(self) -> None:
         """Kill every job (the startd is going away) and wait until they are reaped."""
@@ -382,6 +585,9 @@ class Starter:
             await asyncio.wait(waits, timeout=5)
         paths, self._to_clean = self._to_clean, []
         _rmtree_all(paths)  # the loop may not run the scheduled cleaning any more
+        for group in self._idle_groups:
+            group.remove()
+        self._idle_groups.clear()
         if self._spawner is not None:
             self._spawner.shutdown(wait=False)
             self._spawner = None
@@ -398,23 +604,44 @@ class Starter:
                     del self._finished_sessions[sid]
             if not self.running and not self._finished_sessions:
                 continue
-            sessions = {j.pid for j in self.running.values()} | set(self._finished_sessions)
-            tree = await loop.run_in_executor(None, proctree.scan, sessions)
-            self._apply(tree)
+            grouped = [(j, j.cgroup) for j in self.running.values() if j.cgroup is not None]
+            groups = await loop.run_in_executor(None, _group_usages, grouped) if grouped else {}
+            sessions = {j.pid for j in self.running.values() if j.cgroup is None} | set(self._finished_sessions)
+            tree = await loop.run_in_executor(None, proctree.scan, sessions) if sessions else {}
+            self._apply(tree, groups)
 
-    def _apply(self, tree: dict[int, list[proctree.ProcStat]]) -> None:
+    def _apply(self, tree: dict[int, list[proctree.ProcStat]],
+               groups: dict[str, tuple[cgroups.CgroupUsage, proctree.TreeUsage]] | None = None) -> None:
         now = time.monotonic()
         due: list[Job] = []
         for job in list(self.running.values()):
-            procs = tree.get(job.pid)
-            if not procs or job.exit is not None:
+            if job.exit is not None:
                 continue
-            u = proctree.usage_of(procs)
+            if job.cgroup is not None:
+                sample = (groups or {}).get(job.key)
+                if sample is None:
+                    continue
+                cg, u = sample
+                self._take_group_usage(job, cg)
+                if job.memory_exceeded and job.stop_reason is None:
+                    log.info("job on %s was OOM-killed in its cgroup (limit %d KiB): stopping it", job.slot,
+                             job.memory_limit_kib or 0)
+                    self.stop(job, graceful=False, reason="memory")
+                    continue
+                if "memory" in job.cgroup.h.controllers:
+                    u.rss_kib = 0  # the kernel counts and limits memory: no sampled limit
+            else:
+                procs = tree.get(job.pid)
+                if not procs:
+                    continue
+                u = proctree.usage_of(procs)
+                job.user_cpu = max(job.user_cpu, u.user_cpu)
+                job.sys_cpu = max(job.sys_cpu, u.sys_cpu)
             job.peak_rss_kib = max(job.peak_rss_kib, u.rss_kib)
             job.peak_vsize_kib = max(job.peak_vsize_kib, u.vsize_kib)
-            job.user_cpu = max(job.user_cpu, u.user_cpu)
-            job.sys_cpu = max(job.sys_cpu, u.sys_cpu)
-            if job.memory_limit_kib is not None and u.rss_kib > job.memory_limit_kib and not job.memory_exceeded:
+            job.sample_cpu(now)
+            if (job.memory_limit_kib is not None and self.memory_policy == "hard"
+                    and u.rss_kib > job.memory_limit_kib and not job.memory_exceeded):
                 log.info("job on %s is over its memory limit (%d KiB > %d KiB): killing it", job.slot, u.rss_kib, job.memory_limit_kib)
                 job.memory_exceeded = True
                 self.stop(job, graceful=False, reason="memory")
@@ -432,6 +659,71 @@ class Starter:
                         pass
         if due and self.on_usage is not None:
             self.on_usage(due)
+
+
+def _group_usages(grouped: list[tuple[Job, cgroups.JobCgroup]]) -> dict[str, tuple[cgroups.CgroupUsage, proctree.TreeUsage]]:
+    """Each job group's counters; where the group has no memory controller, its members' summed
+    /proc usage too (their memory is then sampled, as on the scan path)."""
+    out = {}
+    for job, group in grouped:
+        u = group.usage()
+        procs = proctree.TreeUsage()
+        if "memory" not in group.h.controllers:
+            procs = proctree.usage_of([st for pid in group.pids() if (st := proctree.read_stat(pid)) is not None])
+        out[job.key] = (u, procs)
+    return out
+
+
+def _check_executable(path: str) -> None:
+    if not os.path.isfile(path):
+        raise StartFailed(f"cannot execute {path}: No such file or directory", HOLD_FAILED_TO_CREATE_PROCESS, 2)
+    if not os.access(path, os.X_OK):
+        raise StartFailed(f"cannot execute {path}: Permission denied", HOLD_FAILED_TO_CREATE_PROCESS, 13)
+
+
+async def _stopped(pid: int, timeout: float = 30.0) -> int:
+    """The wait status once the child has stopped itself (or ended; -1 if it is not ours)."""
+    delay = 0.0002
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            found, status = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
+        except ChildProcessError:
+            return -1
+        if found or time.monotonic() > deadline:
+            return status if found else -1
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.005)
+
+
+def _into_group(proc: subprocess.Popen, group: cgroups.JobCgroup, executable: str, status: int | None = None) -> None:
+    """Wait for the child to stop itself (unless ``status`` says it has), move it into the job's
+    group, let it exec the job."""
+    if status is None:
+        try:
+            _, status = os.waitpid(proc.pid, os.WUNTRACED)
+        except ChildProcessError:
+            status = -1
+    if status == -1 or not os.WIFSTOPPED(status):
+        if status != -1 and (os.WIFEXITED(status) or os.WIFSIGNALED(status)):
+            proc.returncode = status  # reaped here: Popen must not wait for it
+        raise StartFailed(f"cannot start {executable}: the starter's shell ended before the job ran",
+                          HOLD_FAILED_TO_CREATE_PROCESS)
+    try:
+        cgroups.move(proc.pid, group.procs_files)
+    except OSError as exc:
+        proc.kill()
+        proc.wait()
+        raise StartFailed(f"cannot put the job in its cgroup {group.rel}: {exc.strerror or exc}",
+                          HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0) from None
+    os.kill(proc.pid, signal.SIGCONT)
+
+
+def _remove_when_empty(group: cgroups.JobCgroup, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not group.remove() and time.monotonic() < deadline:
+        group.kill()
+        time.sleep(0.005)
 
 
 def _rmtree_all(paths: list[str]) -> None:

@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from gridbus.console.cli import jobs, pool_view
+from gridbus.console.cli import dag, jobs, pool_view
 
 
 class CliError(Exception):
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     jobs.register(sub)
+    dag.register(sub)
     pool_view.register(sub)
     try:  # owned by the master/config part: pool, broker, config
         from gridbus.console.cli import pool as pool_commands
@@ -58,6 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"{args.command} has no handler")
     try:
         url = pool_url(getattr(args, "pool", None))
+        if args.command not in ("pool", "broker", "config"):
+            from gridbus import personal
+
+            url = personal.console_url(url)  # a personal pool's jobs are the Unix user's
         # Every console class (Schedd, Collector, ...) reads GRIDBUS_URL when given no URL.
         os.environ["GRIDBUS_URL"] = url
         args.url = url

@@ -1,4 +1,5 @@
-"""Job subcommands: submit, q, rm, hold, release, edit, history, wait (condor_submit, condor_q, ...)."""
+"""Job subcommands: submit, q, rm, hold, release, suspend, continue, vacate_job, edit, history, wait
+(condor_submit, condor_q, ...)."""
 
 from __future__ import annotations
 
@@ -98,6 +99,37 @@ def _insert_before_queue(text: str, line: str) -> str:
     return text.rstrip("\n") + "\n" + line + "\n"
 
 
+def _wait_in_queue(args: argparse.Namespace, job_id: str) -> int:
+    """`gridbus wait CLUSTER[.PROC]` without a user log: until the jobs have left the schedd's queue.
+
+    A submit file without `log =` (the most common first one) has no log to follow, so the schedd is
+    asked instead. Jobs that are all held never finish by themselves: that is said, with the hold
+    reason, and the exit status is 1."""
+    c, _, p = job_id.partition(".")
+    constraint = f"ClusterId == {int(c)}" + (f" && ProcId == {int(p)}" if p else "")
+    schedd = _schedd(args)
+    deadline = None if args.wait is None else time.monotonic() + args.wait
+    seen = 0
+    while True:
+        ads = list(schedd.query(constraint, ["ProcId", "JobStatus", "HoldReason"]))
+        seen = max(seen, len(ads))
+        if not ads:
+            break
+        held = [a for a in ads if formats.get(a, "JobStatus") == 5]
+        if len(held) == len(ads):
+            print(f"{len(held)} job(s) of {job_id} are held and will not finish by themselves: "
+                  f"{formats.get(held[0], 'HoldReason', '?')}")
+            return 1
+        if deadline is not None and time.monotonic() >= deadline:
+            print(f"Time expired: {len(ads)} job(s) of {job_id} still in the queue.")
+            return 1
+        time.sleep(0.5)  # polling interval of the queue, not a wait for a condition in a test
+    if not seen and not schedd.history(constraint, ["ProcId"], match=1):
+        raise LookupError(f"no job {job_id} in the queue or the history of {_schedd_address(schedd)}")
+    print("All jobs done.")
+    return 0
+
+
 # ------------------------------------------------------------------ q
 def cmd_q(args: argparse.Namespace) -> int:
     schedd = _schedd(args)
@@ -123,7 +155,11 @@ def cmd_q(args: argparse.Namespace) -> int:
     out = sys.stdout
     if not args.totals:
         out.write(formats.schedd_banner(_schedd_name(schedd), _schedd_address(schedd)))
-        if args.run:
+        if args.dag:
+            from gridbus.console.cli.dag import dag_table
+
+            out.write(dag_table(ads))
+        elif args.run:
             out.write(formats.run_table(ads))
         elif args.hold:
             out.write(formats.hold_table(ads))
@@ -175,13 +211,17 @@ def _autocluster(schedd: Any, constraint: str, args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------ rm / hold / release
-_VERB = {"rm": ("Remove", "marked for removal"), "hold": ("Hold", "held"), "release": ("Release", "released")}
+_VERB = {"rm": ("Remove", "marked for removal"), "hold": ("Hold", "held"), "release": ("Release", "released"),
+         "suspend": ("Suspend", "suspended"), "continue": ("Continue", "continued"),
+         "vacate_job": ("Vacate", "vacated")}
 
 
 def cmd_act(args: argparse.Namespace) -> int:
     from gridbus.console import JobAction
 
     action_name, done = _VERB[args.command]
+    if getattr(args, "fast", False):
+        action_name = "VacateFast"  # condor_vacate_job -fast: SIGKILL, no grace
     if not args.targets and not args.constraint and not args.all:
         raise ValueError(f"say which jobs: job ids, user names, -constraint EXPR or -all (see gridbus {args.command} -h)")
     schedd = _schedd(args)
@@ -209,7 +249,7 @@ def cmd_act(args: argparse.Namespace) -> int:
         if denied or not ok:
             failed = True
             why = "permission denied" if denied else "no such job or not in a state to be " + done
-            print(f"gridbus {args.command}: could not {action_name.lower()} {short}: {why}", file=sys.stderr)
+            print(f"gridbus {args.command}: could not {_VERB[args.command][0].lower()} {short}: {why}", file=sys.stderr)
     return 1 if failed else 0
 
 
@@ -302,6 +342,8 @@ class LogWatch:
 
 def cmd_wait(args: argparse.Namespace) -> int:
     job: tuple[int, int | None] | None = None
+    if args.job is None and _JOB_ID.match(args.log) and not os.path.exists(args.log):
+        return _wait_in_queue(args, args.log)
     if args.job:
         if not _JOB_ID.match(args.job):
             raise ValueError(f"{args.job!r} is not a job id (cluster or cluster.proc)")
@@ -371,14 +413,21 @@ def register(sub: Any) -> None:
     p.add_argument("-autocluster", "--autocluster", action="store_true", help="jobs grouped as the matchmaker sees them")
     p.add_argument("-run", "--run", action="store_true", help="running jobs and where they run")
     p.add_argument("-hold", "--hold", action="store_true", help="held jobs and why")
+    p.add_argument("-dag", "--dag", action="store_true", help="DAG node jobs listed under their DAGMan job")
     p.add_argument("-allusers", "--allusers", action="store_true", help="every user's jobs (default: yours)")
     p.set_defaults(handler=cmd_q)
 
-    for name, text in (("rm", "remove jobs (condor_rm)"), ("hold", "hold jobs (condor_hold)"), ("release", "release held jobs (condor_release)")):
+    for name, text in (("rm", "remove jobs (condor_rm)"), ("hold", "hold jobs (condor_hold)"),
+                       ("release", "release held jobs (condor_release)"),
+                       ("suspend", "suspend running jobs where they run: their processes are frozen (condor_suspend)"),
+                       ("continue", "let suspended jobs run again (condor_continue)"),
+                       ("vacate_job", "stop running jobs and put them back to Idle to run again (condor_vacate_job)")):
         p = sub.add_parser(name, help=text)
         _add_select(p)
         p.add_argument("-all", "--all", action="store_true", help="all of your jobs")
         p.add_argument("-reason", "--reason", metavar="TEXT", help="why (recorded in the job and its log)")
+        if name == "vacate_job":
+            p.add_argument("-fast", "--fast", action="store_true", help="SIGKILL at once, no KILLING_TIMEOUT grace")
         p.set_defaults(handler=cmd_act)
 
     p = sub.add_parser("edit", help="set a job attribute (condor_qedit)")
@@ -395,8 +444,9 @@ def register(sub: Any) -> None:
     p.add_argument("-limit", "-match", "--limit", dest="limit", type=int, default=-1, metavar="N", help="at most N jobs")
     p.set_defaults(handler=cmd_history)
 
-    p = sub.add_parser("wait", help="wait for the jobs in a user log to finish (condor_wait)")
-    p.add_argument("log", metavar="LOGFILE")
+    p = sub.add_parser("wait", help="wait for the jobs in a user log, or of a cluster, to finish (condor_wait)")
+    p.add_argument("log", metavar="LOGFILE|CLUSTER[.PROC]",
+                   help="a user log, or a job id alone to wait until its jobs leave the schedd's queue")
     p.add_argument("job", nargs="?", metavar="CLUSTER[.PROC]")
     p.add_argument("-wait", "--wait", type=float, metavar="SECONDS", help="give up after this long (exit 1)")
     p.add_argument("-quiet", "--quiet", action="store_true", help="no progress bar")

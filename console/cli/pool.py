@@ -13,7 +13,6 @@ the configuration file).
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import shutil
@@ -186,6 +185,20 @@ def _daemons_serving(url: str, record: dict[str, Any]) -> bool:
     return kinds <= serving
 
 
+def unprivileged_account(cfg: Config) -> str | None:
+    """The account a personal pool started by root runs jobs as, when the configuration says none.
+
+    HTCondor runs a job as its owner's account; a personal pool started by root has no account for
+    its submitter to run as (and never runs jobs as root), so its jobs run as ``nobody``, as
+    HTCondor's nobody slot users do, unless STARTER_UNPRIVILEGED_USER or STARTER_ALLOW_ROOT_JOBS
+    says otherwise. None when the pool is not root's or is configured."""
+    if os.geteuid() != 0 or str(cfg.get("STARTER_UNPRIVILEGED_USER", "") or ""):
+        return None
+    if str(cfg.get("STARTER_ALLOW_ROOT_JOBS", False)).lower() in ("true", "1", "yes"):
+        return None
+    return "nobody"
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     cfg = pool_config()
     url = args.url
@@ -195,9 +208,20 @@ def cmd_up(args: argparse.Namespace) -> int:
         return 0
     ensure_broker(url)
     check_login(url)
+    from gridbus import personal
+
+    me = personal.ensure(url, cfg.path_of("LOCAL_DIR"))
+    if me is not None:
+        print(f"gridbus: your jobs are owned by {me}: the console logs in to this pool as the broker account "
+              f"{me}, named after you", flush=True)
     log_dir = cfg.path_of("LOG")
     log_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "GRIDBUS_URL": url}
+    runas = unprivileged_account(cfg)
+    if runas is not None:
+        env["GRIDBUS_STARTER_UNPRIVILEGED_USER"] = runas
+        print(f"gridbus: started by root, this personal pool runs jobs as {runas}, never as root "
+              "(set STARTER_UNPRIVILEGED_USER to choose the account, or STARTER_ALLOW_ROOT_JOBS)", flush=True)
     daemons = ", ".join(d for d in cfg.get("DAEMON_LIST") if d.upper() != "MASTER")
     if not args.detach:
         print(f"gridbus: personal pool ({daemons}) on {BrokerURL(url).redacted()}; logs in {log_dir}; Ctrl-C stops it",
@@ -344,6 +368,8 @@ def cmd_broker_setup(args: argparse.Namespace) -> int:
                             quorum=broker.is_cluster)
     for line in report.lines:
         print(line)
+    for user in users:
+        print(f"{user}: jobs run as the Unix account {user} on execute nodes (USER_MAP maps it to another)")
     for user, password in report.passwords.items():
         print(f"password of the new account {user}: {password}  (shown once; keep it)")
     daemon_url = broker.with_vhost(vhost).with_credentials(
@@ -354,11 +380,9 @@ def cmd_broker_setup(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------- config
 def cmd_config(args: argparse.Namespace) -> int:
-    for kind in DAEMON_MODULES:  # each daemon module declares its knobs when imported
-        try:
-            importlib.import_module(f"gridbus.agents.{kind}")
-        except Exception:  # a daemon that does not import still leaves the others to show
-            pass
+    from gridbus.console.configuration import declare_daemon_knobs
+
+    declare_daemon_knobs()
     cfg = Config.load(daemon=args.daemon)
     wanted = {n.upper() for n in args.names}
     rows = [row for row in cfg.items() if not wanted or row[0] in wanted]

@@ -76,6 +76,20 @@ class AsyncClient:
             routing_key, bus.T_QUERY_REQUEST, query_body(class_name, filters), "getObjects", timeout
         )
 
+    async def notify(self, routing_key: str, method: str, args: dict | None = None, *, ttl: float = 30.0) -> None:
+        """A method request that wants no answer (no reply-to), e.g. a broadcast on key ``all``.
+        The agent's own object is addressed; the broker drops it after ``ttl`` seconds untaken."""
+        message = aio_pika.Message(
+            wire.encode(method_body("", method, args)),
+            content_type=wire.MSGPACK,
+            type=bus.T_METHOD_REQUEST,
+            user_id=self._user,
+            app_id=self._app_id,
+            expiration=ttl,
+        )
+        exchange = await self._channel.get_exchange(bus.RPC, ensure=False)
+        await exchange.publish(message, routing_key=routing_key, mandatory=False)
+
     async def _request(self, key: str, mtype: str, body: dict, what: str, timeout: float) -> MethodResult:
         cid = new_correlation_id()
         loop = asyncio.get_running_loop()

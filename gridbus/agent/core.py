@@ -15,7 +15,6 @@ import asyncio
 import inspect
 import logging
 import os
-import random
 import socket
 import time
 import traceback
@@ -28,7 +27,10 @@ from aio_pika.abc import AbstractIncomingMessage, AbstractRobustConnection
 
 from gridbus import bus, wire
 from gridbus.agent import failover
+from gridbus.agent.advertising import ADS_PER_MESSAGE as ADS_PER_MESSAGE  # re-exported
+from gridbus.agent.advertising import Advertising
 from gridbus.agent.client import AsyncClient
+from gridbus.agent.common import CommonMethods
 from gridbus.agent.objects import Call, ManagedObject
 from gridbus.schema import Schema, builtin, validate_args
 from gridbus.status import CANNED_TEXT, MethodError, Status
@@ -36,9 +38,6 @@ from gridbus.status import CANNED_TEXT, MethodError, Status
 # Statuses the framework gives a malformed request: those requests go to the dead-letter queue.
 _DEAD_LETTER_STATUSES = {Status.UNKNOWN_OBJECT, Status.UNKNOWN_METHOD, Status.INVALID_PARAMETER}
 
-# One ad message carries at most this many ads; a startd's slots travel together, a simulator's
-# 100,000 machine ads in a few hundred messages.
-ADS_PER_MESSAGE = 500
 
 # A confirmed publish waits this long for the broker's confirm, and is sent again for this long
 # (long enough for a failover to another broker node, or a restarted broker).
@@ -46,7 +45,7 @@ CONFIRM_TIMEOUT = 5.0
 CONFIRM_RETRY = 30.0
 
 
-class Agent:
+class Agent(Advertising, CommonMethods):
     """Base class of every gridbus daemon. Subclasses set `kind` and `classes` and add handlers."""
 
     kind = "agent"
@@ -98,6 +97,7 @@ class Agent:
         self._published: dict[str, set[str]] = {}  # MyType -> names sent in the last round
         self._stopping = False
         self.ready: asyncio.Event | None = None
+        self._stop_requested: asyncio.Event | None = None  # set by run(); request_stop sets it
         for class_name in self.classes:
             self.add_object(ManagedObject(class_name, self.address, self.object_properties, self.object_statistics))
 
@@ -133,108 +133,6 @@ class Agent:
             "UpdateInterval": self.update_interval,
             **self.stats,
         }
-
-    def ads(self) -> list[dict[str, Any]]:
-        """Every public ad this agent advertises (default: its daemon ad)."""
-        return [self.daemon_ad()]
-
-    def private_ads(self) -> list[dict[str, Any]]:
-        """Ads that carry secrets (claim ids); they travel on private.* routing keys."""
-        return []
-
-    def ads_changed(self) -> None:
-        """Something meaningful changed: re-advertise soon (coalesced)."""
-        if self._ads_wanted is not None:
-            self._ads_wanted.set()
-
-    async def publish_ads(self) -> None:
-        """Publish every ad (public and private) once, batched; invalidate the ones gone since.
-
-        Ads are grouped by MyType, up to ADS_PER_MESSAGE per message, so a startd's slots travel
-        together. A name published last round and absent now (a dynamic slot that went away, a
-        submitter without jobs) is invalidated at once rather than left to expire.
-        """
-        self._sequence += 1
-        extra = {
-            "UpdateSequenceNumber": self._sequence,
-            "DaemonStartTime": self.start_time,
-            "ClassAdLifetime": self.lifetime,
-        }
-        names_now: dict[str, set[str]] = {}
-        for private, ads in ((False, self.ads()), (True, self.private_ads())):
-            by_type: dict[str, list[dict[str, Any]]] = {}
-            for ad in ads:
-                mytype = str(ad.get("MyType", self.my_type))
-                by_type.setdefault(mytype, []).append({**ad, "MyType": mytype, **extra})
-                if not private and ad.get("Name") is not None:
-                    names_now.setdefault(mytype, set()).add(str(ad["Name"]))
-            for mytype, group in by_type.items():
-                for i in range(0, len(group), ADS_PER_MESSAGE):
-                    await self.publish(
-                        bus.ADS,
-                        bus.ad_key(mytype, self.name, private=private),
-                        {"ads": group[i : i + ADS_PER_MESSAGE]},
-                        bus.T_AD,
-                    )
-        gone = {t: names - names_now.get(t, set()) for t, names in self._published.items()}
-        self._published = names_now
-        await self._publish_invalidations({t: n for t, n in gone.items() if n})
-
-    async def invalidate_ads(self) -> None:
-        """Invalidate every ad this agent advertises or advertised last (graceful stop)."""
-        by_type: dict[str, set[str]] = {t: set(n) for t, n in self._published.items()}
-        try:
-            current = self.ads()
-        except Exception:  # a half-stopped agent may not build its ads; what was sent is known
-            self.log.warning("building the ads to invalidate failed", exc_info=True)
-            current = []
-        for ad in current:
-            if ad.get("Name") is not None:
-                by_type.setdefault(str(ad.get("MyType", self.my_type)), set()).add(str(ad["Name"]))
-        await self._publish_invalidations(by_type)
-        self._published = {}
-
-    async def _publish_invalidations(self, by_type: dict[str, set[str]]) -> None:
-        for mytype, names in by_type.items():
-            ordered = sorted(names)
-            for i in range(0, len(ordered), ADS_PER_MESSAGE):
-                await self.publish(
-                    bus.ADS,
-                    bus.ad_key(mytype, self.name),
-                    {"mytype": mytype, "names": ordered[i : i + ADS_PER_MESSAGE]},
-                    bus.T_INVALIDATE,
-                )
-
-    def _next_update_wait(self, first: bool) -> float:
-        """Seconds to the next periodic update.
-
-        The first wait is uniform over (0.1, 1] intervals: a pool restarted at once advertises
-        at once (each daemon must be seen within one interval) and then spreads its phases over
-        the whole interval, so no later round comes as one burst. Later waits keep a 10% jitter
-        so phases never lock together again, and never exceed the interval.
-        """
-        low = 0.1 if first else 0.9
-        return self.update_interval * random.uniform(low, 1.0)
-
-    async def _advertise_loop(self) -> None:
-        assert self._ads_wanted is not None
-        min_gap = min(0.2, self.update_interval / 4)
-        first = True
-        while not self._stopping:
-            self._ads_wanted.clear()  # what changed before this round is in it
-            try:
-                await self.publish_ads()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # the broker may be away; the next round tries again
-                self.log.warning("publishing ads failed", exc_info=True)
-            wait = self._next_update_wait(first)
-            first = False
-            try:
-                await asyncio.wait_for(self._ads_wanted.wait(), wait)
-                await asyncio.sleep(min_gap)  # coalesce a burst of changes into one update
-            except TimeoutError:
-                pass
 
     # ------------------------------------------------------------------ events and calls
     async def publish(self, exchange: str, key: str, body: Any, mtype: str, *, confirm: bool = False) -> None:
@@ -301,6 +199,7 @@ class Agent:
         self._ads_wanted = asyncio.Event()
         self.ready = asyncio.Event()
         self._config_baseline()
+        self.start_duty_cycle()
         # Every broker GRIDBUS_URL lists, in turn: a lost connection moves to the next that answers
         # (a restarted broker or a closed connection is back within a second).
         self._connection = await failover.connect(self.url, name=f"gridbus {self.address}", reconnect_interval=1)
@@ -394,11 +293,21 @@ class Agent:
         if self._connection is not None:
             await self._connection.close()
 
+    def request_stop(self, delay: float = 0.0) -> bool:
+        """Stop as a signal would, ``delay`` seconds from now (time to send an answer first);
+        False if the agent was not started by run()."""
+        event = self._stop_requested
+        if event is None:
+            return False
+        asyncio.get_running_loop().call_later(delay, event.set)
+        return True
+
     async def run(self, stop: asyncio.Event | None = None) -> None:
-        """Start, serve until ``stop`` is set (or forever), then stop gracefully."""
+        """Start, serve until ``stop`` is set (or forever, or until ``request_stop``), then stop gracefully."""
+        self._stop_requested = stop or asyncio.Event()
         await self.start()
         try:
-            await (stop.wait() if stop else asyncio.Future())
+            await self._stop_requested.wait()
         finally:
             await self.stop()
 
@@ -426,7 +335,7 @@ class Agent:
         from gridbus.config import Config
 
         old = self.config
-        new = old.reload() if old is not None else Config.load(daemon=self.kind)
+        new = self.apply_runtime(old.reload() if old is not None else Config.load(daemon=self.kind))
         changed = old.changed(new) if old is not None else []
         self.config = new
         if "UPDATE_INTERVAL" in changed:
@@ -510,11 +419,7 @@ class Agent:
 
     def _method_names(self, class_name: str) -> dict[str, list[str]]:
         """Method name -> its input argument names, so a console can map positional arguments."""
-        try:
-            methods = self.schema.cls(class_name).methods
-        except KeyError:
-            return {}
-        return {m.name: [a.name for a in m.inputs] for m in methods.values()}
+        return {m.name: [a.name for a in m.inputs] for m in self.schema_methods(class_name).values()}
 
     def resolve_object(self, name: str) -> str | None:
         """The class of the object called ``name``, or None. Override for on-demand objects."""
@@ -532,7 +437,7 @@ class Agent:
             self.stats["RequestsFailed"] += 1
             return exc.status in _DEAD_LETTER_STATUSES
         class_name = self.resolve_object(call.object) or ""
-        handler = self._handlers[(class_name, call.method)]
+        handler = self._handlers[self.handler_key(class_name, call.method)]
         try:
             result = handler(self, call, **call.args)
             if inspect.isasyncgen(result):
@@ -566,14 +471,11 @@ class Agent:
         class_name = self.resolve_object(obj)
         if class_name is None:
             raise MethodError(Status.UNKNOWN_OBJECT, f"{self.address} has no object {obj!r}")
-        try:
-            schema_method = self.schema.cls(class_name).methods[name]
-        except KeyError:
+        schema_method = self.schema_methods(class_name).get(name)
+        if schema_method is None:
             known = ", ".join(self._method_names(class_name)) or "none"
-            raise MethodError(
-                Status.UNKNOWN_METHOD, f"class {class_name} has no method {name!r} (methods: {known})"
-            ) from None
-        if (class_name, name) not in self._handlers:
+            raise MethodError(Status.UNKNOWN_METHOD, f"class {class_name} has no method {name!r} (methods: {known})")
+        if self.handler_key(class_name, name) not in self._handlers:
             raise MethodError(Status.NOT_IMPLEMENTED, f"{class_name}.{name} is not implemented by {self.address}")
         args = validate_args(schema_method, body.get("args"))
         admin = self.is_admin(user)

@@ -13,11 +13,12 @@ import enum
 from typing import Any
 
 
-class Value(enum.Enum):
-    """classad2's special values (``Error = 1``, ``Undefined = 2``, as in classad2).
+class Value(enum.IntEnum):
+    """classad2's special values: an IntEnum, ``Error == 1`` and ``Undefined == 2``, as in classad2.
 
-    A plain Enum, not classad2's IntEnum: an int subclass would be packed by msgpack as a bare
-    integer and lose its meaning on the wire (gridbus.wire sends these as typed values).
+    Being an int subclass, a member passes ``isinstance(v, int)``: code that wants a number from
+    an ad or an evaluation asks :func:`is_number` instead. The wire codec sends members as typed
+    values, never as the integers they equal (gridbus.wire).
     """
 
     Error = 1 << 0
@@ -33,6 +34,12 @@ MISSING: Any = object()
 INT_MIN = -(1 << 63)
 INT_MAX = (1 << 63) - 1
 _MASK64 = (1 << 64) - 1
+
+
+def is_number(v: Any) -> bool:
+    """Whether ``v`` is a ClassAd number: an int or float, but neither a bool nor a Value member
+    (both of which Python counts as ints)."""
+    return isinstance(v, (int, float)) and not isinstance(v, (bool, Value))
 
 
 def wrap64(n: int) -> int:

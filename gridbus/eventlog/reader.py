@@ -20,6 +20,8 @@ from collections.abc import Iterator, Mapping
 from enum import IntEnum
 from typing import Any
 
+from gridbus.errors import HTCondorValueError
+
 
 class JobEventType(IntEnum):
     SUBMIT = 0
@@ -222,7 +224,7 @@ def parse_event(text: str) -> JobEvent:
     lines = text.rstrip("\n").split("\n")
     m = _HEADER.fullmatch(lines[0])
     if m is None:
-        raise ValueError(f"not a job event header: {lines[0][:80]!r}")
+        raise HTCondorValueError(f"not a job event header: {lines[0][:80]!r}")
     code = int(m.group(1))
     etype = JobEventType(code)  # an unknown code raises ValueError, as htcondor2 does
     cluster, proc, subproc = int(m.group(2)), int(m.group(3)), int(m.group(4))
@@ -333,6 +335,17 @@ def _shadow_exception(first: str, body: list[str], attrs: dict[str, Any]) -> Non
     _usage_and_bytes(body, attrs)
 
 
+def _no_body(first: str, body: list[str], attrs: dict[str, Any]) -> None:
+    pass
+
+
+def _suspended(first: str, body: list[str], attrs: dict[str, Any]) -> None:
+    for line in body:
+        m = re.fullmatch(r"\s*Number of processes actually suspended: (-?\d+)\s*", line)
+        if m:
+            attrs["NumberOfPIDs"] = int(m.group(1))
+
+
 def _held(first: str, body: list[str], attrs: dict[str, Any]) -> None:
     for line in body:
         s = line.strip()
@@ -395,6 +408,6 @@ def _file_transfer(first: str, body: list[str], attrs: dict[str, Any]) -> None:
 
 _BODY = {
     0: _submit, 1: _execute, 4: _evicted, 5: _terminated, 6: _image_size, 7: _shadow_exception,
-    9: _reason, 12: _held, 13: _reason, 22: _disconnected, 23: _reconnected, 28: _ad_information,
+    9: _reason, 10: _suspended, 11: _no_body, 12: _held, 13: _reason, 22: _disconnected, 23: _reconnected, 28: _ad_information,
     40: _file_transfer,
 }

@@ -20,6 +20,8 @@ JOB_TERMINATED = 5
 IMAGE_SIZE = 6
 SHADOW_EXCEPTION = 7
 JOB_ABORTED = 9
+JOB_SUSPENDED = 10
+JOB_UNSUSPENDED = 11
 JOB_HELD = 12
 JOB_RELEASED = 13
 
@@ -52,8 +54,10 @@ def rusage(seconds_user: float, seconds_sys: float) -> str:
     return f"Usr {part(seconds_user)}, Sys {part(seconds_sys)}"
 
 
-def submit(cluster: int, proc: int, when: float, host: str) -> str:
-    return event(SUBMIT, cluster, proc, when, f"Job submitted from host: {host}")
+def submit(cluster: int, proc: int, when: float, host: str, notes: str | None = None) -> str:
+    # LogNotes (DAGMan's "DAG Node: <name>") is the submit event's second line, as HTCondor writes it.
+    body = [f"    {_one_line(notes)}"] if notes else []
+    return event(SUBMIT, cluster, proc, when, f"Job submitted from host: {host}", body)
 
 
 def execute(cluster: int, proc: int, when: float, host: str, slot: str = "") -> str:
@@ -115,6 +119,17 @@ def image_size(cluster: int, proc: int, when: float, size_kib: int, memory_mib: 
     if rss_kib is not None:
         body.append(f"\t{int(rss_kib)}  -  ResidentSetSize of job (KB)")
     return event(IMAGE_SIZE, cluster, proc, when, f"Image size of job updated: {int(size_kib)}", body)
+
+
+def suspended(cluster: int, proc: int, when: float, processes: int) -> str:
+    """Event 010: the job's processes were suspended (condor_suspend)."""
+    return event(JOB_SUSPENDED, cluster, proc, when, "Job was suspended.",
+                 [f"\tNumber of processes actually suspended: {int(processes)}"])
+
+
+def unsuspended(cluster: int, proc: int, when: float) -> str:
+    """Event 011: the job runs again (condor_continue)."""
+    return event(JOB_UNSUSPENDED, cluster, proc, when, "Job was unsuspended.")
 
 
 def held(cluster: int, proc: int, when: float, reason: str, code: int = 0, subcode: int = 0) -> str:

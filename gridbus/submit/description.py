@@ -6,10 +6,13 @@
     built = sub.build(cluster_id=7)            # the ads a schedd stores
     built.cluster_ad, built.proc_ads           # common attributes; per-proc differences (with ProcId)
 
-The schedd's contract: `cluster_ad(...)` is the cluster's common attributes as a plain dict (values
-are literals or `gridbus.classad.ExprTree`), `proc_ads(...)` the per-proc differences after the queue
-statement's items are expanded, each with its `ProcId`. A cluster id is needed only when the
-description refers to `$(Cluster)`; `uses_cluster_id()` says whether it does.
+Only the submitting client expands a description (the console's `Schedd.submit` and `gridbus
+submit`, in the submitter's working directory, with the cluster id the schedd's NewCluster gave):
+`cluster_ad(...)` is the cluster's common attributes as a plain dict (values are literals or
+`gridbus.classad.ExprTree`), `proc_ads(...)` the per-proc differences after the queue statement's
+items are expanded, each with its `ProcId`; `late(built, ...)` is the proc template a schedd fills
+in for a cluster it materializes late (gridbus.submit.materialize). `uses_cluster_id()` says whether
+the description refers to `$(Cluster)`.
 
 A description may hold several queue statements (condor_submit's rule): each makes its own procs,
 numbered on from the previous one's, with the commands above it in effect. The mapping, `getQArgs`
@@ -27,7 +30,8 @@ from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gridbus.submit import commands, lines, queue
+from gridbus.errors import HTCondorTypeError, HTCondorValueError
+from gridbus.submit import commands, lines, materialize, queue
 from gridbus.submit.errors import SubmitError, SubmitWarning
 from gridbus.submit.jobad import build_job_ad
 from gridbus.submit.macros import Expander
@@ -88,7 +92,7 @@ class Submit(MutableMapping[str, str]):
             for k, v in input.items():
                 self[k] = v
         elif input is not None:
-            raise TypeError(f"Submit() takes a submit description string or a dict, not {type(input).__name__}")
+            raise HTCondorTypeError(f"Submit() takes a submit description string or a dict, not {type(input).__name__}")
         for k, v in kwargs.items():
             self[k] = v
         if queue is not None:
@@ -109,7 +113,7 @@ class Submit(MutableMapping[str, str]):
 
     def __setitem__(self, key: str, value: str) -> None:
         if not isinstance(value, str):
-            raise TypeError(f"the value of submit command {key!r} must be a string, not {type(value).__name__}")
+            raise HTCondorTypeError(f"the value of submit command {key!r} must be a string, not {type(value).__name__}")
         k = self._norm(key)
         written = self._entries[k][0] if k in self._entries else lines.canonical_key(key.strip())
         self._entries[k] = (written, value, None)
@@ -138,12 +142,20 @@ class Submit(MutableMapping[str, str]):
         return f"Submit({str(self)!r})"
 
     # ------------------------------------------------------------------ htcondor2 methods
+    @classmethod
+    def from_dag(cls, filename: str, options: dict[str, Any] | None = None) -> Submit:
+        """The DAGMan job's description for a DAG file, as htcondor2's Submit.from_dag (options are
+        condor_submit_dag's: maxidle, maxjobs, maxpre, maxpost, force, notification, ...)."""
+        from gridbus.dagman.submitfile import dagman_submit
+
+        return dagman_submit(filename, options)
+
     def getQArgs(self) -> str:
         return self._qargs or ""
 
     def setQArgs(self, args: str) -> None:
         if not isinstance(args, str):
-            raise TypeError("setQArgs() takes the text after 'queue' as a string")
+            raise HTCondorTypeError("setQArgs() takes the text after 'queue' as a string")
         text = args.strip()
         if text[:5].lower() == "queue" and (len(text) == 5 or text[5].isspace()):
             text = text[5:].strip()
@@ -158,9 +170,9 @@ class Submit(MutableMapping[str, str]):
 
     def setSubmitMethod(self, method_value: int = -1, allow_reserved_values: bool = False) -> None:
         if not isinstance(method_value, int):
-            raise TypeError("the submit method is an integer")
+            raise HTCondorTypeError("the submit method is an integer")
         if method_value < _RESERVED_METHOD_LIMIT and not allow_reserved_values:
-            raise ValueError(f"submit methods below {_RESERVED_METHOD_LIMIT} are reserved; pass allow_reserved_values=True")
+            raise HTCondorValueError(f"submit methods below {_RESERVED_METHOD_LIMIT} are reserved; pass allow_reserved_values=True")
         self._submit_method = method_value
 
     def expand(self, attr: str) -> str:
@@ -253,6 +265,54 @@ class Submit(MutableMapping[str, str]):
         procs = [{"ProcId": ad["ProcId"], **{k: v for k, v in ad.items() if k not in common and k != "ProcId"}} for ad in ads]
         return Built(common, procs, self.warnings)
 
+    def late(self, built: Built, cluster_id: int, count: int = 0, itemdata: Iterable[Any] | None = None,
+             qdate: int | None = None) -> dict[str, Any] | None:
+        """What a schedd needs to materialize ``built``'s procs itself: {"Template", "Items", "Steps"}
+        (gridbus.submit.materialize), or None when a template cannot make exactly those procs (then
+        the procs' own ads are sent). ``built`` is this description's build() with the same arguments."""
+        if self._more:
+            return None
+        rows, steps = self._rows(count, list(itemdata) if itemdata is not None else None)
+        if not rows or steps < 1 or len(rows) * steps != len(built.proc_ads):
+            return None
+        names = [*materialize.BUILTIN, *(n.lower() for n in self._queue_names())]
+        for _, row in rows:
+            names += [k.lower() for k in row]
+        macros = {n: materialize.marker(n) for n in names}
+        user_keys = [(written[3:], k) for k, (written, _, _) in self._entries.items() if k.startswith("my.")]
+        first = built.proc_ads[0]
+        if first["ProcId"] != 0:
+            return None  # the schedd numbers a cluster's procs from 0
+        try:
+            marked, _ = self._one(cluster_id, 0, (0, 0, {}), int(qdate or 0), None, user_keys,
+                                  macros=macros)
+        except SubmitError:
+            return None
+        template: dict[str, list[str]] = {}
+        for name, value in first.items():
+            if name == "ProcId":
+                continue
+            tv = marked.get(name)
+            if isinstance(tv, str) and isinstance(value, str):
+                template[name] = ["str", materialize.unmark(tv)]
+            elif hasattr(tv, "eval"):
+                kind = "expr" if hasattr(value, "eval") else "value"
+                template[name] = [kind, materialize.unmark(str(tv))]
+            else:
+                return None  # a per-proc number made by conversion: not a text substitution
+        if not template:
+            return None
+        items = [[row_no, dict(row)] for row_no, row in rows]
+        try:
+            for proc in built.proc_ads:
+                made = materialize.proc_ad(template, materialize.proc_for(proc["ProcId"], items, steps))
+                own = {k: v for k, v in proc.items() if k != "ProcId"}
+                if made.keys() != own.keys() or not all(_same(made[k], own[k]) for k in own):
+                    return None
+        except Exception:
+            return None
+        return {"Template": template, "Items": items, "Steps": steps}
+
     # ------------------------------------------------------------------ internals
     def _segments(self) -> list[Submit]:
         """One single-queue description per queue statement, each with the commands then in effect."""
@@ -314,24 +374,22 @@ class Submit(MutableMapping[str, str]):
 
     def _plan(self, count: int, itemdata: Iterable[Any] | None) -> Iterator[tuple[int, int, dict[str, str]]]:
         """(step, row number, item row) for every proc, in proc order."""
+        rows, steps = self._rows(count, itemdata)
+        for row_no, row in rows:
+            for step in range(steps):
+                yield step, row_no, row
+
+    def _rows(self, count: int, itemdata: Iterable[Any] | None) -> tuple[list[tuple[int, dict[str, str]]], int]:
+        """The item rows (row number, row) after the slice, and how many procs each makes."""
         qa = queue.parse_queue(self._expanded_qargs(None), self._qlineno)
         if itemdata is not None:
             names = qa.names or ["Item"]
-            per_item = count or 1
-            for row_no, item in enumerate(itemdata):
-                row = self._item_row(item, names)
-                for step in range(per_item):
-                    yield step, row_no, row
-            return
+            return [(row_no, self._item_row(item, names)) for row_no, item in enumerate(itemdata)], count or 1
         n = count or queue.count_of(qa, self._qlineno)
         rows = queue.raw_items(qa, self._cwd(), self._qlineno)
         if rows is None:
-            for step in range(n):
-                yield step, 0, {}
-            return
-        for row_no, row in queue.sliced(qa, rows):
-            for step in range(n):
-                yield step, row_no, row
+            return ([(0, {})] if n else []), n
+        return queue.sliced(qa, rows), n
 
     @staticmethod
     def _item_row(item: Any, names: list[str]) -> dict[str, str]:
@@ -357,12 +415,10 @@ class Submit(MutableMapping[str, str]):
         return Expander(lookup)
 
     def _one(self, cluster_id: int, proc_id: int, plan_step: tuple[int, int, dict[str, str]], qdate: int,
-             owner: str | None, user_keys: list[tuple[str, str]]) -> tuple[dict[str, Any], set[str]]:
+             owner: str | None, user_keys: list[tuple[str, str]], *,
+             macros: dict[str, str] | None = None) -> tuple[dict[str, Any], set[str]]:
         step, row_no, row = plan_step
-        extra = {"process": str(proc_id), "procid": str(proc_id), "node": str(proc_id), "step": str(step),
-                 "row": str(row_no), "itemindex": str(row_no)}
-        extra.update({k.lower(): v for k, v in row.items()})
-        extra.setdefault("item", "")
+        extra = materialize.proc_macros(proc_id, step, row_no, row) if macros is None else macros
         expander = self._expander(cluster_id, extra)
         cache: dict[str, str | None] = {}
 
@@ -375,7 +431,8 @@ class Submit(MutableMapping[str, str]):
         user_attrs = tuple((name, expander.expand(self._entries[key][1])) for name, key in user_keys)
         try:
             ad = build_job_ad(get, cwd=self._cwd(), cluster_id=cluster_id, proc_id=proc_id, qdate=qdate,
-                              submit_method=self._submit_method, owner=owner, user_attrs=user_attrs)
+                              submit_method=self._submit_method, owner=owner, user_attrs=user_attrs,
+                              check_dirs=macros is None)
         except SubmitError as exc:
             if exc.lineno is None:
                 raise SubmitError(exc.reason, self._line_of(exc.reason)) from None

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from gridbus.errors import HTCondorException
 
-class SubmitError(ValueError):
+
+class SubmitError(HTCondorException, ValueError):  # htcondor2 raises HTCondorException here
     """A submit description that cannot make jobs; the message names the line when there is one."""
 
     def __init__(self, message: str, lineno: int | None = None):

@@ -18,7 +18,14 @@ from functools import lru_cache
 from typing import Any
 
 from gridbus.submit.errors import SubmitError
-from gridbus.submit.quoting import arguments_attrs, environment_attr, is_v2, join_v2, split_v2
+from gridbus.submit.quoting import (
+    arguments_attrs,
+    env_v1_attr,
+    environment_attr,
+    is_v2,
+    join_v2,
+    split_v2,
+)
 from gridbus.submit.units import disk_kib, memory_mib
 
 Getter = Callable[[str], "str | None"]
@@ -198,8 +205,12 @@ def build_job_ad(
     submit_method: int,
     owner: str | None = None,
     user_attrs: tuple[tuple[str, str], ...] = (),
+    check_dirs: bool = True,
 ) -> dict[str, Any]:
-    """The whole ad of one job; `get` answers a command's expanded value (None when not given)."""
+    """The whole ad of one job; `get` answers a command's expanded value (None when not given).
+
+    ``check_dirs=False`` builds a proc template (gridbus.submit.materialize), whose initialdir may
+    still name a per-proc macro; each real proc's directory is checked when it is built."""
     ad: dict[str, Any] = dict(CONSTANT_ATTRS)
     ad["ClusterId"] = cluster_id
     ad["ProcId"] = proc_id
@@ -213,7 +224,7 @@ def build_job_ad(
 
     iwd_text = next((v for v in (get("initialdir"), get("initial_dir"), get("iwd")) if v), None)
     iwd = os.path.normpath(os.path.join(cwd, iwd_text)) if iwd_text else cwd
-    if not os.path.isdir(iwd):
+    if check_dirs and not os.path.isdir(iwd):
         raise SubmitError(f"initialdir: no such directory: {iwd}")
     ad["Iwd"] = iwd
 
@@ -228,10 +239,16 @@ def build_job_ad(
 
     ad.update(arguments_attrs(get("arguments")))
     env_value = get("environment")
+    getenv = bool(get("getenv")) and truth(get("getenv") or "", "getenv")
     if env_value is None:
         env_value = get("env")
+        if env_value is not None and env_value.strip() and not is_v2(env_value):
+            # HTCondor keeps `env` in the old syntax as the old attributes, Env and EnvDelim.
+            ad["Env"] = env_v1_attr(env_value, dict(os.environ) if getenv else None)
+            ad["EnvDelim"] = ";"
+            env_value = None
     environment = environment_attr(env_value)
-    if get("getenv") and truth(get("getenv") or "", "getenv"):
+    if getenv and "Env" not in ad:
         # getenv = true: the submitter's environment, under what the description sets itself.
         own = {}
         for entry in split_v2(environment, "environment"):
@@ -239,7 +256,8 @@ def build_job_ad(
             own[name] = value
         merged = {**os.environ, **own}
         environment = join_v2([f"{k}={merged[k]}" for k in sorted(merged)])
-    ad["Environment"] = environment
+    if "Env" not in ad:
+        ad["Environment"] = environment
 
     for command, attr in (("input", "In"), ("output", "Out"), ("error", "Err")):
         value = get(command)

@@ -60,6 +60,23 @@ def environment_attr(value: str | None) -> str:
     return jobargs.unparse_environment_v2(env)
 
 
+def env_v1_attr(value: str, extra: dict[str, str] | None = None) -> str:
+    """The V1 `Env` string HTCondor keeps for `env = A=1;B=2` (old syntax under the name `env`):
+    the entries by name, `;`-separated, each as written but for leading blanks; ``extra`` (getenv)
+    under them."""
+    try:
+        jobargs.parse_env_v1(value, ";", "env")  # refuses an entry that is not NAME=value
+    except ArgumentError as exc:
+        raise SubmitError(str(exc)) from None
+    entries: dict[str, str] = {k: v for k, v in (extra or {}).items()}
+    for entry in value.split(";"):
+        entry = entry.lstrip(" \t")
+        if entry.strip():
+            name, _, rest = entry.partition("=")
+            entries[name] = rest
+    return ";".join(f"{name}={entries[name]}" for name in sorted(entries))
+
+
 def words_of(attrs: dict[str, str]) -> list[str]:
     """The argument list a starter would run, from `Args` (V1: split on blanks) or `Arguments` (V2)."""
     try:

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,9 @@ class Pool:
     def __init__(self, url: str, workdir: Path, **env: str):
         self.url = url
         self.workdir = Path(workdir)
-        self.env = {**BASE_ENV, **{k: str(v) for k, v in env.items()}}
+        # Job cgroups of a pool of its own: a startd cleans up its namesake's groups when it starts.
+        self.env = {**BASE_ENV, "GRIDBUS_BASE_CGROUP": f"gridbus-test/{uuid.uuid4().hex[:12]}",
+                    **{k: str(v) for k, v in env.items()}}
         self.procs: dict[str, subprocess.Popen] = {}
         self.config = self.workdir / "gridbus.toml"
         self.config.parent.mkdir(parents=True, exist_ok=True)
@@ -97,6 +100,10 @@ class Pool:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
+        # What a startd killed and not restarted left in its job cgroups.
+        from gridbus.agents.startd import cgroups
+
+        cgroups.purge(self.env["GRIDBUS_BASE_CGROUP"])
 
     def log_of(self, address: str, name: str) -> str:
         kind, _, who = address.partition("@")

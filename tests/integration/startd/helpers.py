@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,6 +22,7 @@ def settings(tmp_path, **kw: Any) -> StartdSettings:
         memory_check_interval=0.1,
         report_timeout=2.0,
         report_retry=0.3,
+        base_cgroup=f"gridbus-test/{uuid.uuid4().hex[:12]}",  # no other test's startd of the same name
     )
     base.update(kw)
     return StartdSettings(**base)

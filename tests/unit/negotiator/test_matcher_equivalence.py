@@ -15,9 +15,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gridbus.adrefs import SlotRefs, reach
 from gridbus.agents.negotiator import matchmaker
 from gridbus.agents.negotiator.matchmaker import REJECT_NO_MATCH, REJECT_PRIORITY, Matchmaker
-from gridbus.agents.negotiator.reach import SlotRefs, reach
 from gridbus.agents.negotiator.simulate import job_ads, machine_ads
 from gridbus.classad import ExprTree
 

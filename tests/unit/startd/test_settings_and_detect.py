@@ -103,10 +103,36 @@ def test_reconfig_applies_start_and_the_run_as_policy(tmp_path, monkeypatch):
     conf = tmp_path / "gridbus.toml"
     conf.write_text(f'EXECUTE = "{tmp_path}/ex"\nNUM_SLOTS = 1\n')
     monkeypatch.setenv("GRIDBUS_CONFIG", str(conf))
-    startd = Startd("r1", "amqp://guest:guest@127.0.0.1:5672/", settings=StartdSettings(execute=str(tmp_path / "ex")))
+    startd = Startd("r1", "amqp://guest:guest@127.0.0.1:5672/", settings=StartdSettings(execute=str(tmp_path / "ex"), base_cgroup=""))
     startd.config = Config.load(daemon="startd")
     conf.write_text(f'EXECUTE = "{tmp_path}/ex"\nNUM_SLOTS = 1\nSTART = "FALSE"\nSTARTER_UNPRIVILEGED_USER = "nobody"\n')
     changed = asyncio.run(startd.reconfig())
     assert {"START", "STARTER_UNPRIVILEGED_USER"} <= set(changed)
     assert str(startd.slot_ad(next(iter(startd.table.slots.values())))["Start"]).upper() == "FALSE"
     assert startd.starter.policy.unprivileged_user == "nobody"
+
+
+def test_machine_ad_says_whether_jobs_run_in_cgroups(tmp_path):
+    import uuid
+
+    from gridbus.agents.startd import Startd
+
+    url = "amqp://guest:guest@127.0.0.1:5672/"
+    scan = Startd("c0", url, settings=StartdSettings(execute=str(tmp_path / "ex"), base_cgroup=""))
+    assert scan.cgroups is None and scan.ads()[0]["HasCgroup"] is False
+    with pytest.raises(ValueError, match="CGROUP_MEMORY_LIMIT_POLICY"):
+        StartdSettings(memory_policy="strict").validate()
+    with pytest.raises(ValueError, match="CGROUP_VERSION"):
+        StartdSettings(cgroup_version="3").validate()
+    if os.geteuid() != 0:
+        return
+    base = f"gridbus-test/{uuid.uuid4().hex[:12]}"
+    for version, expected in (("auto", None), ("1", 1), ("2", 2)):
+        startd = Startd("c1", url, settings=StartdSettings(execute=str(tmp_path / "ex"), base_cgroup=base,
+                                                            cgroup_version=version))
+        try:
+            ad = startd.ads()[0]
+            assert ad["HasCgroup"] is True and ad["CgroupVersion"] == (expected or startd.cgroups.version)
+            assert startd.cgroups.base == f"{base}/c1"
+        finally:
+            startd.cgroups.remove_base()

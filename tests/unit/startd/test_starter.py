@@ -1,5 +1,6 @@
 """The starter with real processes (no broker): argv, environment, files, exit, signals, memory,
-process trees, and the run-as policy."""
+process trees, and the run-as policy; in job cgroups and on the process-scan fallback (the
+``job_cgroups`` fixture, tests/unit/startd/conftest.py)."""
 
 from __future__ import annotations
 
@@ -21,17 +22,18 @@ from gridbus.agents.startd.starter import (
     Starter,
     StartFailed,
 )
+from tests.unit.startd.scenarios import stop_scenario
 
 ALLOW_ROOT = RunAsPolicy(allow_runas_owner=False, allow_root_jobs=True)
 
 
-def run_jobs(tmp_path, policy, ads, *, killing_timeout=5.0, check=0.1, during=None, memory_mib=None):
+def run_jobs(tmp_path, policy, ads, *, killing_timeout=5.0, check=0.1, during=None, memory_mib=None, cgroup=None):
     """Start each ad, optionally act while they run, and return the reaped Jobs (in start order)."""
 
     async def main():
         exits: list[Job] = []
         starter = Starter(str(tmp_path / "execute"), policy, killing_timeout=killing_timeout,
-                          on_exit=exits.append, check_interval=check)
+                          on_exit=exits.append, check_interval=check, cgroup=cgroup)
         monitor = asyncio.create_task(starter.monitor())
         try:
             jobs = [starter.start(f"claim{i}", ad, f"slot{i + 1}@test", {"OMP_NUM_THREADS": "1"}, memory_mib)
@@ -48,7 +50,7 @@ def run_jobs(tmp_path, policy, ads, *, killing_timeout=5.0, check=0.1, during=No
     return asyncio.run(main())
 
 
-def test_argv_environment_iwd_files_and_exit_code(tmp_path):
+def test_argv_environment_iwd_files_and_exit_code(tmp_path, job_cgroups):
     iwd = tmp_path / "iwd"
     iwd.mkdir()
     (iwd / "in.txt").write_text("from stdin\n")
@@ -68,7 +70,7 @@ def test_argv_environment_iwd_files_and_exit_code(tmp_path):
         "ClusterId": 1,
         "ProcId": 0,
     }
-    (job,) = run_jobs(tmp_path, ALLOW_ROOT, [ad])
+    (job,) = run_jobs(tmp_path, ALLOW_ROOT, [ad], cgroup=job_cgroups)
     assert job.exit["ExitCode"] == 3 and job.exit["ExitBySignal"] is False
     out = (iwd / "out.txt").read_text().splitlines()
     assert out[0] == repr(["two words", '"dq"', ""])
@@ -93,49 +95,133 @@ def test_old_style_args_env_default_files_and_scratch_cleanup(tmp_path):
     assert not os.path.exists(job.scratch)
 
 
-def test_signal_is_reported(tmp_path):
+def test_signal_is_reported(tmp_path, job_cgroups):
     ad = {"Cmd": "/bin/sh", "Arguments": "-c 'kill -SEGV $$'"}
-    (job,) = run_jobs(tmp_path, ALLOW_ROOT, [ad])
+    (job,) = run_jobs(tmp_path, ALLOW_ROOT, [ad], cgroup=job_cgroups)
     assert job.exit["ExitBySignal"] is True and job.exit["ExitSignal"] == signal.SIGSEGV
     assert "ExitCode" not in job.exit
 
 
-def test_memory_limit_breach_is_reported(tmp_path):
-    ad = {"Cmd": sys.executable, "Arguments": "-c 'import time; x = b\"x\" * (200 << 20); time.sleep(30)'",
-          "RequestMemory": 50}
-    (job,) = run_jobs(tmp_path, ALLOW_ROOT, [ad], memory_mib=50)
+# Allocates 4 MiB at a time (touching every page) and writes its anonymous resident size (what it allocated) after each step.
+GROW = ("import sys, time\n"
+        "chunks = []\n"
+        "for i in range(150):\n"
+        "    chunks.append(bytearray(4 << 20))\n"
+        "    rss = [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('RssAnon:')][0]\n"
+        "    print(rss, flush=True)\n"
+        "    time.sleep(0.01)\n"
+        "time.sleep(30)\n")
+
+
+def test_memory_limit_breach_is_an_oom_kill_and_a_hold_with_the_peak(tmp_path, job_cgroups):
+    (tmp_path / "grow.py").write_text(GROW)
+    ad = {"Cmd": sys.executable, "Arguments": str(tmp_path / "grow.py"), "RequestMemory": 100,
+          "Out": str(tmp_path / "rss.txt")}
+    (job,) = run_jobs(tmp_path, ALLOW_ROOT, [ad], memory_mib=100, cgroup=job_cgroups)
     assert job.memory_exceeded and job.exit["MemoryExceeded"] is True
     assert job.exit["ExitBySignal"] is True and job.exit["ExitSignal"] == signal.SIGKILL
-    assert job.exit["HoldReasonCode"] == 34 and "memory limit of 50 megabytes" in job.exit["HoldReason"]
-    assert job.exit["MemoryUsage"] > 50
+    assert job.exit["HoldReasonCode"] == 34 and "memory limit of 100 megabytes" in job.exit["HoldReason"]
+    assert f"Peak usage: {job.exit['MemoryUsage']} megabytes" in job.exit["HoldReason"]
+    reached_mib = int((tmp_path / "rss.txt").read_text().split()[-1]) / 1024
+    if job_cgroups is not None and "memory" in job_cgroups.controllers:
+        # The kernel's limit: killed when the next 4 MiB did not fit; the peak is the group's own.
+        assert reached_mib <= 100
+        assert abs(job.exit["MemoryUsage"] - reached_mib) <= 0.1 * reached_mib, (job.exit, reached_mib)
+    else:  # sampled: killed at the first sample past the limit
+        assert job.exit["MemoryUsage"] > 100
 
 
-def test_stopped_job_tree_is_gone_within_the_kill_timeout(tmp_path):
+def test_memory_policies_cpu_weight_and_pids_limit_in_the_kernel(tmp_path, hierarchy_for):
+    h = hierarchy_for("v1")
+    for policy, soft in (("hard", None), ("none", None), ("soft", str(64 << 20))):
+        group = h.job(f"policy_{policy}")
+        group.create()
+        try:
+            group.set_limits(memory_mib=64, policy=policy, cpus=2, pids_max=10)
+            values = group.settings()
+            if policy == "hard":
+                assert values["memory.limit_in_bytes"] == str(64 << 20)
+            else:
+                assert int(values["memory.limit_in_bytes"]) > 1 << 50  # unlimited
+            assert values["cpu.shares"] == "2048" and values["pids.max"] == "10"
+            if soft:
+                assert values["memory.soft_limit_in_bytes"] == soft
+        finally:
+            group.remove()
+
+
+@pytest.mark.parametrize("killing_timeout", [1.0])
+def test_stopped_job_tree_is_gone_within_the_kill_timeout(tmp_path, job_cgroups, killing_timeout):
     # The shell ignores SIGTERM (and so do its children, it is inherited); one grandchild moves to
-    # another process group. Everything must be gone after the kill timeout.
-    ad = {"Cmd": "/bin/sh", "Arguments": "-c 'trap \"\" TERM; sleep 300 & setsid_not=1; "
-          + f"{sys.executable} -c \"import os,time; os.setpgid(0,0); time.sleep(300)\" & sleep 300; wait'"}
-    seen: dict[str, object] = {}
+    # another process group. Everything must be gone when the stop returns, after the kill timeout.
+    # (It failed once in 830 runs: the check ran while a SIGKILLed process was still dying, since
+    # the stop returned once the processes were signalled. Now it returns once they are gone;
+    # bench/bench_kill_loop.py runs it 200 times in a row on each backend.)
+    seen = stop_scenario(tmp_path, job_cgroups, "setpgid", killing_timeout)
+    assert seen["before"] >= 4
+    assert seen["survivors"] == []
+    assert seen["elapsed"] >= killing_timeout  # SIGTERM was ignored: SIGKILL after the timeout
+    assert seen["exit"]["ExitBySignal"] and seen["exit"]["ExitSignal"] == signal.SIGKILL
+    assert seen["stop_reason"] == "deactivate"
+
+
+def test_a_job_that_double_forks_and_calls_setsid_is_killed(tmp_path, every_backend):
+    if every_backend is None:
+        pytest.skip("without cgroups a process that calls setsid() leaves the job's session and escapes the scan")
+    seen = stop_scenario(tmp_path, every_backend, "daemon", 0.5)
+    assert seen["before"] >= 2 and seen["escaped_session"]  # the daemon is in a session of its own
+    assert seen["survivors"] == []
+    assert seen["group_empty"]
+
+
+def test_a_fork_bomb_is_held_by_the_pids_limit_and_killed(tmp_path, every_backend):
+    if every_backend is None or "pids" not in every_backend.controllers:
+        pytest.skip("no pids controller here to hold a fork bomb")
+    seen = stop_scenario(tmp_path, every_backend, "forkbomb", 0.5, pids_limit=40)
+    assert 10 <= seen["before"] <= 40
+    assert seen["survivors"] == []
+    assert seen["group_empty"]
+
+
+def test_suspend_and_continue(tmp_path, every_backend):
+    ad = {"Cmd": "/bin/sh", "Arguments": "-c 'sleep 300 & sleep 300 & wait'"}
+    states: dict[str, object] = {}
+
+    def frozen(starter, job):
+        if job.cgroup is not None:
+            return job.cgroup.frozen()
+        procs = proctree.scan({job.pid}).get(job.pid, [])
+        return bool(procs) and all(p.state == "T" for p in procs)
 
     async def during(starter, jobs):
         (job,) = jobs
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            procs = proctree.scan({job.pid}).get(job.pid, [])
-            if len(procs) >= 4 and any(p.pgrp != job.pid for p in procs):
-                break
-            await asyncio.sleep(0.05)
-        seen["before"] = len(proctree.scan({job.pid}).get(job.pid, []))
-        t0 = time.monotonic()
-        await starter.stop_and_wait(job, graceful=True, reason="deactivate")
-        seen["elapsed"] = time.monotonic() - t0
-        seen["after"] = proctree.scan({job.pid}).get(job.pid, [])
+        while len(proctree.scan({job.pid}).get(job.pid, [])) < 3:
+            await asyncio.sleep(0.02)
+        states["count"] = starter.suspend(job)
+        if job.cgroup is None:  # SIGSTOP is delivered, not waited for
+            while not frozen(starter, job):
+                await asyncio.sleep(0.01)
+        states["suspended"] = frozen(starter, job)
+        starter.resume(job)
+        if job.cgroup is None:
+            while frozen(starter, job):
+                await asyncio.sleep(0.01)
+        states["resumed"] = frozen(starter, job)
+        starter.suspend(job)
+        await starter.stop_and_wait(job, graceful=True, reason="deactivate")  # a frozen job stops too
 
-    (job,) = run_jobs(tmp_path, ALLOW_ROOT, [ad], killing_timeout=1.0, during=during)
-    assert seen["before"] >= 4
-    assert 0.9 <= seen["elapsed"] < 3.0  # SIGTERM was ignored: SIGKILL after the 1 s timeout
-    assert seen["after"] == []
-    assert job.exit["ExitBySignal"] and job.exit["ExitSignal"] == signal.SIGKILL and job.stop_reason == "deactivate"
+    (job,) = run_jobs(tmp_path, ALLOW_ROOT, [ad], killing_timeout=0.5, during=during, cgroup=every_backend)
+    assert states == {"count": 3, "suspended": True, "resumed": False}
+    assert job.exit["ExitBySignal"] and job.stop_reason == "deactivate"
+
+
+def test_usage_comes_from_the_group(tmp_path, job_cgroups):
+    # Two processes burn cpu; the parent exits first: the child's cpu counts as well in a cgroup.
+    ad = {"Cmd": "/bin/sh", "Arguments": "-c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done'"}
+    (job,) = run_jobs(tmp_path, ALLOW_ROOT, [ad], cgroup=job_cgroups)
+    assert job.exit["RemoteUserCpu"] + job.exit["RemoteSysCpu"] > 0.05
+    assert job.exit["CpusUsage"] > 0
+    assert job.exit["MemoryUsage"] >= 1 and job.exit["ImageSize"] > 0
 
 
 def test_start_failures_carry_hold_reasons(tmp_path):
@@ -200,3 +286,26 @@ def test_job_runs_as_nobody_and_refusal_is_a_hold(tmp_path):
         assert e.value.code == 7
 
     asyncio.run(no_write())
+
+
+def test_a_reused_group_counts_from_zero_for_its_next_job(tmp_path, hierarchy_for):
+    # An emptied group is reset and kept for the next job: its peak and cpu start again.
+    h = hierarchy_for("cgroup")
+    burn = {"Cmd": sys.executable, "Arguments": "-c 'x = bytearray(60 << 20); sum(range(3000000))'"}
+
+    async def main():
+        starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=lambda j: None, cgroup=h)
+        try:
+            first = starter.start("c1", burn, "slot1@t", {}, 512)
+            await first.done
+            second = starter.start("c2", {"Cmd": "/bin/true"}, "slot1@t", {}, 512)
+            await second.done
+            return first, second
+        finally:
+            await starter.shutdown()
+
+    first, second = asyncio.run(main())
+    assert first.cgroup.rel == second.cgroup.rel  # reused
+    if "memory" in h.controllers:
+        assert first.exit["MemoryUsage"] >= 60 and second.exit["MemoryUsage"] < 30
+    assert second.exit["RemoteUserCpu"] < first.exit["RemoteUserCpu"]

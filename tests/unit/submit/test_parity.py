@@ -24,7 +24,7 @@ CLUSTER, QDATE = 5, 1700000000
 FILES = sorted(p.name for p in CORPUS.glob("*.sub"))
 
 COMPARED = [
-    "ClusterId", "ProcId", "Cmd", "Args", "Arguments", "Environment", "Iwd", "In", "Out", "Err", "UserLog",
+    "ClusterId", "ProcId", "Cmd", "Args", "Arguments", "Environment", "Env", "EnvDelim", "Iwd", "In", "Out", "Err", "UserLog",
     "RequestCpus", "RequestMemory", "RequestDisk", "JobUniverse", "Requirements", "Rank", "JobStatus", "JobPrio",
     "HoldReason", "HoldReasonCode", "PeriodicHold", "PeriodicRelease", "PeriodicRemove", "OnExitHold",
     "OnExitRemove", "JobMaxRetries", "JobSuccessExitCode", "ConcurrencyLimits", "JobBatchName",

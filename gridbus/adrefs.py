@@ -1,5 +1,8 @@
 """Which attributes a match could look at: the names an expression reaches in either ad.
 
+Shared by the negotiator (which slots are alike for a request) and the schedd (which job
+attributes a resource request must carry, so that matching it gives what the full job ad would).
+
 Matchmaking evaluates a job's expressions with the slot as TARGET and the slot's with the job as
 TARGET, and an unscoped name missing from MY is looked up in TARGET; so a name an expression
 refers to may be read from either ad, and if it holds an expression there, that expression's names
@@ -8,8 +11,9 @@ slot's until nothing new appears. Two slots that agree on every reached name ans
 two jobs that agree on every reached name are answered alike by every slot.
 
 Names are lower-case. ``None`` means "cannot be told" (``eval()`` builds an expression from a
-string at run time; a computed subscript picks an attribute by a value): callers must then treat
-every slot and every job as distinct.
+string at run time; a computed subscript picks an attribute by a value; a bare ``TARGET`` or
+``MY`` hands a whole ad to a function): callers must then treat every slot and every job as
+distinct, or send whole ads.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from gridbus.classad import nodes as N
 
 # Functions that read attributes whose names are not written in the expression.
 _OPAQUE_CALLS = frozenset({"eval"})
+
+# Names that denote a whole ad, not an attribute, when written alone (``size(TARGET)``).
+_AD_NAMES = frozenset({"my", "target", "parent", "root"})
 
 _REFS_BY_TEXT: dict[str, frozenset[str] | None] = {}
 _REFS_CACHE_MAX = 50_000
@@ -76,6 +83,8 @@ def node_refs(node: N.Node) -> frozenset[str] | None:
         n = stack.pop()
         t = type(n)
         if t is N.AttrRef:
+            if n.lname in _AD_NAMES and not n.scope:  # type: ignore[attr-defined]
+                return None  # the whole ad is read: which of its attributes cannot be told
             out.add(n.lname)  # type: ignore[attr-defined]
         elif t is N.Literal:
             continue
@@ -88,7 +97,8 @@ def node_refs(node: N.Node) -> frozenset[str] | None:
         elif t is N.Select:
             # `ad.name` falls back to the ads enclosing `ad`, so the name may be read from MY too.
             out.add(n.lname)  # type: ignore[attr-defined]
-            stack.append(n.base)  # type: ignore[attr-defined]
+            if not _is_ad_name(n.base):  # type: ignore[attr-defined]
+                stack.append(n.base)  # type: ignore[attr-defined]
         elif t is N.Subscript:
             index = n.index  # type: ignore[attr-defined]
             if type(index) is N.Literal:
@@ -96,13 +106,20 @@ def node_refs(node: N.Node) -> frozenset[str] | None:
                     out.add(index.value.lower())  # type: ignore[attr-defined]
             else:
                 return None  # `ad[expr]` names an attribute only at run time
-            stack += (n.base, index)  # type: ignore[attr-defined]
+            stack.append(index)
+            if not _is_ad_name(n.base):  # type: ignore[attr-defined]
+                stack.append(n.base)  # type: ignore[attr-defined]
         else:
             kids = operands(n)
             if kids is None:
                 return None  # a node kind this walker does not know: assume the worst
             stack += kids
     return frozenset(out)
+
+
+def _is_ad_name(node: N.Node) -> bool:
+    """``TARGET`` in ``TARGET.x`` or ``TARGET["x"]``: a scope whose attribute is named beside it."""
+    return type(node) is N.AttrRef and node.lname in _AD_NAMES and not node.scope  # type: ignore[attr-defined]
 
 
 def value_refs(value: Any) -> frozenset[str] | None:
@@ -167,3 +184,33 @@ def reach(job_low: dict[str, Any], roots: Iterable[str], slots: SlotRefs) -> fro
         return more
 
     return follow(roots, step)
+
+
+def is_plain(value: Any) -> bool:
+    """A value that looks nothing up when evaluated (a literal)."""
+    return type(value) in (int, float, str, bool) or value is None
+
+
+def closure(ad_low: dict[str, Any], roots: Iterable[str]) -> frozenset[str] | None:
+    """Every name reached from ``roots`` through one ad's own expressions (``ad_low`` is keyed by
+    lower-case names); None when an expression on the way reads what cannot be named."""
+
+    def step(name: str) -> Iterable[str] | None:
+        value = ad_low.get(name)
+        return () if is_plain(value) else value_refs(value)
+
+    return follow(roots, step)
+
+
+def slot_job_refs(lowered_slot_ads: Iterable[dict[str, Any]]) -> frozenset[str] | None:
+    """Every name an expression of any of these slot ads may read, and so may look up in a job
+    matched to it (HTCondor's AutoClusterAttrs, which its negotiator learns from the Machine
+    ads): a superset of what START, Requirements and Rank reach through the slot's own
+    expressions, whatever the path. None when some slot expression reads what cannot be named."""
+    refs = SlotRefs(lowered_slot_ads)
+    if refs.opaque:
+        return None
+    out: set[str] = set()
+    for names in refs.refs.values():
+        out |= names
+    return frozenset(out)
