@@ -102,10 +102,17 @@ class Startd(Agent):
                                **(self.cgroups.attributes() if self.cgroups else {"HasCgroup": False})}
 
     def _probe_cgroups(self) -> cgroups.Hierarchy | None:
-        """The jobs' cgroups: ``<BASE_CGROUP>/<this startd's name>``, or None (the process scan)."""
+        """The jobs' cgroups: ``<BASE_CGROUP>/<this startd's name>``, or None (the process scan).
+
+        A pool on a vhost other than "/" puts its vhost between them: pools of several users on one
+        machine (personal pools, tests) have startds of the same name, and a starting startd kills
+        what it finds in its own groups."""
         base = self.settings.base_cgroup.strip("/")
+        own = cgroups.safe_name(self.name)
+        if self.url.vhost != "/":
+            own = f"{cgroups.safe_name(self.url.vhost)}/{own}"
         try:
-            found = cgroups.probe(f"{base}/{cgroups.safe_name(self.name)}" if base else "", self.settings.cgroup_version)
+            found = cgroups.probe(f"{base}/{own}" if base else "", self.settings.cgroup_version)
         except cgroups.CgroupError as exc:
             log.warning("jobs run without cgroups (their processes are found by scanning /proc): %s", exc)
             return None
