@@ -7,7 +7,6 @@ import getpass
 import pytest
 
 from tests.e2e.tutorials.bindings import htcondor
-from tests.e2e.tutorials.conftest import OWNER_IS_BROKER_USER
 
 pytestmark = pytest.mark.usefixtures("tutorial_pool")
 
@@ -73,7 +72,6 @@ def test_edit_by_job_ids_and_hold_by_constraint(state):
     assert [by_proc[p] for p in (2, 3, 4)] == [5, 5, 5] and by_proc[0] in (1, 2) and by_proc[1] in (1, 2)
 
 
-@pytest.mark.xfail(strict=True, reason=OWNER_IS_BROKER_USER)
 def test_remove_the_users_jobs(state):
     answer = state["schedd"].act(htcondor.JobAction.Remove, f'Owner == "{getpass.getuser()}"')
     assert answer["TotalSuccess"] == 26  # 1 + 10 + 10 + 5, as recorded
