@@ -36,7 +36,6 @@ _CONNECTION_LOST = (
     pika.exceptions.StreamLostError,
     pika.exceptions.ChannelWrongStateError,
     pika.exceptions.ConnectionWrongStateError,
-    pika.exceptions.NackError,
 )
 
 
@@ -162,7 +161,11 @@ class Session:
             expiration=str(max(1, int(timeout * 1000))),
             headers={"x-gridbus-timeout-ms": int(timeout * 1000)},
         )
-        self._channel.basic_publish(bus.RPC, key, wire.encode(body, content_type), props)
+        try:
+            self._channel.basic_publish(bus.RPC, key, wire.encode(body, content_type), props)
+        except BaseException:
+            self._pending.pop(cid, None)
+            raise
         return cid
 
     def call(
@@ -182,11 +185,27 @@ class Session:
         state changes that name their end state (Hold, Release, Remove of a job).
         """
         timeout = self.timeout if timeout is None else timeout
-        try:
-            return self._call(address, method, args, obj, timeout)
-        except _CONNECTION_LOST:
-            self._fail_over()
-            return self._call(address, method, args, obj, timeout)
+        return self._sent_again(lambda left: self._call(address, method, args, obj, left), timeout)
+
+    def _sent_again(self, send: Any, timeout: float) -> Any:
+        """``send(seconds left)``, sent again while the broker refuses the message (a nack: it took
+        nothing, so sending again is safe; a quorum queue electing a new leader nacks for a while),
+        and once more through the next broker if the connection is lost."""
+        deadline = time.monotonic() + timeout
+        failed_over = False
+        while True:
+            left = max(0.001, deadline - time.monotonic())
+            try:
+                return send(left)
+            except pika.exceptions.NackError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.5)
+            except _CONNECTION_LOST:
+                if failed_over:
+                    raise
+                failed_over = True
+                self._fail_over()
 
     def _call(self, address: str, method: str, args: dict[str, Any] | None, obj: str | None,
               timeout: float) -> MethodResult:
@@ -213,11 +232,7 @@ class Session:
         least 50 ms, and never past the timeout.
         """
         timeout = self.timeout if timeout is None else timeout
-        try:
-            return self._query(key, class_name, filters, timeout)
-        except _CONNECTION_LOST:
-            self._fail_over()
-            return self._query(key, class_name, filters, timeout)
+        return self._sent_again(lambda left: self._query(key, class_name, filters, left), timeout)
 
     def _query(self, key: str, class_name: str | None, filters: dict | None, timeout: float) -> list[dict]:
         cid = self._publish(key, bus.T_QUERY_REQUEST, query_body(class_name, filters), timeout)

@@ -243,7 +243,7 @@ class Agent(Advertising, CommonMethods):
         """classic or quorum: the type of this agent's durable queues (see request_queue_type)."""
         kind = str(self.request_queue_type).lower()
         if kind == "auto":
-            return "quorum" if len(self.url.alternatives) > 1 else "classic"
+            return "quorum" if self.url.is_cluster else "classic"
         if kind not in ("classic", "quorum"):
             raise ValueError(f"queue type must be auto, classic or quorum, not {self.request_queue_type!r}")
         return kind

@@ -172,6 +172,8 @@ def agreement(pool: Pool) -> int:
     resource request for its autocluster, over one snapshot of the Machine ads. Returns the number
     of jobs compared."""
     machines = pool.ads("Machine")
+    if not machines:
+        return 0  # the collector did not answer this time: no snapshot to compare on
     names = slot_job_refs({k.lower(): v for k, v in m.items()} for m in machines)
     idle = {(j["ClusterId"], j["ProcId"]): j for j in pool.jobs("schedd@s", "JobStatus == 1")}
     requests: dict[int, dict] = {}
