@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install broker bench docs lint
+.PHONY: demo test install broker bench docs lint cluster cluster-stop
 
 $(BIN)/gridbus: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -31,3 +31,11 @@ bench: install broker
 
 docs: install
 	$(BIN)/python -m gridbus.schema > docs/schema.md
+
+# A 3-node RabbitMQ cluster on this machine (ports 5781-5783, management 15781-15783), apart from
+# the default node; it prints the GRIDBUS_URL that lists its nodes.
+cluster: install
+	$(BIN)/python -m tests.rabbit_cluster start
+
+cluster-stop: install
+	$(BIN)/python -m tests.rabbit_cluster stop

@@ -10,7 +10,7 @@ command                                     master method
 DaemonOn / DaemonOff / DaemonOffFast        Start / Stop / Stop(Graceful=false) of ``target``
 DaemonsOn / DaemonsOff(Peaceful) / ..Fast   Start / Stop / Stop(Graceful=false) of them all
 OffGraceful, OffPeaceful / OffFast, Force   Off / Off(Graceful=false): the master too
-Restart, RestartPeaceful                    Restart (every daemon)
+Restart, RestartPeaceful                    Restart(Master=true): the master and its daemons
 Reconfig                                    Reconfig
 ==========================================  ================================================
 
@@ -72,8 +72,8 @@ _ON_MASTER: dict[DaemonCommand, tuple[str, dict[str, Any], bool]] = {
     C.OffPeaceful: ("Off", {"Graceful": True}, False),
     C.OffFast: ("Off", {"Graceful": False}, False),
     C.OffForce: ("Off", {"Graceful": False}, False),
-    C.Restart: ("Restart", {}, False),
-    C.RestartPeaceful: ("Restart", {}, False),
+    C.Restart: ("Restart", {"Master": True}, False),
+    C.RestartPeaceful: ("Restart", {"Master": True}, False),
     C.Reconfig: ("Reconfig", {}, False),
 }
 # Sent to a daemon other than the master: what its master does to it.

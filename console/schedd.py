@@ -158,9 +158,9 @@ class Schedd(DaemonClient):
         """Submit one cluster: a `gridbus.submit.Submit` (or a submit-description text / dict of
         commands), or a plain job ad (a dict or ClassAd with ``Cmd``) for ``count`` procs."""
         if spool:
-            raise NotImplementedError("spool=True: gridbus schedds read input files in place; spooling is not supported")
+            raise HTCondorNotImplementedError("spool=True: gridbus schedds read input files in place; spooling is not supported")
         if queue is not None and (count or itemdata is not None):
-            raise ValueError("queue= and count/itemdata are mutually exclusive")
+            raise HTCondorValueError("queue= and count/itemdata are mutually exclusive")
         submission_id = submission_id or uuid.uuid4().hex
         for fresh_id in (True, False):
             args = self._submit_args(description, count, itemdata, queue)

@@ -18,7 +18,7 @@ import pika
 import pika.exceptions
 
 from gridbus import bus, wire
-from gridbus.errors import HTCondorConnectionError
+from gridbus.errors import HTCondorConnectionError, HTCondorTypeError
 from gridbus.rpc import (
     DEFAULT_TIMEOUT,
     CallTimeout,
@@ -27,6 +27,15 @@ from gridbus.rpc import (
     method_body,
     new_correlation_id,
     query_body,
+)
+
+# What a lost broker connection raises in pika's blocking adapter.
+_CONNECTION_LOST = (
+    pika.exceptions.AMQPConnectionError,
+    pika.exceptions.ConnectionClosed,
+    pika.exceptions.StreamLostError,
+    pika.exceptions.ChannelWrongStateError,
+    pika.exceptions.ConnectionWrongStateError,
 )
 
 
@@ -44,27 +53,67 @@ class Session:
         self._connection: pika.BlockingConnection | None = None
         self._channel: Any = None
         self._pending: dict[str, dict[str, Reply]] = {}
+        self._connect_timeout: float = 10
+        self._broker = 0  # index of the broker in use among those the URL lists
         if url is not None:
             self.addBroker(url)
 
     # ------------------------------------------------------------------ connection
     def addBroker(self, target: str | None = None, timeout: float | None = None) -> Session:
-        """Connect to the broker at ``target`` (an amqp:// or amqps:// URL; default GRIDBUS_URL)."""
-        self.url = bus.BrokerURL(target or bus.default_url())
-        params = pika.URLParameters(self.url.url)
-        params.client_properties = {"connection_name": f"gridbus {self.name}@{_host()}"}
-        params.socket_timeout = timeout or 10
-        params.blocked_connection_timeout = 60
-        try:
-            self._connection = pika.BlockingConnection(params)
-        except pika.exceptions.ProbableAuthenticationError as exc:
-            raise BrokerUnreachable(f"broker at {self.url.redacted()} refused the credentials of {self.url.user!r}") from exc
-        except pika.exceptions.AMQPError as exc:
-            raise BrokerUnreachable(f"cannot reach the broker at {self.url.redacted()}: {exc!r}") from exc
+        """Connect to the broker at ``target`` (an amqp:// or amqps:// URL; default GRIDBUS_URL).
+
+        The URL may list several brokers (the nodes of a cluster): the first that answers is used,
+        and a call that loses its connection moves to the next (see `call`)."""
+        if not target:
+            from gridbus import personal
+
+            target = personal.console_url(bus.default_url())  # in a personal pool, as its Unix user
+        self.url = bus.BrokerURL(target)
+        self._connect_timeout = timeout or 10
+        self._broker = 0
+        self._connect()
+        return self
+
+    def _connect(self) -> None:
+        """Connect to the first broker that answers, from the current one on in the list."""
+        assert self.url is not None
+        alternatives = self.url.alternatives
+        last: BaseException | None = None
+        for i in range(len(alternatives)):
+            index = (self._broker + i) % len(alternatives)
+            broker = alternatives[index]
+            params = pika.URLParameters(broker.url)
+            params.client_properties = {"connection_name": f"gridbus {self.name}@{_host()}"}
+            params.socket_timeout = self._connect_timeout
+            params.blocked_connection_timeout = 60
+            try:
+                self._connection = pika.BlockingConnection(params)
+            except pika.exceptions.ProbableAuthenticationError as exc:
+                raise BrokerUnreachable(f"broker at {broker.redacted()} refused the credentials of {broker.user!r}") from exc
+            except pika.exceptions.AMQPError as exc:
+                last = exc
+                continue
+            self._broker = index
+            break
+        else:
+            raise BrokerUnreachable(f"cannot reach the broker at {self.url.redacted()}: {last!r}") from last
         self._channel = self._connection.channel()
+        # Publisher confirms: a request the broker did not take (a node failing, a quorum queue
+        # electing its leader) raises here, and the call is sent again instead of waiting out its timeout.
+        self._channel.confirm_delivery()
         # Direct reply-to: consume (no-ack) from the pseudo-queue before the first request.
         self._channel.basic_consume(bus.REPLY_TO, self._on_reply, auto_ack=True)
-        return self
+
+    def _fail_over(self) -> None:
+        """The connection was lost: drop it and connect to the next broker that answers."""
+        try:
+            if self._connection is not None and self._connection.is_open:
+                self._connection.close()
+        except Exception:  # it is gone already
+            pass
+        self._connection = self._channel = None
+        self._broker += 1
+        self._connect()
 
     def close(self) -> None:
         if self._connection is not None and self._connection.is_open:
@@ -99,7 +148,7 @@ class Session:
 
     def _publish(self, key: str, mtype: str, body: dict, timeout: float, content_type: str = wire.MSGPACK) -> str:
         if self._channel is None:
-            self.addBroker()
+            self._connect() if self.url is not None else self.addBroker()
         cid = new_correlation_id()
         self._pending[cid] = {}
         props = pika.BasicProperties(
@@ -112,7 +161,11 @@ class Session:
             expiration=str(max(1, int(timeout * 1000))),
             headers={"x-gridbus-timeout-ms": int(timeout * 1000)},
         )
-        self._channel.basic_publish(bus.RPC, key, wire.encode(body, content_type), props)
+        try:
+            self._channel.basic_publish(bus.RPC, key, wire.encode(body, content_type), props)
+        except BaseException:
+            self._pending.pop(cid, None)
+            raise
         return cid
 
     def call(
@@ -124,8 +177,38 @@ class Session:
         obj: str | None = None,
         timeout: float | None = None,
     ) -> MethodResult:
-        """Call ``method`` on object ``obj`` (default: the agent's own object) of the agent at ``address``."""
+        """Call ``method`` on object ``obj`` (default: the agent's own object) of the agent at ``address``.
+
+        A call whose connection is lost before its answer is sent again once, through the next
+        broker that answers. A request the agent may have served already is then served twice
+        unless it is idempotent: Submit is (its SubmissionId), and so are the reads and the
+        state changes that name their end state (Hold, Release, Remove of a job).
+        """
         timeout = self.timeout if timeout is None else timeout
+        return self._sent_again(lambda left: self._call(address, method, args, obj, left), timeout)
+
+    def _sent_again(self, send: Any, timeout: float) -> Any:
+        """``send(seconds left)``, sent again while the broker refuses the message (a nack: it took
+        nothing, so sending again is safe; a quorum queue electing a new leader nacks for a while),
+        and once more through the next broker if the connection is lost."""
+        deadline = time.monotonic() + timeout
+        failed_over = False
+        while True:
+            left = max(0.001, deadline - time.monotonic())
+            try:
+                return send(left)
+            except pika.exceptions.NackError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.5)
+            except _CONNECTION_LOST:
+                if failed_over:
+                    raise
+                failed_over = True
+                self._fail_over()
+
+    def _call(self, address: str, method: str, args: dict[str, Any] | None, obj: str | None,
+              timeout: float) -> MethodResult:
         cid = self._publish(address, bus.T_METHOD_REQUEST, method_body(obj or address, method, args), timeout)
         deadline = time.monotonic() + timeout
         try:
@@ -149,6 +232,9 @@ class Session:
         least 50 ms, and never past the timeout.
         """
         timeout = self.timeout if timeout is None else timeout
+        return self._sent_again(lambda left: self._query(key, class_name, filters, left), timeout)
+
+    def _query(self, key: str, class_name: str | None, filters: dict | None, timeout: float) -> list[dict]:
         cid = self._publish(key, bus.T_QUERY_REQUEST, query_body(class_name, filters), timeout)
         start = time.monotonic()
         deadline = start + timeout
@@ -278,11 +364,11 @@ class ObjectProxy:
         timeout = kwargs.pop("_timeout", None)
         names = self._record["methods"][method]
         if len(args) > len(names):
-            raise TypeError(f"{method} takes at most {len(names)} positional arguments ({', '.join(names)}), got {len(args)}")
+            raise HTCondorTypeError(f"{method} takes at most {len(names)} positional arguments ({', '.join(names)}), got {len(args)}")
         call_args = dict(zip(names, args, strict=False))
         for k, v in kwargs.items():
             if k in call_args:
-                raise TypeError(f"{method} got argument {k!r} twice")
+                raise HTCondorTypeError(f"{method} got argument {k!r} twice")
             call_args[k] = v
         return self._session.call(self._agent, method, call_args, obj=self._record["name"], timeout=timeout)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import urllib.parse
 from dataclasses import dataclass
+from typing import Any
 
 DEFAULT_URL = "amqp://guest:guest@127.0.0.1:5672/"
 
@@ -76,15 +77,53 @@ def default_url() -> str:
     return os.environ.get("GRIDBUS_URL") or DEFAULT_URL
 
 
+def split_brokers(spec: str) -> list[str]:
+    """The single-broker URLs a GRIDBUS_URL names, in order.
+
+    Two spellings list several brokers (the nodes of a RabbitMQ cluster): comma-separated URLs
+    (``amqp://u:p@h1:5672/v,amqp://u:p@h2:5673/v``), or one URL with several hosts
+    (``amqp://u:p@h1:5672,h2:5673/v``), whose credentials, vhost and query every host shares.
+    """
+    spec = spec.strip()
+    if "," not in spec:
+        return [spec]
+    pieces = [p.strip() for p in spec.split(",") if p.strip()]
+    if all("://" in p for p in pieces):
+        return pieces
+    scheme, sep, rest = spec.partition("://")
+    if not sep:
+        raise ValueError(f"not a broker URL: {spec!r}")
+    slash = rest.find("/")
+    netloc, tail = (rest, "") if slash < 0 else (rest[:slash], rest[slash:])
+    cred, at, hosts = netloc.rpartition("@")
+    prefix = f"{scheme}://{cred}{at}"
+    return [f"{prefix}{host.strip()}{tail}" for host in hosts.split(",") if host.strip()]
+
+
 @dataclass(frozen=True)
 class BrokerURL:
-    """An amqp/amqps URL, split into what the clients and the management API need."""
+    """An amqp/amqps URL, split into what the clients and the management API need.
+
+    The URL may name several brokers (see `split_brokers`); `alternatives` lists them, and the
+    parts (user, host, port, vhost) are the first one's.
+    """
 
     url: str
 
     @property
+    def alternatives(self) -> tuple[BrokerURL, ...]:
+        """One BrokerURL per broker named, in the order to try them."""
+        return tuple(BrokerURL(u) for u in split_brokers(self.url))
+
+    @property
+    def is_cluster(self) -> bool:
+        """Whether the URL lists several brokers (the nodes of a cluster): then gridbus's durable
+        queues are replicated quorum queues (agents and `gridbus broker setup` alike)."""
+        return len(self.alternatives) > 1
+
+    @property
     def parts(self) -> urllib.parse.SplitResult:
-        return urllib.parse.urlsplit(self.url)
+        return urllib.parse.urlsplit(split_brokers(self.url)[0])
 
     @property
     def user(self) -> str:
@@ -107,7 +146,16 @@ class BrokerURL:
         path = self.parts.path
         return urllib.parse.unquote(path[1:]) if len(path) > 1 else "/"
 
+    def _each(self, change: Any) -> BrokerURL:
+        alternatives = self.alternatives
+        if len(alternatives) == 1:
+            return change(self)
+        return BrokerURL(",".join(change(a).url for a in alternatives))
+
     def with_vhost(self, vhost: str) -> BrokerURL:
+        return self._each(lambda b: b._with_vhost(vhost))
+
+    def _with_vhost(self, vhost: str) -> BrokerURL:
         p = self.parts
         return BrokerURL(
             urllib.parse.urlunsplit(
@@ -116,6 +164,9 @@ class BrokerURL:
         )
 
     def with_credentials(self, user: str, password: str) -> BrokerURL:
+        return self._each(lambda b: b._with_credentials(user, password))
+
+    def _with_credentials(self, user: str, password: str) -> BrokerURL:
         p = self.parts
         cred = f"{urllib.parse.quote(user, safe='')}:{urllib.parse.quote(password, safe='')}"
         netloc = f"{cred}@{p.hostname}" + (f":{p.port}" if p.port else "")
@@ -123,6 +174,9 @@ class BrokerURL:
 
     def redacted(self) -> str:
         """The URL without its password, for messages people read."""
+        alternatives = self.alternatives
+        if len(alternatives) > 1:
+            return ",".join(a.redacted() for a in alternatives)
         p = self.parts
         netloc = f"{self.user}@{self.host}:{self.port}"
         return urllib.parse.urlunsplit((p.scheme, netloc, p.path or "/", "", ""))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import socket
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -21,9 +22,22 @@ class ManagementError(RuntimeError):
     """The management API refused a request or could not be reached."""
 
 
+# RabbitMQ's management listener is, by its defaults, the AMQP port plus 10000 (5672 -> 15672,
+# 5671 (TLS) -> 15671 (TLS)); a cluster made on one machine keeps that offset per node.
+MGMT_PORT_OFFSET = 10_000
+
+
 def mgmt_url_for(amqp: BrokerURL) -> str:
-    """The management API base URL for a broker: GRIDBUS_MGMT_URL, else http://host:15672."""
-    return os.environ.get("GRIDBUS_MGMT_URL") or f"http://{amqp.host}:15672"
+    """The management API base URL for a broker: GRIDBUS_MGMT_URL (the MGMT_URL knob's variable),
+    else the broker's host at its AMQP port + 10000 (http, or https for amqps). For a URL that
+    lists several brokers, the first one's; `Management.for_broker` takes the first that answers."""
+    explicit = os.environ.get("GRIDBUS_MGMT_URL")
+    if explicit:
+        return explicit
+    first = amqp.alternatives[0]
+    scheme = "https" if first.parts.scheme == "amqps" else "http"
+    host = f"[{first.host}]" if ":" in first.host else first.host
+    return f"{scheme}://{host}:{first.port + MGMT_PORT_OFFSET}"
 
 
 class Management:
@@ -35,8 +49,18 @@ class Management:
 
     @classmethod
     def for_broker(cls, amqp: BrokerURL | str) -> Management:
+        """The management API of the broker (of the first broker listed whose API answers)."""
         amqp = BrokerURL(str(amqp))
-        return cls(mgmt_url_for(amqp), amqp.user, amqp.password)
+        candidates = [mgmt_url_for(b) for b in amqp.alternatives]
+        if len(candidates) > 1 and not os.environ.get("GRIDBUS_MGMT_URL"):
+            for base in candidates:
+                parts = urllib.parse.urlsplit(base)
+                try:
+                    socket.create_connection((parts.hostname, parts.port), timeout=1).close()
+                except OSError:
+                    continue
+                return cls(base, amqp.user, amqp.password)
+        return cls(candidates[0], amqp.user, amqp.password)
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()

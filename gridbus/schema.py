@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from gridbus.classad.values import Value, is_number
 from gridbus.status import invalid
 
 # Argument types and the Python values they accept. `classad` is a map of attribute to ClassAd
@@ -197,10 +198,10 @@ def check_value(method: str, arg: Arg, value: Any) -> Any:
             bad = "true or false"
     elif t in _INT_RANGES:
         lo, hi = _INT_RANGES[t]
-        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        if isinstance(value, (bool, Value)) or not isinstance(value, int) or not lo <= value <= hi:
             bad = f"an integer in [{lo}, {hi}]"
     elif t in ("double", "absTime"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if not is_number(value):
             bad = "a number"
         else:
             value = float(value) if t == "double" else value

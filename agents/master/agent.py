@@ -70,6 +70,7 @@ class Master(Agent):
         self._lock: asyncio.Lock | None = None
         self.last_signalled: list[str] = []  # daemons sent SIGHUP by the last reconfig
         self.graceful_off = True  # Off(Graceful=false) makes the master's own stop a fast one
+        self.restart_self = False  # Restart(Master=true): execute the master again once stopped
         self.stats.update({"DaemonRestarts": 0})
 
     # ------------------------------------------------------------------ configuration
@@ -179,6 +180,7 @@ class Master(Agent):
         async with lock:
             await self._stop_all(graceful=self.graceful_off)
         pidfile.remove(self.pid_file, os.getpid())
+        self.log.info("master (pid %d) exiting; its daemons are stopped", os.getpid())
 
     async def _stop_all(self, graceful: bool) -> list[str]:
         stopped = []
@@ -277,8 +279,19 @@ class Master(Agent):
         return {"Stopped": stopped}
 
     @method("master")
-    async def Restart(self, call: Call, Daemon: str = "") -> dict:
+    async def Restart(self, call: Call, Daemon: str = "", Master: bool = False) -> dict:
         assert self._lock is not None
+        if Master:
+            # condor_restart -master: stop as on SIGTERM, then the process executes itself again
+            # (same pid, so the pid file and `gridbus pool down` still find it).
+            if Daemon:
+                raise invalid("Restart: name a daemon or set Master, not both")
+            if self._stop_requested is None:
+                raise invalid("this master was not started as a daemon process; it cannot restart itself")
+            self.restart_self = True
+            self.log.info("%s restarts the master", call.user)
+            self.request_stop(0.2)
+            return {"Restarted": ["MASTER", *self.daemons], "Pids": {"MASTER": os.getpid()}}
         async with self._lock:
             targets = [self._named(Daemon)] if Daemon else list(self.daemons.values())
             for daemon in reversed(targets):

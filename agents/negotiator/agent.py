@@ -34,6 +34,7 @@ from gridbus.agents.negotiator.matchmaker import (
     fair_shares,
     get,
 )
+from gridbus.classad.values import is_number
 from gridbus.rpc import CallTimeout
 from gridbus.status import MethodError, Status, invalid
 
@@ -324,7 +325,7 @@ class Negotiator(Agent):
             if isinstance(owner, str) and owner:
                 owner = owner.split("@", 1)[0]
                 cpus = get(m, "Cpus", 1)
-                in_use[owner] = in_use.get(owner, 0.0) + (float(cpus) if isinstance(cpus, (int, float)) else 1.0)
+                in_use[owner] = in_use.get(owner, 0.0) + (float(cpus) if is_number(cpus) else 1.0)
             for name, amount in parse_limits(get(m, "ConcurrencyLimits")).items():
                 limits[name] = limits.get(name, 0.0) + amount
         return in_use, limits

@@ -24,6 +24,7 @@ from typing import Any
 
 from gridbus.agents.schedd.jobattrs import JobStatus
 from gridbus.agents.schedd.store import Batch, Store, pack, unpack
+from gridbus.classad.values import is_number
 from gridbus.submit import materialize
 
 IDLE = int(JobStatus.IDLE)
@@ -71,9 +72,9 @@ class Cluster:
     def reindex(self) -> None:
         self.keys = {k.lower(): k for k in self.ad}
         prio = self.ad.get("JobPrio", 0)
-        self.prio = prio if isinstance(prio, int) and not isinstance(prio, bool) else 0
+        self.prio = prio if is_number(prio) and isinstance(prio, int) else 0
         qdate = self.ad.get("QDate", 0)
-        self.qdate = int(qdate) if isinstance(qdate, (int, float)) else 0
+        self.qdate = int(qdate) if is_number(qdate) else 0
 
     def pending(self) -> int:
         """Procs of the factory not materialized yet."""
@@ -169,7 +170,7 @@ class JobQueue:
             if c.prio_procs:
                 for pid in c.idle:
                     prio = c.procs[pid].get("JobPrio", c.prio)
-                    prio = prio if isinstance(prio, int) else 0
+                    prio = prio if is_number(prio) and isinstance(prio, int) else 0
                     runs.append(((-prio, c.qdate, c.id, pid), c, [pid]))
             else:
                 runs.append(((-c.prio, c.qdate, c.id, -1), c, None))

@@ -155,7 +155,7 @@ class JobStateMixin(ScheddParts):
     def _run_end_attrs(self, p: Proc, now: float) -> dict[str, Any]:
         """Attributes a run's end sets: wall clock accumulated, RemoteHost moved to LastRemoteHost."""
         started = p.get("JobCurrentStartDate")
-        wall = _num(p.get("RemoteWallClockTime")) + (now - started if isinstance(started, (int, float)) else 0.0)
+        wall = _num(p.get("RemoteWallClockTime")) + (now - started if is_number(started) else 0.0)
         out: dict[str, Any] = {"RemoteWallClockTime": float(wall), "RemoteHost": None}  # None deletes
         if p.get("RemoteHost") is not None:
             out["LastRemoteHost"] = p.get("RemoteHost")

@@ -110,7 +110,7 @@ def at_exit(ad: dict[str, Any]) -> Decision:
     if remove is False:
         return Decision(REQUEUE, f"The job attribute OnExitRemove expression '{_text(ad.get('OnExitRemove'))}' evaluated to FALSE")
     retries = ad.get("JobMaxRetries")
-    if isinstance(retries, int) and not isinstance(retries, bool):
+    if is_number(retries) and isinstance(retries, int):
         success_code = ad.get("SuccessExitCode", 0)
         succeeded = not ad.get("ExitBySignal", False) and ad.get("ExitCode") == success_code
         if not succeeded and int(ad.get("NumJobCompletions", 0)) <= retries:

@@ -16,9 +16,10 @@ knob("SCHEDD_HISTORY_RETENTION", 7 * 86400.0, "seconds a completed or removed jo
 knob("SCHEDD_HISTORY_MAX_JOBS", 1_000_000, "at most this many jobs in the history (oldest forgotten first)")
 knob("SCHEDD_QUEUE_SYNC", "FULL", "SQLite synchronous mode of the job queue: FULL (a Submit survives a power cut) or NORMAL")
 knob("SCHEDD_WRITE_BEHIND", 0.005, "seconds the schedd batches job updates from shadows before one commit")
-knob("SCHEDD_REQUEST_QUEUE_TYPE", "classic",
-     "classic or quorum: the schedd's durable request queue as a replicated quorum queue, for a RabbitMQ "
-     "cluster (changing it on an existing queue needs the queue deleted first)")
+knob("SCHEDD_REQUEST_QUEUE_TYPE", "auto",
+     "auto, classic or quorum: the schedd's durable request queue as a replicated quorum queue, for a "
+     "RabbitMQ cluster; auto is quorum when GRIDBUS_URL lists several brokers (changing it on an "
+     "existing queue needs the queue deleted first)")
 knob("SCHEDD_MAX_JOB_OBJECTS", 10_000, "at most this many job objects in one getObjects(_class='job') answer")
 knob("QUEUE_SUPER_USERS", [], "broker users (besides the daemon account) who may change anyone's jobs")
 knob("SUBMIT_REQUIREMENT_NAMES", [], "names of SUBMIT_REQUIREMENT_<NAME> expressions a submitted job must satisfy")
@@ -45,7 +46,7 @@ class ScheddSettings:
     queue_sync: str = "FULL"
     write_behind: float = 0.005
     max_job_objects: int = 10_000
-    request_queue_type: str = "classic"
+    request_queue_type: str = "auto"
     uid_domain: str = field(default_factory=socket.getfqdn)
 
     @classmethod

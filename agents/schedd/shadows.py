@@ -38,7 +38,7 @@ from typing import Any
 
 import msgpack
 
-from gridbus import classad, wire
+from gridbus import bus, classad, wire
 from gridbus.agent import Call, method
 from gridbus.agents.schedd.autocluster import AutoClusters
 from gridbus.agents.schedd.scheduniv import runs_on_submit_host
@@ -151,6 +151,27 @@ class ShadowMixin:
         await super().setup()  # type: ignore[misc]
         self._shadow_init()
         self._load_claims()
+        # A startd that restarts knows none of its predecessor's claims: hear its start event and
+        # ask it about ours at once, so their jobs are requeued now rather than at the next round.
+        channel = self._channel  # type: ignore[attr-defined]
+        if channel is None:  # set up without a broker (unit tests)
+            return
+        starts = await channel.declare_queue(f"gridbus.starts.{self.address}", exclusive=True,  # type: ignore[attr-defined]
+                                             arguments={"x-max-length": 1000, "x-overflow": "drop-head"})
+        await starts.bind(bus.EVENTS, bus.event_key("daemon", "start", "startd"))
+        await starts.consume(self._on_daemon_start, no_ack=True)
+
+    async def _on_daemon_start(self, message: Any) -> None:
+        try:
+            body = wire.decode(message.body, message.content_type)
+        except wire.DecodeError:
+            return
+        startd = body.get("address") if isinstance(body, dict) else None
+        if not isinstance(startd, str) or startd == self.address:  # type: ignore[attr-defined]
+            return
+        if any(c.startd == startd and c.state != CLAIMING for c in self._claims.values()):
+            self.log.info("%s restarted: asking it about our claims now", startd)  # type: ignore[attr-defined]
+            self.spawn(self.check_leases(only=startd), "claims of a restarted startd")  # type: ignore[attr-defined]
 
     async def on_start(self) -> None:
         await super().on_start()  # type: ignore[misc]
@@ -295,6 +316,9 @@ class ShadowMixin:
             result = await self.client.call(match["Startd"], "RequestClaim", args, timeout=self.shadow_call_timeout)  # type: ignore[attr-defined]
         except CallTimeout:
             result = None
+            # The startd may still grant the claim after we stopped waiting: release whatever it
+            # grants, so the slot is never left Claimed by a schedd that forgot it.
+            self.spawn(self._release_late_claim(match, args), "release a late claim")  # type: ignore[attr-defined]
         if result is None or not result.ok:
             self.shadow_stats["ClaimsRefused"] += 1
             self._reserved.discard(job)
@@ -315,6 +339,35 @@ class ShadowMixin:
         self._claim_changed(claim)
         self._activate(claim, job)
         self._flush_activations_now()
+
+    async def _release_late_claim(self, match: dict[str, Any], args: dict[str, Any]) -> None:
+        """Release the claim a timed-out RequestClaim may have made.
+
+        RequestClaim is idempotent (the same claim id, or the same job on a partitionable slot,
+        gets the same claim back), so asking again, patiently, names the claim the first call
+        made, or makes one that is released just the same; ReleaseClaim of an ended claim is
+        refused harmlessly. Tried for as long as the startd would keep the claim (the lease).
+        """
+        deadline = time.monotonic() + self.lease_duration
+        while time.monotonic() < deadline:
+            try:
+                result = await self.client.call(match["Startd"], "RequestClaim", args,  # type: ignore[attr-defined]
+                                                timeout=max(self.shadow_call_timeout, 60.0))
+            except CallTimeout:
+                continue
+            except Exception:  # the broker is away: try again shortly
+                await asyncio.sleep(1)
+                continue
+            if not result.ok:
+                return  # refused: no claim was made (or it ended)
+            claim_id = str(result.outArgs.get("ClaimId") or match["ClaimId"])
+            if claim_id in self._claims:
+                return  # claimed again meanwhile for another job of ours: in use, not stranded
+            self.shadow_stats["ClaimsReleased"] += 1
+            self.log.info("releasing the claim on %s granted after its request timed out",  # type: ignore[attr-defined]
+                          result.outArgs.get("Slot") or match["Slot"])
+            await self._call_startd(match["Startd"], "ReleaseClaim", {"ClaimId": claim_id})
+            return
 
     # ------------------------------------------------------------------ activations
     def _activate(self, claim: Claim, job: tuple[int, int]) -> None:
@@ -585,11 +638,12 @@ class ShadowMixin:
             except Exception:
                 self.log.exception("lease check failed")  # type: ignore[attr-defined]
 
-    async def check_leases(self) -> None:
-        """One round of Alive calls (one per startd), then drop the claims whose lease ran out."""
+    async def check_leases(self, only: str | None = None) -> None:
+        """One round of Alive calls (one per startd, or to ``only``), then drop the claims whose
+        lease ran out."""
         by_startd: dict[str, list[Claim]] = {}
         for claim in self._claims.values():
-            if claim.state != CLAIMING:
+            if claim.state != CLAIMING and only in (None, claim.startd):
                 by_startd.setdefault(claim.startd, []).append(claim)
         answers = await asyncio.gather(
             *(self._call_startd(s, "Alive", {"ClaimIds": [c.claim_id for c in cs]}) for s, cs in by_startd.items())

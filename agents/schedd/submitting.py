@@ -82,7 +82,8 @@ class SubmitMixin(ScheddParts):
         max_idle = _int_attr(ad, "JobMaterializeMaxIdle")
         limit = _int_attr(ad, "JobMaterializeLimit")
         if late is not None and not (max_idle or limit):
-            diffs, late = [late.proc(i) for i in range(count)], None  # nothing to defer: every proc now
+            raise invalid("Submit: a proc template (Submit.Template) is for a cluster materialized late "
+                          "(JobMaterializeMaxIdle or JobMaterializeLimit in the Ad); send Procs otherwise")
         if not ClusterId:
             cluster_id = self.queue.new_cluster_id()
         else:

@@ -4,7 +4,8 @@
 Modules: `detect` (the machine's attributes), `settings` (knobs), `slots` (static, partitionable
 and dynamic slots, claims), `starter` (job processes), `arguments` (HTCondor's argument and
 environment syntax), `accounts` (the run-as policy), `proctree` (a job's processes from /proc),
-`reports` (batched JobReports to the schedds), `agent` (the agent and its methods).
+`cgroups` (job cgroups: kill, memory limit, usage, freezer), `reports` (batched JobReports to the
+schedds), `agent` (the agent and its methods).
 """
 
 from __future__ import annotations

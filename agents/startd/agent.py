@@ -102,10 +102,17 @@ class Startd(Agent):
                                **(self.cgroups.attributes() if self.cgroups else {"HasCgroup": False})}
 
     def _probe_cgroups(self) -> cgroups.Hierarchy | None:
-        """The jobs' cgroups: ``<BASE_CGROUP>/<this startd's name>``, or None (the process scan)."""
+        """The jobs' cgroups: ``<BASE_CGROUP>/<this startd's name>``, or None (the process scan).
+
+        A pool on a vhost other than "/" puts its vhost between them: pools of several users on one
+        machine (personal pools, tests) have startds of the same name, and a starting startd kills
+        what it finds in its own groups."""
         base = self.settings.base_cgroup.strip("/")
+        own = cgroups.safe_name(self.name)
+        if self.url.vhost != "/":
+            own = f"{cgroups.safe_name(self.url.vhost)}/{own}"
         try:
-            found = cgroups.probe(f"{base}/{cgroups.safe_name(self.name)}" if base else "", self.settings.cgroup_version)
+            found = cgroups.probe(f"{base}/{own}" if base else "", self.settings.cgroup_version)
         except cgroups.CgroupError as exc:
             log.warning("jobs run without cgroups (their processes are found by scanning /proc): %s", exc)
             return None
@@ -316,9 +323,15 @@ class Startd(Agent):
         if LeaseDuration <= 0:
             raise invalid("RequestClaim: LeaseDuration must be a positive number of seconds")
         existing = self.claims.get(ClaimId)
+        gid = str(JobAd.get("GlobalJobId") or "")
         if existing is not None:  # a retry of a call whose answer was lost: same answer
             if existing.schedd != Schedd:
                 raise forbidden(f"RequestClaim: {existing.slot.name} is claimed by another schedd")
+            if gid and existing.requested_for and gid != existing.requested_for:
+                # Not a retry but a second match, made on an ad from before the claim: answering
+                # "OK" would hand the schedd the claim of a job it already runs on this slot.
+                raise app_error(CLAIM_REFUSED, f"RequestClaim: {existing.slot.name} is already claimed, for "
+                                               f"job {existing.requested_for}; the match was made on an out-of-date ad")
             existing.renew()
             return {"ClaimId": existing.id, "Slot": existing.slot.name, "SlotAd": self.slot_ad(existing.slot),
                     "ReportActivations": True}
@@ -336,6 +349,7 @@ class Startd(Agent):
             if why:
                 raise app_error(CLAIM_REFUSED, f"RequestClaim refused: {why}")
             claim = self.table.claim(slot, Schedd, float(LeaseDuration), JobAd)
+            claim.requested_for = gid
         else:  # partitionable: carve a dynamic slot of the request
             retried = self._carved_for(slot, Schedd, JobAd)
             if retried is not None:  # the answer to the first call was lost: same answer, no new slot
@@ -354,7 +368,7 @@ class Startd(Agent):
                 raise app_error(CLAIM_REFUSED, "RequestClaim refused: a dynamic slot needs at least 1 cpu and 1 MiB")
             child = self.table.carve(slot, req)
             claim = self.table.claim(child, Schedd, float(LeaseDuration), JobAd)
-            claim.requested_for = str(JobAd.get("GlobalJobId") or "")
+            claim.requested_for = gid
             slot = child
         self.claims[claim.id] = claim
         log.info("%s claimed by %s for %s (lease %d s)", slot.name, Schedd, claim.owner or "?", LeaseDuration)
@@ -432,7 +446,7 @@ class Startd(Agent):
             if why:
                 raise app_error(CLAIM_REFUSED, f"ActivateClaim refused: {why}")
             if lookup(job_ad, "RequestMemory") is not None:
-                memory = memory_limit(req.memory, slot.memory)
+                memory = memory_limit(req.memory)
         claim.last_ad = job_ad
         self._starting[claim.id] = job_ad
         task = asyncio.get_running_loop().create_task(self._launch(claim, job_ad, memory, held), name=f"launch {slot.name}")

@@ -1,8 +1,8 @@
 """Job cgroups: every process a job starts is found, measured, frozen and killed by the kernel.
 
 The startd owns a parent group ``<BASE_CGROUP>/<startd name>`` and the starter puts each job in a
-child of it before the job's first instruction runs (the forked child writes its own pid into the
-group's ``cgroup.procs``, then drops to the job's account and execs). Whatever the job does after
+child of it before the job's first instruction runs (see `starter`: the child stops itself before
+it execs the job, the startd moves it into the group and lets it go on). Whatever the job does after
 that (double forks, setsid, new process groups) stays in the group, so:
 
 - a kill empties the group: ``cgroup.kill`` on cgroup v2; on v1 the freezer stops every member
@@ -111,6 +111,7 @@ class JobCgroup:
         self.h = hierarchy
         self.rel = rel  # path below the hierarchy's root(s)
         self.version = hierarchy.version
+        self.baseline = CgroupUsage()  # counters of earlier jobs in a reused group
 
     # ------------------------------------------------------------------ paths
     def dir(self, controller: str = "") -> str:
@@ -234,32 +235,50 @@ class JobCgroup:
     # ------------------------------------------------------------------ limits
     def set_limits(self, *, memory_mib: int | None, policy: str, cpus: float | None, pids_max: int) -> None:
         """The job's memory limit (by ``policy``), cpu weight and pids limit, where the controllers are."""
+        # Every value is written, limited or not: a group is reused for the next job (see reset).
         c = self.h.controllers
         if "memory" in c:
             limit = str(memory_mib * 1024 * 1024) if memory_mib else None
+            hard = limit if limit and policy == "hard" else None
+            soft = limit if limit and policy == "soft" else None
             if self.version == 2:
                 d = self.dir()
-                if limit and policy == "hard":
-                    _write(os.path.join(d, "memory.max"), limit)
+                _write(os.path.join(d, "memory.max"), hard or _UNLIMITED)
+                if hard:
                     with contextlib.suppress(OSError):  # a limit of memory, not memory plus swap
                         _write(os.path.join(d, "memory.swap.max"), "0")
-                elif limit and policy == "soft":
-                    _write(os.path.join(d, "memory.low"), limit)  # reclaimed last up to its share
+                _write(os.path.join(d, "memory.low"), soft or "0")  # reclaimed last up to its share
             else:
                 d = self.dir("memory")
-                if limit and policy == "hard":
-                    _write(os.path.join(d, "memory.limit_in_bytes"), limit)
+                _write(os.path.join(d, "memory.limit_in_bytes"), hard or "-1")
+                if hard:
                     with contextlib.suppress(OSError):
                         _write(os.path.join(d, "memory.swappiness"), "0")
-                elif limit and policy == "soft":
-                    _write(os.path.join(d, "memory.soft_limit_in_bytes"), limit)
-        if cpus and cpus > 0:
-            if self.version == 2 and "cpu" in c:
-                _write(os.path.join(self.dir(), "cpu.weight"), str(max(1, min(10000, round(100 * cpus)))))
-            elif self.version == 1 and "cpu" in c:
-                _write(os.path.join(self.dir("cpu"), "cpu.shares"), str(max(2, round(1024 * cpus))))
-        if pids_max > 0 and "pids" in c:
-            _write(os.path.join(self.dir("pids"), "pids.max"), str(pids_max))
+                _write(os.path.join(d, "memory.soft_limit_in_bytes"), soft or "-1")
+        weight = cpus if cpus and cpus > 0 else 1.0
+        if self.version == 2 and "cpu" in c:
+            _write(os.path.join(self.dir(), "cpu.weight"), str(max(1, min(10000, round(100 * weight)))))
+        elif self.version == 1 and "cpu" in c:
+            _write(os.path.join(self.dir("cpu"), "cpu.shares"), str(max(2, round(1024 * weight))))
+        if "pids" in c:
+            _write(os.path.join(self.dir("pids"), "pids.max"), str(pids_max) if pids_max > 0 else _UNLIMITED)
+
+    def reset(self) -> bool:
+        """Make an empty group used before ready for the next job: its memory peak starts again
+        and its cpu and OOM counters count from now (they cannot be reset, so usage() subtracts
+        this baseline). False if the peak cannot be reset (the group is then not reused).
+
+        Reusing groups matters: making a fresh group per job costs a start about 10 ms more than
+        moving into an existing one (measured on the v1 hierarchies of the test machine)."""
+        if "memory" in self.h.controllers:
+            name = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
+            try:
+                _write(os.path.join(self.dir("memory"), name), "0")
+            except OSError:
+                return False
+        self.baseline = CgroupUsage()
+        self.baseline = self.usage()
+        return True
 
     def settings(self) -> dict[str, str]:
         """The limits as the kernel holds them (tests and diagnostics)."""
@@ -299,6 +318,9 @@ class JobCgroup:
                 u.memory_bytes = stat.get("total_rss", stat.get("rss", 0))
                 u.memory_peak_bytes = _int_file(os.path.join(d, "memory.max_usage_in_bytes")) or 0
                 u.oom_kills = _keyed(os.path.join(d, "memory.oom_control")).get("oom_kill", 0)
+        b = self.baseline
+        u.user_cpu, u.sys_cpu = max(0.0, u.user_cpu - b.user_cpu), max(0.0, u.sys_cpu - b.sys_cpu)
+        u.oom_kills = max(0, u.oom_kills - b.oom_kills)
         return u
 
 
@@ -457,14 +479,52 @@ def probe(base: str, version: str = "auto") -> Hierarchy:
     raise CgroupError("; ".join(dict.fromkeys(reasons)))
 
 
-def enter(procs_files: tuple[str, ...]) -> None:
-    """Join a group: write this process's pid into each ``cgroup.procs`` (the forked child, before
-    exec; only system calls, as a child of a threaded parent must)."""
-    pid = str(os.getpid()).encode()
+def purge(base: str) -> int:
+    """Kill every process under ``base`` in every mounted hierarchy and remove its groups, deepest
+    first (a pool's teardown after a startd was killed and not restarted); returns how many
+    processes were killed."""
+    base = base.strip("/")
+    if not base:
+        return 0
+    roots = list(_v1_mounts().values())
+    if (v2 := _v2_root()) is not None:
+        roots.append(v2)
+    killed = 0
+    for root in roots:
+        top = os.path.join(root, base)
+        if not os.path.isdir(top):
+            continue
+        version = 2 if root == v2 else 1
+        dirs = [d for d, _, _ in os.walk(top)]
+        for d in sorted(dirs, key=len, reverse=True):
+            group = JobCgroup(Hierarchy(version, {"": root, "freezer": root}, set(), base), os.path.relpath(d, root))
+            killed += len(group.pids())
+            _remove_when_empty(group, d)
+    return killed
+
+
+def _remove_when_empty(group: JobCgroup, path: str, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if group.pids():
+            group.signal_all(signal.SIGKILL)
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.01)
+
+
+def move(pid: int, procs_files: tuple[str, ...]) -> None:
+    """Move a process into a group: its pid into each ``cgroup.procs`` (as root: a v2 move needs
+    write access to the common ancestor's ``cgroup.procs``)."""
+    data = str(pid).encode()
     for path in procs_files:
         fd = os.open(path, os.O_WRONLY)
         try:
-            os.write(fd, pid)
+            os.write(fd, data)
         finally:
             os.close(fd)
 

@@ -7,10 +7,10 @@ on: an absent request takes the startd's default (JOB_DEFAULT_REQUEST*); one tha
 undefined, an error or anything but a non-negative number puts the job on hold with a reason that
 names it, since no limit can be set from it.
 
-The memory limit the starter enforces is the memory the job would be given in a dynamic slot:
-the request rounded up to a multiple of 128 MiB (HTCondor's default MODIFY_REQUEST_EXPR_REQUESTMEMORY,
-``quantize(RequestMemory, {128})``), never more than the slot has, never less than the request. A
-default request of a few KiB of executable (1 MiB) so gets 128 MiB, not a limit no program fits in.
+The memory limit the starter enforces is the memory HTCondor would give the job in a dynamic
+slot: the request rounded up to a multiple of 128 MiB (its default MODIFY_REQUEST_EXPR_REQUESTMEMORY,
+``quantize(RequestMemory, {128})``). A default request for a few KiB of executable (1 MiB) so gets
+128 MiB, not a limit no program fits in, whether the slot it runs in was carved for 1 MiB or not.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 from gridbus import classad
 from gridbus.agents.startd.arguments import lookup
 from gridbus.agents.startd.slots import Request
+from gridbus.classad.values import is_number
 
 HOLD_STARTD_HELD_JOB = 21  # HTCondor's StartdHeldJob: the execute side put the job on hold
 MEMORY_QUANTUM = 128  # MiB
@@ -44,7 +45,7 @@ def _evaluate(job_ad: Mapping[str, Any], slot_ad: Mapping[str, Any], attr: str, 
     out = value
     if isinstance(value, classad.ExprTree):
         out = classad.compile(str(value)).eval(job_ad, slot_ad)
-    if isinstance(out, bool) or not isinstance(out, (int, float)) or not math.isfinite(out) or out < 0:
+    if not is_number(out) or not math.isfinite(out) or out < 0:
         # classad.Value.Undefined / Error print as their names, as a ClassAd shows them
         what = "undefined" if out is None else (out.name.lower() if isinstance(out, Enum) else repr(out))
         slot = lookup(slot_ad, "Name") or "the slot"
@@ -68,7 +69,6 @@ def activation_requests(job_ad: Mapping[str, Any], slot_ad: Mapping[str, Any], d
     )
 
 
-def memory_limit(request_mib: int, slot_mib: int) -> int:
+def memory_limit(request_mib: int) -> int:
     """The MiB the starter holds the job to (see the module docstring)."""
-    quantized = max(1, math.ceil(request_mib / MEMORY_QUANTUM)) * MEMORY_QUANTUM
-    return max(request_mib, min(quantized, slot_mib))
+    return max(1, math.ceil(request_mib / MEMORY_QUANTUM)) * MEMORY_QUANTUM

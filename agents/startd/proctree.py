@@ -1,4 +1,5 @@
-"""A job's processes, read from /proc: usage of the whole tree, and killing every descendant.
+"""A job's processes, read from /proc: usage of the whole tree, and killing every descendant (the
+starter's fallback where no cgroup can be made; see `cgroups`).
 
 Each job runs as the leader of its own session (and process group), so its descendants are the
 processes whose session id is the job's pid; a descendant that moved to another process group

@@ -33,7 +33,7 @@ knob("USER_MAP", [], "broker user -> Unix account for jobs on this node (HTCondo
      "'user=account', '*=account' for everyone not listed; a user not mapped runs as the account of the same name")
 knob("STARTER_ALLOW_ROOT_JOBS", False, "let a job run as root when no other account applies (never the default)")
 knob("STARTER_SPAWN_THREADS", 0, "threads that fork/exec jobs off the startd's loop; 0: on the loop (least cpu per job)")
-knob("BASE_CGROUP", "gridbus", "parent cgroup of the jobs' cgroups (each startd uses <BASE_CGROUP>/<its name>); empty: no cgroups, scan /proc")
+knob("BASE_CGROUP", "gridbus", "parent cgroup of the jobs' cgroups (each startd uses <BASE_CGROUP>/[<vhost>/]<its name>); empty: no cgroups, scan /proc")
 knob("CGROUP_VERSION", "auto", "which cgroups the starter uses: auto (v2 with a memory controller, else v1, else v2), 1 or 2")
 knob("CGROUP_MEMORY_LIMIT_POLICY", "hard", "the kernel's memory limit of a job: hard (OOM kill and hold past it), soft (reclaimed first past it), none")
 knob("CGROUP_PIDS_LIMIT", 0, "most processes and threads a job may have at once (cgroup pids controller); 0: no limit")

@@ -11,10 +11,16 @@ calls release the GIL and a vfork parent waits for its child's exec, so the loop
 reports meanwhile. Measured on a loaded 2-cpu machine (bench/bench_pool.py): a few per cent more
 jobs per second for about a third more startd cpu per job, so the default is 0 (on the loop).
 
-When the leader exits, what is left of its process group is killed while the leader is still a
-zombie (its pid, which names the group, cannot have been reused yet), the exit is handed to the
-startd at once, and only then is the scratch directory cleaned. Usage and the memory limit are
-sampled for all running jobs in one scan of /proc every STARTER_MEMORY_CHECK_INTERVAL.
+With a cgroup hierarchy (`cgroups`, the default when the startd runs as root) each job runs in a
+group of its own, joined by the child before exec: a stop kills the group, the kernel enforces the
+memory limit, and usage is read from the group's counters every STARTER_MEMORY_CHECK_INTERVAL. On
+the process-scan fallback (no cgroups) the job's processes are its session's, found in one scan of
+/proc for all running jobs, and the memory limit is sampled.
+
+When the leader exits, what is left of the job is killed while the leader is still a zombie (its
+pid, which names the group, cannot have been reused yet), the exit is handed to the startd at once,
+and only then is the scratch directory cleaned. A job is done (``Job.done``) once every process of it
+is gone, so a stop returns when nothing of the job is left, not when its processes were signalled.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from typing import Any
 from gridbus.agents.startd import cgroups, proctree
 from gridbus.agents.startd.accounts import Account, RunAsPolicy, RunAsRefused, may_access
 from gridbus.agents.startd.arguments import ArgumentError, job_argv, job_environment, lookup
+from gridbus.classad.values import is_number
 
 # HTCondor's HoldReasonCode values for what the starter can run into.
 HOLD_FAILED_TO_CREATE_PROCESS = 6
@@ -45,6 +52,13 @@ HOLD_IWD = 14
 HOLD_JOB_OUT_OF_RESOURCES = 34
 
 log = logging.getLogger("gridbus.startd.starter")
+
+MAX_IDLE_GROUPS = 64  # emptied job cgroups kept for reuse
+
+# The job's first process stops itself, and once the startd has moved it into the job's cgroup and
+# continued it, becomes the job ("$0" is the job's executable, "$@" its arguments).
+STOP_THEN_EXEC_SHELL = "/bin/sh"
+STOP_THEN_EXEC = 'kill -STOP $$; exec "$0" "$@"'
 
 
 class StartFailed(Exception):
@@ -145,6 +159,7 @@ class Starter:
         self.running: dict[str, Job] = {}  # by claim id
         self._seq = itertools.count(1)
         self._finished_sessions: dict[int, tuple[int, float]] = {}  # sid -> (end ticks, forget at)
+        self._idle_groups: list[cgroups.JobCgroup] = []  # emptied job groups, reset for the next job
         self._to_clean: list[str] = []
         self._clean_scheduled = False
         self.spawn_threads = spawn_threads
@@ -163,9 +178,20 @@ class Starter:
     async def start_async(self, key: str, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
                           memory_limit_mib: int | None) -> Job:
         """`start` with the launch on a spawner thread (when spawn_threads > 0): the loop is not
-        blocked by fork/exec."""
+        blocked by fork/exec. On the loop, the wait for a cgroup job's first process to stop
+        (see `_into_group`) is awaited, not blocked on."""
         if self.spawn_threads <= 0:
-            return self.start(key, ad, slot, env_extra, memory_limit_mib)
+            proc, scratch, account, group = self._launch(ad, slot, env_extra, memory_limit_mib, wait_stopped=False)
+            if group is not None:
+                try:
+                    _into_group(proc, group, _str(ad, "Cmd") or "the job", await _stopped(proc.pid))
+                except BaseException:  # StartFailed, or cancelled: nothing of it may run on
+                    proctree.signal_group(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    self._clean_now(scratch)
+                    _remove_when_empty(group, 5.0)
+                    raise
+            return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib, group)
         loop = asyncio.get_running_loop()
         if self._spawner is None:
             self._spawner = ThreadPoolExecutor(max_workers=self.spawn_threads, thread_name_prefix="spawner")
@@ -180,8 +206,10 @@ class Starter:
         return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib, group)
 
     def _launch(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
-                memory_limit_mib: int | None = None) -> tuple[subprocess.Popen, str, Account, cgroups.JobCgroup | None]:
-        """Everything from the account to the fork/exec; no loop state (it may run on a thread)."""
+                memory_limit_mib: int | None = None, wait_stopped: bool = True,
+                ) -> tuple[subprocess.Popen, str, Account, cgroups.JobCgroup | None]:
+        """Everything from the account to the fork/exec; no loop state (it may run on a thread).
+        ``wait_stopped=False`` leaves a cgroup job's stopped first process to the caller."""
         try:
             account = self.policy.account_for(_str(ad, "Owner"))
         except RunAsRefused as exc:
@@ -229,15 +257,19 @@ class Starter:
             }
             switch: dict[str, Any] = (
                 {"user": account.uid, "group": account.gid, "extra_groups": list(account.groups)} if account.switch else {})
+            argv = [executable, *args]
             if self.cgroups is not None:
                 group = self._make_cgroup(ad, f"job_{os.getpid()}_{seq}", memory_limit_mib)
-                # The child joins the group before it execs (as root, so before it drops to the
-                # job's account): the job's first instruction runs inside it.
-                switch = {"preexec_fn": _joiner(group.procs_files, account)}
+                _check_executable(executable)  # the shell below would turn a bad one into exit 127
+                # The child stops itself before it execs the job; the startd moves it into the
+                # group, then lets it go on: the job's first instruction runs inside the group.
+                # (A Python preexec_fn would do the same without the shell, but it rules out
+                # vfork: it cost the startd more than twice the cpu per job, measured.)
+                argv = [STOP_THEN_EXEC_SHELL, "-c", STOP_THEN_EXEC, executable, *args]
             try:
                 proc = subprocess.Popen(
-                    [executable, *args],
-                    executable=executable,
+                    argv,
+                    executable=argv[0],
                     cwd=iwd,
                     env=env,
                     stdin=stdin,
@@ -255,6 +287,8 @@ class Starter:
                 ) from None
             except (subprocess.SubprocessError, ValueError) as exc:
                 raise StartFailed(f"cannot start {executable}: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
+            if group is not None and wait_stopped:
+                _into_group(proc, group, executable)
         except StartFailed:
             self._clean_now(scratch)
             if group is not None:
@@ -268,21 +302,31 @@ class Starter:
 
     def _make_cgroup(self, ad: Mapping[str, Any], name: str, memory_limit_mib: int | None) -> cgroups.JobCgroup:
         assert self.cgroups is not None
-        group = self.cgroups.job(name)
         cpus = lookup(ad, "RequestCpus")
         try:
-            group.create()
-            group.set_limits(
-                memory_mib=memory_limit_mib if self.enforce_memory else None,
-                policy=self.memory_policy,
-                cpus=float(cpus) if isinstance(cpus, (int, float)) and not isinstance(cpus, bool) else 1.0,
-                pids_max=self.pids_limit,
-            )
-        except OSError as exc:
-            group.remove()
-            raise StartFailed(f"cannot make the job's cgroup {group.rel}: {exc.strerror or exc}",
-                              HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0) from None
-        return group
+            group = self._idle_groups.pop()  # (a spawner thread may take the last one first)
+        except IndexError:
+            group = self.cgroups.job(name)
+        for attempt in (1, 2):
+            try:
+                group.create()
+                group.set_limits(
+                    memory_mib=memory_limit_mib if self.enforce_memory else None,
+                    policy=self.memory_policy,
+                    cpus=float(cpus) if is_number(cpus) else 1.0,
+                    pids_max=self.pids_limit,
+                )
+                return group
+            except OSError as exc:
+                group.remove()
+                if attempt == 1 and group.rel != f"{self.cgroups.base}/{name}":
+                    # A reused group may refuse a limit below what it still holds (page cache of
+                    # the previous job): a fresh group instead.
+                    group = self.cgroups.job(name)
+                    continue
+                raise StartFailed(f"cannot make the job's cgroup {group.rel}: {exc.strerror or exc}",
+                                  HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0) from None
+        raise AssertionError("unreachable")
 
     def _unwatched(self, launch: asyncio.Future) -> None:
         if launch.cancelled() or launch.exception() is not None:
@@ -423,13 +467,16 @@ class Starter:
         then mark the job done."""
         group = job.cgroup
         assert group is not None
-        if not group.remove():
+        if group.populated():
             if time.monotonic() < deadline:
-                if group.pids():
-                    group.kill()
+                group.kill()
                 asyncio.get_running_loop().call_later(0.005, self._retire_group, job, deadline)
                 return
             log.error("cgroup %s of the job on %s is still not empty; leaving it", group.rel, job.slot)
+        elif len(self._idle_groups) < MAX_IDLE_GROUPS and group.reset():
+            self._idle_groups.append(group)  # the next job moves in: cheaper than a new group
+        else:
+            group.remove()
         if job.done is not None and not job.done.done():
             job.done.set_result(None)
 
@@ -538,6 +585,9 @@ class Starter:
             await asyncio.wait(waits, timeout=5)
         paths, self._to_clean = self._to_clean, []
         _rmtree_all(paths)  # the loop may not run the scheduled cleaning any more
+        for group in self._idle_groups:
+            group.remove()
+        self._idle_groups.clear()
         if self._spawner is not None:
             self._spawner.shutdown(wait=False)
             self._spawner = None
@@ -624,17 +674,49 @@ def _group_usages(grouped: list[tuple[Job, cgroups.JobCgroup]]) -> dict[str, tup
     return out
 
 
-def _joiner(procs_files: tuple[str, ...], account: Account) -> Callable[[], None]:
-    """The child's last step before exec: join the job's cgroup, then become the job's account."""
+def _check_executable(path: str) -> None:
+    if not os.path.isfile(path):
+        raise StartFailed(f"cannot execute {path}: No such file or directory", HOLD_FAILED_TO_CREATE_PROCESS, 2)
+    if not os.access(path, os.X_OK):
+        raise StartFailed(f"cannot execute {path}: Permission denied", HOLD_FAILED_TO_CREATE_PROCESS, 13)
 
-    def join() -> None:
-        cgroups.enter(procs_files)
-        if account.switch:
-            os.setgroups(list(account.groups))
-            os.setgid(account.gid)
-            os.setuid(account.uid)
 
-    return join
+async def _stopped(pid: int, timeout: float = 30.0) -> int:
+    """The wait status once the child has stopped itself (or ended; -1 if it is not ours)."""
+    delay = 0.0002
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            found, status = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
+        except ChildProcessError:
+            return -1
+        if found or time.monotonic() > deadline:
+            return status if found else -1
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.005)
+
+
+def _into_group(proc: subprocess.Popen, group: cgroups.JobCgroup, executable: str, status: int | None = None) -> None:
+    """Wait for the child to stop itself (unless ``status`` says it has), move it into the job's
+    group, let it exec the job."""
+    if status is None:
+        try:
+            _, status = os.waitpid(proc.pid, os.WUNTRACED)
+        except ChildProcessError:
+            status = -1
+    if status == -1 or not os.WIFSTOPPED(status):
+        if status != -1 and (os.WIFEXITED(status) or os.WIFSIGNALED(status)):
+            proc.returncode = status  # reaped here: Popen must not wait for it
+        raise StartFailed(f"cannot start {executable}: the starter's shell ended before the job ran",
+                          HOLD_FAILED_TO_CREATE_PROCESS)
+    try:
+        cgroups.move(proc.pid, group.procs_files)
+    except OSError as exc:
+        proc.kill()
+        proc.wait()
+        raise StartFailed(f"cannot put the job in its cgroup {group.rel}: {exc.strerror or exc}",
+                          HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0) from None
+    os.kill(proc.pid, signal.SIGCONT)
 
 
 def _remove_when_empty(group: cgroups.JobCgroup, timeout: float) -> None:

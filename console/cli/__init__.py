@@ -59,6 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"{args.command} has no handler")
     try:
         url = pool_url(getattr(args, "pool", None))
+        if args.command not in ("pool", "broker", "config"):
+            from gridbus import personal
+
+            url = personal.console_url(url)  # a personal pool's jobs are the Unix user's
         # Every console class (Schedd, Collector, ...) reads GRIDBUS_URL when given no URL.
         os.environ["GRIDBUS_URL"] = url
         args.url = url

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from gridbus.classad.values import Value
+from gridbus.classad.values import Value, is_number
 from gridbus.jobstatus import STATUS_LETTERS
 
 STATUS_NAME = {1: "idle", 2: "running", 3: "removed", 4: "completed", 5: "held", 6: "transferring", 7: "suspended"}
@@ -137,14 +137,14 @@ def chosen_form(args: Any, ads: list[Any]) -> str | None:
 # ------------------------------------------------------------------ condor_q
 def submitted(qdate: Any) -> str:
     """`%m/%d %H:%M` without a leading zero on the month, the day padded (`1/5  11:45`)."""
-    if not isinstance(qdate, int | float) or isinstance(qdate, bool):
+    if not is_number(qdate):
         return "?"
     t = time.localtime(qdate)
     return f"{t.tm_mon}/{t.tm_mday:<2} {t.tm_hour:02d}:{t.tm_min:02d}"
 
 
 def run_time(seconds: Any) -> str:
-    s = int(seconds) if isinstance(seconds, int | float) and not isinstance(seconds, bool) else 0
+    s = int(seconds) if is_number(seconds) else 0
     days, rest = divmod(max(s, 0), 86400)
     return f"{days:3d}+{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
 
@@ -209,7 +209,7 @@ def _cmd(ad: Any) -> str:
 def _wall(ad: Any, now: float) -> float:
     total = get(ad, "RemoteWallClockTime", 0) or 0
     start = get(ad, "JobCurrentStartDate")
-    if get(ad, "JobStatus") == 2 and isinstance(start, int | float):
+    if get(ad, "JobStatus") == 2 and is_number(start):
         total += max(now - start, 0)
     return total
 
@@ -280,7 +280,7 @@ def schedd_banner(name: str, address: str, now: float | None = None) -> str:
 # ------------------------------------------------------------------ condor_status
 def _activity_time(ad: Any, now: float) -> str:
     since = get(ad, "EnteredCurrentActivity")
-    return run_time(now - since) if isinstance(since, int | float) else run_time(0)
+    return run_time(now - since) if is_number(since) else run_time(0)
 
 
 def status_table(ads: list[Any], now: float | None = None) -> str:
@@ -288,7 +288,7 @@ def status_table(ads: list[Any], now: float | None = None) -> str:
     lines = [STATUS_HEADER, ""]
     for ad in sorted(ads, key=lambda a: str(get(a, "Name", ""))):
         load = get(ad, "LoadAvg", 0.0)
-        load = float(load) if isinstance(load, int | float) else 0.0
+        load = float(load) if is_number(load) else 0.0
         lines.append(
             f"{str(get(ad, 'Name', '?')):<18} {str(get(ad, 'OpSys', '?')):<10} {str(get(ad, 'Arch', '?')):<6} "
             f"{str(get(ad, 'State', '?')):<9} {str(get(ad, 'Activity', '?')):<8} {load:6.3f} "

@@ -81,13 +81,22 @@ def _answers(host: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
+DEFAULT_NODE_PORT = 5672  # the AMQP port of the machine's default RabbitMQ node (rabbit@<host>)
+
+
 def ensure_broker(url: str, wait: float = 90.0, say: Any = print) -> None:
-    """Make sure the broker answers; start a local RabbitMQ that is installed but not running."""
+    """Make sure a broker answers; start the machine's default RabbitMQ node when it is the one the
+    URL names (one broker, on this machine, on the default node's port 5672) and it is installed
+    but not running. A URL naming other brokers, another port or several brokers (a cluster, whose
+    nodes are not the default node) never starts anything."""
     broker = BrokerURL(url)
-    if _answers(broker.host, broker.port):
+    if any(_answers(b.host, b.port) for b in broker.alternatives):
         return
-    if broker.host not in LOCAL_HOSTS:
-        raise RuntimeError(f"the broker at {broker.redacted()} does not answer; start it, or point GRIDBUS_URL at one that runs")
+    if len(broker.alternatives) > 1 or broker.host not in LOCAL_HOSTS or broker.port != DEFAULT_NODE_PORT:
+        raise RuntimeError(
+            f"the broker at {broker.redacted()} does not answer; it is not this machine's default RabbitMQ "
+            f"node (127.0.0.1:{DEFAULT_NODE_PORT}), so pool up starts none: start it, or point GRIDBUS_URL at "
+            "one that runs")
     server = shutil.which("rabbitmq-server")
     if server is None:
         raise RuntimeError(
@@ -118,7 +127,8 @@ def check_login(url: str) -> None:
 
     broker = BrokerURL(url)
     try:
-        params = pika.URLParameters(url)
+        first = next((b for b in broker.alternatives if _answers(b.host, b.port)), broker)
+        params = pika.URLParameters(first.url)
         params.socket_timeout = 5
         params.blocked_connection_timeout = 5
         pika.BlockingConnection(params).close()
@@ -198,6 +208,12 @@ def cmd_up(args: argparse.Namespace) -> int:
         return 0
     ensure_broker(url)
     check_login(url)
+    from gridbus import personal
+
+    me = personal.ensure(url, cfg.path_of("LOCAL_DIR"))
+    if me is not None:
+        print(f"gridbus: your jobs are owned by {me}: the console logs in to this pool as the broker account "
+              f"{me}, named after you", flush=True)
     log_dir = cfg.path_of("LOG")
     log_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "GRIDBUS_URL": url}
@@ -348,9 +364,12 @@ def cmd_broker_setup(args: argparse.Namespace) -> int:
         if not name:
             raise ValueError(f"--user {spec!r}: give NAME or NAME:PASSWORD")
         users[name] = password if sep else None
-    report = accounts.setup(Management.for_broker(broker), vhost, args.daemon_user, args.daemon_password, users)
+    report = accounts.setup(Management.for_broker(broker), vhost, args.daemon_user, args.daemon_password, users,
+                            quorum=broker.is_cluster)
     for line in report.lines:
         print(line)
+    for user in users:
+        print(f"{user}: jobs run as the Unix account {user} on execute nodes (USER_MAP maps it to another)")
     for user, password in report.passwords.items():
         print(f"password of the new account {user}: {password}  (shown once; keep it)")
     daemon_url = broker.with_vhost(vhost).with_credentials(

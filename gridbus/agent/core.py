@@ -18,6 +18,7 @@ import os
 import socket
 import time
 import traceback
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,6 +26,7 @@ import aio_pika
 from aio_pika.abc import AbstractIncomingMessage, AbstractRobustConnection
 
 from gridbus import bus, wire
+from gridbus.agent import failover
 from gridbus.agent.advertising import ADS_PER_MESSAGE as ADS_PER_MESSAGE  # re-exported
 from gridbus.agent.advertising import Advertising
 from gridbus.agent.client import AsyncClient
@@ -37,6 +39,11 @@ from gridbus.status import CANNED_TEXT, MethodError, Status
 _DEAD_LETTER_STATUSES = {Status.UNKNOWN_OBJECT, Status.UNKNOWN_METHOD, Status.INVALID_PARAMETER}
 
 
+# A confirmed publish waits this long for the broker's confirm, and is sent again for this long
+# (long enough for a failover to another broker node, or a restarted broker).
+CONFIRM_TIMEOUT = 5.0
+CONFIRM_RETRY = 30.0
+
 
 class Agent(Advertising, CommonMethods):
     """Base class of every gridbus daemon. Subclasses set `kind` and `classes` and add handlers."""
@@ -45,9 +52,11 @@ class Agent(Advertising, CommonMethods):
     classes: tuple[str, ...] = ()  # management classes this agent serves (schema names)
     my_type = "Generic"  # MyType of its daemon ad
     durable_requests = False  # the schedd keeps requests sent while it restarts
-    # "quorum" makes a durable request queue a replicated quorum queue, for a pool whose broker is
-    # a RabbitMQ cluster (the queue survives the loss of a broker node); "classic" lives on one node.
-    request_queue_type = "classic"
+    # "quorum" makes the durable queues (a durable request queue, the dead-letter queue) replicated
+    # quorum queues, which survive the loss of a broker node (and a classic durable queue whose node
+    # is down cannot even be re-declared elsewhere); "classic" lives on one node; "auto" is quorum
+    # when GRIDBUS_URL lists several brokers (a cluster) and classic for one.
+    request_queue_type = "auto"
 
     def __init__(
         self,
@@ -80,6 +89,7 @@ class Agent(Advertising, CommonMethods):
         self._sequence = int((started - self.start_time) * 1_000_000)
         self._connection: AbstractRobustConnection | None = None
         self._channel: aio_pika.abc.AbstractChannel | None = None
+        self._confirm_channel: aio_pika.abc.AbstractChannel | None = None  # publisher confirms
         self._client: AsyncClient | None = None
         self._tasks: set[asyncio.Task] = set()
         self._ads_wanted: asyncio.Event | None = None  # made in start(), on the agent's loop
@@ -125,16 +135,37 @@ class Agent(Advertising, CommonMethods):
         }
 
     # ------------------------------------------------------------------ events and calls
-    async def publish(self, exchange: str, key: str, body: Any, mtype: str) -> None:
+    async def publish(self, exchange: str, key: str, body: Any, mtype: str, *, confirm: bool = False) -> None:
+        """Publish ``body`` on ``exchange``. With ``confirm``, for messages whose loss would matter
+        (job events), the broker confirms it, and a publish lost with its connection or refused is
+        sent again, on the next broker if it fails over, for up to CONFIRM_RETRY seconds; a
+        consumer recognises a resent message by its unchanged id (message_id, the body's EventId)."""
         assert self._channel is not None, "agent not started"
-        ex = await self._channel.get_exchange(exchange, ensure=False)
-        message = aio_pika.Message(wire.encode(body), content_type=wire.MSGPACK, type=mtype, app_id=self.address)
-        await ex.publish(message, routing_key=key, mandatory=False)
+        message = aio_pika.Message(wire.encode(body), content_type=wire.MSGPACK, type=mtype, app_id=self.address,
+                                   message_id=body.get("EventId") if isinstance(body, dict) else None)
+        if not confirm or self._confirm_channel is None:
+            ex = await self._channel.get_exchange(exchange, ensure=False)
+            await ex.publish(message, routing_key=key, mandatory=False)
+            return
+        deadline = time.monotonic() + CONFIRM_RETRY
+        while True:
+            try:
+                ex = await self._confirm_channel.get_exchange(exchange, ensure=False)
+                await ex.publish(message, routing_key=key, mandatory=False, timeout=CONFIRM_TIMEOUT)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # nacked, timed out, or the connection went: send it again
+                if time.monotonic() >= deadline:
+                    raise
+                self.log.info("publish to %s (%s) not confirmed (%r); sending it again", exchange, key, exc)
+                await asyncio.sleep(0.5)
 
     async def publish_event(self, kind: str, event: str, who: str, body: dict[str, Any]) -> None:
-        """Publish a job or daemon event on gridbus.events (``job.<event>.<owner>``)."""
-        payload = {"event": event, "time": time.time(), "source": self.address, **body}
-        await self.publish(bus.EVENTS, bus.event_key(kind, event, who), payload, bus.T_EVENT)
+        """Publish a job or daemon event on gridbus.events (``job.<event>.<owner>``), confirmed."""
+        payload = {"event": event, "time": time.time(), "source": self.address,
+                   "EventId": uuid.uuid4().hex, **body}
+        await self.publish(bus.EVENTS, bus.event_key(kind, event, who), payload, bus.T_EVENT, confirm=True)
 
     @property
     def client(self) -> AsyncClient:
@@ -169,15 +200,14 @@ class Agent(Advertising, CommonMethods):
         self.ready = asyncio.Event()
         self._config_baseline()
         self.start_duty_cycle()
-        self._connection = await aio_pika.connect_robust(
-            self.url.url,
-            client_properties={"connection_name": f"gridbus {self.address}"},
-            reconnect_interval=1,  # a restarted broker or a closed connection is back within a second
-        )
+        # Every broker GRIDBUS_URL lists, in turn: a lost connection moves to the next that answers
+        # (a restarted broker or a closed connection is back within a second).
+        self._connection = await failover.connect(self.url, name=f"gridbus {self.address}", reconnect_interval=1)
         self._connection.reconnect_callbacks.add(self._on_reconnect)
         self._channel = await self._connection.channel(publisher_confirms=False)
         await self._channel.set_qos(prefetch_count=self.prefetch)
-        await self.declare_topology(self._channel)
+        self._confirm_channel = await self._connection.channel(publisher_confirms=True)
+        await self.declare_topology(self._channel, quorum=self.durable_queue_type() == "quorum")
         self._client = AsyncClient(self._channel, self.url.user, self.address)
         await self._client.start()
         await self.setup()
@@ -188,6 +218,13 @@ class Agent(Advertising, CommonMethods):
             await queue.bind(bus.RPC, key)
         await queue.consume(self._on_message)
         await self.on_start()
+        # Who held claims or state with this address's predecessor hears that it is a new process
+        # (a schedd asks a restarted startd about its claims at once, not at its next Alive round).
+        try:
+            await self.publish_event("daemon", "start", self.kind,
+                                     {"address": self.address, "DaemonStartTime": self.start_time})
+        except Exception:  # an event is a hint; the periodic checks still come
+            self.log.warning("could not publish the start event", exc_info=True)
         self._advertiser = self.spawn(self._advertise_loop(), "advertise")
         self.log.info("%s serving on %s", self.address, self.url.redacted())
         self.ready.set()
@@ -198,24 +235,33 @@ class Agent(Advertising, CommonMethods):
         args: dict[str, Any] = {"x-dead-letter-exchange": bus.DEAD}
         if not self.durable_requests:
             return args | {"x-expires": 600_000}
-        if self.request_queue_type not in ("classic", "quorum"):
-            raise ValueError(f"request queue type must be classic or quorum, not {self.request_queue_type!r}")
         # A classic queue is declared without the argument, as before it existed: the broker refuses
         # a re-declaration whose arguments differ from the existing queue's.
-        return args | {"x-queue-type": "quorum"} if self.request_queue_type == "quorum" else args
+        return args | {"x-queue-type": "quorum"} if self.durable_queue_type() == "quorum" else args
+
+    def durable_queue_type(self) -> str:
+        """classic or quorum: the type of this agent's durable queues (see request_queue_type)."""
+        kind = str(self.request_queue_type).lower()
+        if kind == "auto":
+            return "quorum" if self.url.is_cluster else "classic"
+        if kind not in ("classic", "quorum"):
+            raise ValueError(f"queue type must be auto, classic or quorum, not {self.request_queue_type!r}")
+        return kind
 
     @staticmethod
-    async def declare_topology(channel: aio_pika.abc.AbstractChannel) -> None:
-        """Declare gridbus's exchanges and the dead-letter queue; idempotent, any order."""
+    async def declare_topology(channel: aio_pika.abc.AbstractChannel, *, quorum: bool = False) -> None:
+        """Declare gridbus's exchanges and the dead-letter queue (a quorum queue on a cluster);
+        idempotent, any order."""
         for name, kind in bus.EXCHANGES:
             await channel.declare_exchange(name, kind, durable=True)
-        dead = await channel.declare_queue(bus.DEAD, durable=True, arguments=bus.DEAD_QUEUE_ARGS)
+        args = bus.DEAD_QUEUE_ARGS | ({"x-queue-type": "quorum"} if quorum else {})
+        dead = await channel.declare_queue(bus.DEAD, durable=True, arguments=args)
         await dead.bind(bus.DEAD, "")
 
     async def _on_reconnect(self, *_: Any) -> None:
         # The robust connection restores exchanges, queues, bindings and consumers it declared;
         # the direct reply-to consumer is a pseudo-queue it does not know about.
-        self.log.warning("reconnected to the broker")
+        self.log.warning("reconnected to the broker %s", getattr(self._connection, "broker", "?"))
         if self._client is not None:
             try:
                 await self._client.start()

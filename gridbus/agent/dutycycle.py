@@ -16,7 +16,8 @@ MIN_WINDOW = 1.0
 
 
 class DutyCycle:
-    def __init__(self) -> None:
+    def __init__(self, min_window: float = MIN_WINDOW) -> None:
+        self.min_window = min_window
         self.waiting = 0.0  # seconds spent inside select since install
         self.value = 0.0
         self._mark = (time.monotonic(), 0.0)
@@ -33,11 +34,11 @@ class DutyCycle:
         return True
 
     def sample(self) -> float:
-        """The busy fraction since the previous sample (at least MIN_WINDOW ago), in [0, 1]."""
+        """The busy fraction since the previous sample (at least min_window ago), in [0, 1]."""
         now = time.monotonic()
         since, waited_before = self._mark
         span = now - since
-        if self.installed and span >= MIN_WINDOW:
+        if self.installed and span >= self.min_window:
             waited = self.waiting - waited_before
             self.value = min(1.0, max(0.0, 1.0 - waited / span))
             self._mark = (now, self.waiting)

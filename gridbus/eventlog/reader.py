@@ -20,6 +20,8 @@ from collections.abc import Iterator, Mapping
 from enum import IntEnum
 from typing import Any
 
+from gridbus.errors import HTCondorValueError
+
 
 class JobEventType(IntEnum):
     SUBMIT = 0
@@ -222,7 +224,7 @@ def parse_event(text: str) -> JobEvent:
     lines = text.rstrip("\n").split("\n")
     m = _HEADER.fullmatch(lines[0])
     if m is None:
-        raise ValueError(f"not a job event header: {lines[0][:80]!r}")
+        raise HTCondorValueError(f"not a job event header: {lines[0][:80]!r}")
     code = int(m.group(1))
     etype = JobEventType(code)  # an unknown code raises ValueError, as htcondor2 does
     cluster, proc, subproc = int(m.group(2)), int(m.group(3)), int(m.group(4))

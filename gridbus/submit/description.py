@@ -6,10 +6,13 @@
     built = sub.build(cluster_id=7)            # the ads a schedd stores
     built.cluster_ad, built.proc_ads           # common attributes; per-proc differences (with ProcId)
 
-The schedd's contract: `cluster_ad(...)` is the cluster's common attributes as a plain dict (values
-are literals or `gridbus.classad.ExprTree`), `proc_ads(...)` the per-proc differences after the queue
-statement's items are expanded, each with its `ProcId`. A cluster id is needed only when the
-description refers to `$(Cluster)`; `uses_cluster_id()` says whether it does.
+Only the submitting client expands a description (the console's `Schedd.submit` and `gridbus
+submit`, in the submitter's working directory, with the cluster id the schedd's NewCluster gave):
+`cluster_ad(...)` is the cluster's common attributes as a plain dict (values are literals or
+`gridbus.classad.ExprTree`), `proc_ads(...)` the per-proc differences after the queue statement's
+items are expanded, each with its `ProcId`; `late(built, ...)` is the proc template a schedd fills
+in for a cluster it materializes late (gridbus.submit.materialize). `uses_cluster_id()` says whether
+the description refers to `$(Cluster)`.
 
 A description may hold several queue statements (condor_submit's rule): each makes its own procs,
 numbered on from the previous one's, with the commands above it in effect. The mapping, `getQArgs`
@@ -27,6 +30,7 @@ from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gridbus.errors import HTCondorTypeError, HTCondorValueError
 from gridbus.submit import commands, lines, materialize, queue
 from gridbus.submit.errors import SubmitError, SubmitWarning
 from gridbus.submit.jobad import build_job_ad
@@ -88,7 +92,7 @@ class Submit(MutableMapping[str, str]):
             for k, v in input.items():
                 self[k] = v
         elif input is not None:
-            raise TypeError(f"Submit() takes a submit description string or a dict, not {type(input).__name__}")
+            raise HTCondorTypeError(f"Submit() takes a submit description string or a dict, not {type(input).__name__}")
         for k, v in kwargs.items():
             self[k] = v
         if queue is not None:
@@ -109,7 +113,7 @@ class Submit(MutableMapping[str, str]):
 
     def __setitem__(self, key: str, value: str) -> None:
         if not isinstance(value, str):
-            raise TypeError(f"the value of submit command {key!r} must be a string, not {type(value).__name__}")
+            raise HTCondorTypeError(f"the value of submit command {key!r} must be a string, not {type(value).__name__}")
         k = self._norm(key)
         written = self._entries[k][0] if k in self._entries else lines.canonical_key(key.strip())
         self._entries[k] = (written, value, None)
@@ -151,7 +155,7 @@ class Submit(MutableMapping[str, str]):
 
     def setQArgs(self, args: str) -> None:
         if not isinstance(args, str):
-            raise TypeError("setQArgs() takes the text after 'queue' as a string")
+            raise HTCondorTypeError("setQArgs() takes the text after 'queue' as a string")
         text = args.strip()
         if text[:5].lower() == "queue" and (len(text) == 5 or text[5].isspace()):
             text = text[5:].strip()
@@ -166,9 +170,9 @@ class Submit(MutableMapping[str, str]):
 
     def setSubmitMethod(self, method_value: int = -1, allow_reserved_values: bool = False) -> None:
         if not isinstance(method_value, int):
-            raise TypeError("the submit method is an integer")
+            raise HTCondorTypeError("the submit method is an integer")
         if method_value < _RESERVED_METHOD_LIMIT and not allow_reserved_values:
-            raise ValueError(f"submit methods below {_RESERVED_METHOD_LIMIT} are reserved; pass allow_reserved_values=True")
+            raise HTCondorValueError(f"submit methods below {_RESERVED_METHOD_LIMIT} are reserved; pass allow_reserved_values=True")
         self._submit_method = method_value
 
     def expand(self, attr: str) -> str:

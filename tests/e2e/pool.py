@@ -100,6 +100,10 @@ class Pool:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
+        # What a startd killed and not restarted left in its job cgroups.
+        from gridbus.agents.startd import cgroups
+
+        cgroups.purge(self.env["GRIDBUS_BASE_CGROUP"])
 
     def log_of(self, address: str, name: str) -> str:
         kind, _, who = address.partition("@")

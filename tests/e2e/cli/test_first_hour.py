@@ -35,6 +35,9 @@ FIRST_HOUR = ("printf 'executable = /bin/true\\nqueue 3\\n' > a.sub && gridbus s
               "cat submitted && gridbus wait -wait 90 -quiet $(sed -n 's/.*submitted to cluster \\([0-9]*\\)\\./\\1/p' submitted) && "
               "gridbus history -af JobStatus ExitCode")
 
+OWNER_SCRIPT = ("import getpass; from gridbus.console import Schedd; me = getpass.getuser(); "
+                "print(me, len(Schedd().history(f\"Owner == \\\"{me}\\\"\", [\"ProcId\"])))")
+
 
 def _nonroot_bin() -> Path:
     """The `gridbus` of a virtualenv any user can run (made once, from the system's Python)."""
@@ -76,7 +79,7 @@ def _first_hour(url: str, home: Path, bindir: Path, user: str | None) -> tuple[s
         account = pwd.getpwnam(user)
         os.chown(work, account.pw_uid, account.pw_gid)
         os.chown(local, account.pw_uid, account.pw_gid)
-        env["HOME"] = str(work)
+        env.update(HOME=str(work), USER=user, LOGNAME=user)
         prefix = ["runuser", "-u", user, "--", "env", *(f"{k}={v}" for k, v in env.items())]
 
     def sh(command: str, timeout: float = 150) -> subprocess.CompletedProcess:
@@ -88,6 +91,9 @@ def _first_hour(url: str, home: Path, bindir: Path, user: str | None) -> tuple[s
         assert up.returncode == 0, up.stdout + up.stderr
         done = sh(FIRST_HOUR)
         assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{_logs(local)}"
+        # An HTCondor script's filter on its user finds the jobs: Owner is the Unix user.
+        mine = sh(f"{bindir}/python -c '{OWNER_SCRIPT}'")
+        assert mine.returncode == 0 and mine.stdout.split() == [user or "root", "3"], mine.stdout + mine.stderr
         return up.stdout, done.stdout
     finally:
         down = sh("gridbus pool down", timeout=90)
@@ -101,7 +107,7 @@ def _logs(local: Path) -> str:
 def test_first_hour_as_root(amqp_url: str, home: Path):
     assert os.geteuid() == 0, "this variant is the root one (CI runs as root)"
     up, out = _first_hour(amqp_url, home, Path(sys.executable).parent, None)
-    assert "runs jobs as nobody" in up
+    assert "runs jobs as nobody" in up and "your jobs are owned by root" in up
     assert re.search(r"3 job\(s\) submitted to cluster \d+", out) and "All jobs done." in out
     assert out.splitlines()[-3:] == ["4 0"] * 3, out  # completed, exit code 0
 
@@ -110,6 +116,6 @@ def test_first_hour_as_a_user_who_is_not_root(amqp_url: str, home: Path):
     if os.geteuid() != 0 or shutil.which("runuser") is None:
         pytest.skip("needs root and runuser to act as another user")
     up, out = _first_hour(amqp_url, home, _nonroot_bin(), "nobody")
-    assert "runs jobs as nobody" not in up
+    assert "runs jobs as nobody" not in up and "your jobs are owned by nobody" in up
     assert re.search(r"3 job\(s\) submitted to cluster \d+", out) and "All jobs done." in out
     assert out.splitlines()[-3:] == ["4 0"] * 3, out  # completed, exit code 0

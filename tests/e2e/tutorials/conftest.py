@@ -24,10 +24,6 @@ pytestmark = pytest.mark.e2e
 
 # Why a cell fails today for a reason outside this area (issue 12's other parts): the cell is
 # marked xfail(strict=True) with it, so it turns into a failure once that part lands.
-OWNER_IS_BROKER_USER = ("issue 12 point 3 (submit: Owner identity mapping): a job's Owner is the broker "
-                        "account, not getpass.getuser(), so Owner == <user> selects nothing")
-SUBMIT_IN_SCHEDD = ("issue 12 point 2 (submit: client-side expansion via NewCluster): the schedd expands the "
-                    "submit text in its own directory, so Iwd and relative output paths are not the submitter's")
 FILE_TRANSFER = "issue 15 (file transfer over the bus): transfer_input_files cells belong to it"
 
 # The e2e pools' short intervals (knob names without the GRIDBUS_ prefix), and the schedd named

@@ -8,7 +8,6 @@ import socket
 import pytest
 
 from tests.e2e.tutorials.bindings import classad, htcondor
-from tests.e2e.tutorials.conftest import OWNER_IS_BROKER_USER
 
 pytestmark = pytest.mark.usefixtures("tutorial_pool")
 
@@ -63,7 +62,6 @@ def test_submit_ten_sleeps_and_query_them(state):
     state["schedd"] = schedd
 
 
-@pytest.mark.xfail(strict=True, reason=OWNER_IS_BROKER_USER)
 def test_remove_the_users_jobs(state):
     schedd = state["schedd"]
     answer = schedd.act(htcondor.JobAction.Remove, f'Owner == "{getpass.getuser()}"')

@@ -13,7 +13,7 @@ import pytest
 
 from tests.e2e.pool import wait_for
 from tests.e2e.tutorials.bindings import htcondor
-from tests.e2e.tutorials.conftest import FILE_TRANSFER, OWNER_IS_BROKER_USER
+from tests.e2e.tutorials.conftest import FILE_TRANSFER
 
 pytestmark = pytest.mark.usefixtures("tutorial_pool")
 
@@ -153,7 +153,6 @@ def test_exercise_hundred_long_sleeps_none_held():
     assert not any(status == 5 for status in proc_to_status.values())  # "Not all odd jobs were held."
 
 
-@pytest.mark.xfail(strict=True, reason=OWNER_IS_BROKER_USER)
 def test_exercise_cleanup_removes_the_users_jobs():
     schedd = htcondor.Schedd()
     answer = schedd.act(htcondor.JobAction.Remove, f'Owner=="{getpass.getuser()}"')

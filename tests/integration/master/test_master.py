@@ -145,3 +145,20 @@ def test_a_second_master_on_the_same_local_dir_refuses_to_start(pool, tmp_path: 
     assert second.wait(30) != 0
     assert "another master" in (tmp_path / "second.out").read_text()
     assert proc.poll() is None
+
+
+def test_the_master_restarts_itself_and_turns_itself_off(pool):
+    proc, session, config, local = pool
+    before = wait_for(lambda: all_alive(session, ["ECHOA", "ECHOB"]), 30, "both daemons alive")
+    master = session.getObjects(_class="master")[0]
+    r = session.call(master._agent, "Restart", {"Master": True})
+    assert r.status == 0 and r.Pids == {"MASTER": proc.pid}, r.text
+    # The same process (exec keeps the pid), with new daemons.
+    after = wait_for(lambda: (d := all_alive(session, ["ECHOA", "ECHOB"]))
+                     and d["ECHOA"]["Pid"] != before["ECHOA"]["Pid"] and d, 30, "daemons started again")
+    assert proc.poll() is None and not alive(before["ECHOA"]["Pid"])
+    assert int((local / "run" / "master.pid").read_text()) == proc.pid
+    r = session.call(master._agent, "Off", {"Graceful": False})
+    assert r.status == 0 and sorted(r.Daemons) == ["ECHOA", "ECHOB"]
+    assert proc.wait(30) == 0
+    assert not alive(after["ECHOA"]["Pid"]) and not (local / "run" / "master.pid").exists()

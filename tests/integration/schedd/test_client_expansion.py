@@ -14,7 +14,7 @@ import pytest
 from gridbus.console import Schedd
 from gridbus.status import Status
 from gridbus.submit import Submit
-from tests.integration.schedd.conftest import job_ad
+from tests.integration.schedd.conftest import job_ad, wait_for
 
 
 @pytest.fixture
@@ -118,8 +118,6 @@ def test_late_materialization_fills_the_clients_template(schedd, amqp_url, submi
         first = _jobs(s, c, ["Out", "Args", "Iwd", "Index"])
         assert [(j["ProcId"], j["Out"], j["Args"], j["Index"]) for j in first] == [(0, f"out.{c}.0", "a.dat 0", 0)]
         s.act(3, f"{c}.0")  # the factory makes proc 1 when proc 0 leaves
-        from tests.integration.schedd.conftest import wait_for
-
         second = wait_for(lambda: _jobs(s, c, ["Out", "Args", "Iwd", "Index"]), what="proc 1")
     assert [(j["ProcId"], j["Out"], j["Args"], j["Iwd"], j["Index"]) for j in second] == [
         (1, f"out.{c}.1", "b.dat 1", str(submit_dir / "dir_1"), 1)]
@@ -129,6 +127,47 @@ def test_a_template_that_does_not_make_an_ad_is_refused(schedd, session):
     bad = {"Template": {"Out": ["str", "o.$(Process)"], "Rank": ["expr", "(("]}, "Items": [[0, {}]], "Steps": 2}
     r = session.call("schedd@s1", "Submit", {"Ad": job_ad(JobMaterializeMaxIdle=1), "Submit": bad})
     assert r.status == Status.INVALID_PARAMETER and "Template" in r.text
+    eager = {"Template": {"Out": ["str", "o.$(Process)"]}, "Items": [[0, {}]], "Steps": 10**9}
+    r = session.call("schedd@s1", "Submit", {"Ad": job_ad(), "Submit": eager})
+    assert r.status == Status.INVALID_PARAMETER and "materialized late" in r.text
     owned = {"Template": {"Owner": ["str", "root"]}, "Items": [[0, {}]], "Steps": 1}
     r = session.call("schedd@s1", "Submit", {"Ad": job_ad(JobMaterializeMaxIdle=1), "Submit": owned})
     assert r.status == Status.INVALID_PARAMETER and "Owner" in r.text
+
+
+def test_a_retried_submit_with_its_cluster_id_creates_one_cluster(schedd, session):
+    cid = session.call("schedd@s1", "NewCluster", {}).ClusterId
+    args = {"Ad": job_ad(), "Count": 2, "ClusterId": cid, "SubmissionId": "retry-1"}
+    first, again = session.call("schedd@s1", "Submit", args), session.call("schedd@s1", "Submit", args)
+    assert first.status == again.status == 0 and first.ClusterId == again.ClusterId == cid
+    assert len(session.call("schedd@s1", "Query", {"Constraint": f"ClusterId == {cid}"}).Jobs) == 2
+
+
+def test_the_console_expands_again_when_the_schedd_forgot_its_cluster_id(schedd, amqp_url, submit_dir,
+                                                                          monkeypatch):
+    # As after a schedd restart between NewCluster and Submit: the id is unknown to it.
+    with Schedd(url=amqp_url) as s:
+        real, calls = s.new_cluster, []
+
+        def forgetful() -> int:
+            calls.append(1)
+            return 10_000 if len(calls) == 1 else real()
+
+        monkeypatch.setattr(s, "new_cluster", forgetful)
+        result = s.submit(Submit("executable = /bin/true\noutput = o.$(Cluster)\nqueue\n"))
+        (job,) = _jobs(s, result.cluster(), ["Out"])
+    assert len(calls) == 2 and result.cluster() != 10_000 and job["Out"] == f"o.{result.cluster()}"
+
+
+def test_a_template_factory_survives_a_schedd_restart(make_schedd, amqp_url, submit_dir, tmp_path):
+    spool = tmp_path / "spool-restart"
+    first = make_schedd("s1", spool=spool)
+    with Schedd("schedd@s1", url=amqp_url) as s:
+        result = s.submit(Submit("executable = /bin/true\noutput = o.$(Process)\nmax_idle = 1\nqueue 3\n"))
+    c = result.cluster()
+    first.stop()
+    make_schedd("s1", spool=spool)
+    with Schedd("schedd@s1", url=amqp_url) as s:
+        s.act(3, f"{c}.0")
+        (job,) = wait_for(lambda: _jobs(s, c, ["Out"]), what="proc 1 after the restart")
+    assert (job["ProcId"], job["Out"]) == (1, "o.1")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -72,12 +73,17 @@ def test_job_runs_with_argv_env_iwd_files_exit_code_and_claim_is_reused_at_once(
         assert stats["JobsStarted"] == 2 and stats["JobsExited"] == 2 and stats["ClaimsActive"] == 1
 
 
-def test_memory_limit_and_removed_job_tree(amqp_url, tmp_path):
+@pytest.mark.parametrize("cgroups", ["cgroup", "scan"])
+def test_memory_limit_and_removed_job_tree(amqp_url, tmp_path, cgroups):
+    # Both starter backends: job cgroups (the default as root), and BASE_CGROUP = "" (the scan).
+    scan = {"base_cgroup": ""} if cgroups == "scan" else {}
     hog = {"ClusterId": 1, "ProcId": 0, "Owner": "alice", "Cmd": sys.executable, "RequestMemory": 40,
            "Arguments": "-c 'import time; x = b\"x\" * (150 << 20); time.sleep(60)'"}
     tree = {"ClusterId": 1, "ProcId": 1, "Owner": "alice", "Cmd": "/bin/sh",
             "Arguments": "-c 'trap \"\" TERM; sleep 300 & sleep 300 & sleep 300; wait'"}
-    with startd_and_schedd(amqp_url, tmp_path, num_slots=2) as (startd, _t, schedd), Session(amqp_url, timeout=10) as s:
+    with startd_and_schedd(amqp_url, tmp_path, num_slots=2, **scan) as (startd, _t, schedd), \
+            Session(amqp_url, timeout=10) as s:
+        assert (startd.cgroups is None) == (cgroups == "scan" or os.geteuid() != 0)
         slots = list(startd.table.slots.values())
         claims = []
         for slot in slots:

@@ -100,7 +100,7 @@ def stop_scenario(tmp_path: Any, cgroup: Hierarchy | None, kind: str, killing_ti
             seen["survivors"] = survivors
             seen["exit"] = job.exit
             seen["stop_reason"] = job.stop_reason
-            seen["group_removed"] = job.cgroup is None or not job.cgroup.exists()
+            seen["group_empty"] = job.cgroup is None or not job.cgroup.populated()
         finally:
             monitor.cancel()
             await starter.shutdown()

@@ -21,10 +21,11 @@ ALLOW_ROOT = RunAsPolicy(allow_runas_owner=False, allow_root_jobs=True)
 
 
 @pytest.mark.parametrize("threads", [0, 3])
-def test_jobs_started_off_the_loop_run_and_exit(tmp_path, threads):
+def test_jobs_started_off_the_loop_run_and_exit(tmp_path, threads, job_cgroups):
     async def main():
         exits: list[Job] = []
-        starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=exits.append, spawn_threads=threads)
+        starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=exits.append, spawn_threads=threads,
+                          cgroup=job_cgroups)
         try:
             jobs = await asyncio.gather(*(
                 starter.start_async(f"c{i}", {"Cmd": "/bin/sh", "Arguments": f"-c 'exit {i}'"}, f"slot{i}@t", {}, None)

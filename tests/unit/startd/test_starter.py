@@ -171,7 +171,7 @@ def test_a_job_that_double_forks_and_calls_setsid_is_killed(tmp_path, every_back
     seen = stop_scenario(tmp_path, every_backend, "daemon", 0.5)
     assert seen["before"] >= 2 and seen["escaped_session"]  # the daemon is in a session of its own
     assert seen["survivors"] == []
-    assert seen["group_removed"]
+    assert seen["group_empty"]
 
 
 def test_a_fork_bomb_is_held_by_the_pids_limit_and_killed(tmp_path, every_backend):
@@ -180,10 +180,10 @@ def test_a_fork_bomb_is_held_by_the_pids_limit_and_killed(tmp_path, every_backen
     seen = stop_scenario(tmp_path, every_backend, "forkbomb", 0.5, pids_limit=40)
     assert 10 <= seen["before"] <= 40
     assert seen["survivors"] == []
-    assert seen["group_removed"]
+    assert seen["group_empty"]
 
 
-def test_suspend_and_continue(tmp_path, job_cgroups):
+def test_suspend_and_continue(tmp_path, every_backend):
     ad = {"Cmd": "/bin/sh", "Arguments": "-c 'sleep 300 & sleep 300 & wait'"}
     states: dict[str, object] = {}
 
@@ -210,7 +210,7 @@ def test_suspend_and_continue(tmp_path, job_cgroups):
         starter.suspend(job)
         await starter.stop_and_wait(job, graceful=True, reason="deactivate")  # a frozen job stops too
 
-    (job,) = run_jobs(tmp_path, ALLOW_ROOT, [ad], killing_timeout=0.5, during=during, cgroup=job_cgroups)
+    (job,) = run_jobs(tmp_path, ALLOW_ROOT, [ad], killing_timeout=0.5, during=during, cgroup=every_backend)
     assert states == {"count": 3, "suspended": True, "resumed": False}
     assert job.exit["ExitBySignal"] and job.stop_reason == "deactivate"
 
@@ -286,3 +286,26 @@ def test_job_runs_as_nobody_and_refusal_is_a_hold(tmp_path):
         assert e.value.code == 7
 
     asyncio.run(no_write())
+
+
+def test_a_reused_group_counts_from_zero_for_its_next_job(tmp_path, hierarchy_for):
+    # An emptied group is reset and kept for the next job: its peak and cpu start again.
+    h = hierarchy_for("cgroup")
+    burn = {"Cmd": sys.executable, "Arguments": "-c 'x = bytearray(60 << 20); sum(range(3000000))'"}
+
+    async def main():
+        starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=lambda j: None, cgroup=h)
+        try:
+            first = starter.start("c1", burn, "slot1@t", {}, 512)
+            await first.done
+            second = starter.start("c2", {"Cmd": "/bin/true"}, "slot1@t", {}, 512)
+            await second.done
+            return first, second
+        finally:
+            await starter.shutdown()
+
+    first, second = asyncio.run(main())
+    assert first.cgroup.rel == second.cgroup.rel  # reused
+    if "memory" in h.controllers:
+        assert first.exit["MemoryUsage"] >= 60 and second.exit["MemoryUsage"] < 30
+    assert second.exit["RemoteUserCpu"] < first.exit["RemoteUserCpu"]

@@ -1,0 +1,269 @@
+"""A RabbitMQ cluster of three nodes on this machine, for the cluster tests, the cluster bench and
+``make cluster``.
+
+Each node has a name (``gbc1@localhost``...), ports (AMQP, management, Erlang distribution) and
+data, log and configuration files of its own under one directory, and the nodes share an Erlang
+cookie kept in that directory (HOME points there for the server and the CLI), so the machine's own
+node (rabbit@localhost, 5672/15672/25672) is never touched: not its cookie, not its ports, not its
+files. Everything listens on loopback only.
+
+    python -m tests.rabbit_cluster start [DIR]   # prints GRIDBUS_URL for the three nodes
+    python -m tests.rabbit_cluster stop [DIR]
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+SBIN = Path(os.environ.get("RABBITMQ_SBIN", "/usr/lib/rabbitmq/bin"))
+SERVER = SBIN / "rabbitmq-server"
+CTL = SBIN / "rabbitmqctl"
+# Ports: node i (1-based) gets AMQP BASE+i, management MGMT_BASE+i, distribution DIST_BASE+i, all
+# away from the default node's 5672, 15672 and 25672 (its distribution port).
+AMQP_BASE = int(os.environ.get("GRIDBUS_CLUSTER_PORT_BASE", "5780"))
+COOKIE = "GRIDBUSTESTCLUSTERCOOKIE"
+DEFAULT_DIR = Path(os.environ.get("GRIDBUS_CLUSTER_DIR", "/tmp/gridbus-cluster"))
+
+
+class ClusterUnavailable(RuntimeError):
+    """RabbitMQ's server scripts are missing or a node would not start."""
+
+
+def missing() -> str | None:
+    """Why a cluster cannot be made here, or None."""
+    for script in (SERVER, CTL):
+        if not os.access(script, os.X_OK):
+            return (f"RabbitMQ's server script {script} is missing (install rabbitmq-server, or set "
+                    "RABBITMQ_SBIN to the directory holding rabbitmq-server and rabbitmqctl)")
+    return None
+
+
+@dataclass
+class Node:
+    index: int
+    base: Path
+    prefix: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.prefix}{self.index}@localhost"
+
+    @property
+    def amqp_port(self) -> int:
+        return AMQP_BASE + self.index
+
+    @property
+    def mgmt_port(self) -> int:
+        return AMQP_BASE + 10_000 + self.index
+
+    @property
+    def dist_port(self) -> int:
+        return AMQP_BASE + 20_000 + self.index
+
+    @property
+    def dir(self) -> Path:
+        return self.base / f"node{self.index}"
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.amqp_port}/"
+
+    @property
+    def mgmt_url(self) -> str:
+        return f"http://127.0.0.1:{self.mgmt_port}"
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("RABBITMQ_", "ERL_"))}
+        env.update({
+            "HOME": str(self.base),  # the shared cookie lives here, not in the default node's home
+            "RABBITMQ_CONF_ENV_FILE": str(self.dir / "rabbitmq-env.conf"),  # not /etc's NODENAME
+            "RABBITMQ_NODENAME": self.name,
+            "RABBITMQ_DIST_PORT": str(self.dist_port),
+            "RABBITMQ_MNESIA_BASE": str(self.dir / "mnesia"),
+            "RABBITMQ_LOG_BASE": str(self.dir / "log"),
+            "RABBITMQ_CONFIG_FILE": str(self.dir / "rabbitmq.conf"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(self.dir / "enabled_plugins"),
+            "RABBITMQ_PID_FILE": str(self.dir / "pid"),
+            "ERL_EPMD_ADDRESS": "127.0.0.1",
+            # The distribution listener on loopback too (it listens on every interface otherwise).
+            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
+        })
+        return env
+
+    def write_files(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "rabbitmq-env.conf").write_text("")
+        (self.dir / "enabled_plugins").write_text("[rabbitmq_management].\n")
+        (self.dir / "rabbitmq.conf").write_text(
+            f"listeners.tcp.default = 127.0.0.1:{self.amqp_port}\n"
+            f"management.tcp.ip = 127.0.0.1\n"
+            f"management.tcp.port = {self.mgmt_port}\n"
+            "loopback_users = none\n"
+            # A killed node comes back and waits for its peers' tables a little, not 5 minutes.
+            "mnesia_table_loading_retry_timeout = 10000\n"
+            "mnesia_table_loading_retry_limit = 3\n"
+        )
+
+    def ctl(self, *args: str, timeout: float = 60, check: bool = True) -> str:
+        proc = subprocess.run([str(CTL), "-n", self.name, *args], env=self.env(), capture_output=True,
+                              text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise ClusterUnavailable(f"rabbitmqctl -n {self.name} {' '.join(args)}: {proc.stderr.strip()[-500:]}")
+        return proc.stdout
+
+    def pid(self) -> int | None:
+        try:
+            return int((self.dir / "pid").read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def running(self) -> bool:
+        pid = self.pid()
+        if pid is None:
+            return False
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
+
+    def start(self) -> None:
+        """Start the node detached; return once it serves AMQP."""
+        self.write_files()
+        subprocess.run([str(SERVER), "-detached"], env=self.env(), cwd=str(self.dir), check=True,
+                       capture_output=True, timeout=60)
+        self.wait_serving()
+
+    def wait_serving(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if _answers(self.amqp_port) and _http_ok(self.mgmt_url):
+                return
+            time.sleep(0.3)
+        raise ClusterUnavailable(f"{self.name} did not serve on {self.amqp_port} within {timeout:g} s "
+                                 f"(log: {self.dir / 'log'})")
+
+    def kill(self) -> None:
+        """kill -9 the node's Erlang VM (a crash), and wait until its ports are free."""
+        pid = self.pid()
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 20
+        while _answers(self.amqp_port) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        """A graceful stop (rabbitmqctl stop), falling back to kill."""
+        if not self.running():
+            return
+        try:
+            self.ctl("stop", timeout=30)
+        except (ClusterUnavailable, subprocess.TimeoutExpired):
+            self.kill()
+
+
+class RabbitCluster:
+    def __init__(self, base: Path | str = DEFAULT_DIR, size: int = 3, prefix: str = "gbc"):
+        self.base = Path(base)
+        self.nodes = [Node(i, self.base, prefix) for i in range(1, size + 1)]
+
+    @property
+    def url(self) -> str:
+        """GRIDBUS_URL for the whole cluster: the nodes' URLs, comma-separated."""
+        return ",".join(n.url for n in self.nodes)
+
+    def start(self) -> RabbitCluster:
+        reason = missing()
+        if reason:
+            raise ClusterUnavailable(reason)
+        self.stop()
+        shutil.rmtree(self.base, ignore_errors=True)
+        self.base.mkdir(parents=True)
+        cookie = self.base / ".erlang.cookie"
+        cookie.write_text(COOKIE)
+        cookie.chmod(0o400)
+        with ThreadPoolExecutor(len(self.nodes)) as pool:  # the boots overlap
+            list(pool.map(Node.start, self.nodes))
+        first = self.nodes[0]
+        for node in self.nodes[1:]:
+            node.ctl("stop_app")
+            node.ctl("join_cluster", first.name)
+            node.ctl("start_app")
+        for node in self.nodes:
+            node.wait_serving()
+        return self
+
+    def members(self) -> str:
+        return self.nodes[0].ctl("cluster_status")
+
+    def supports_quorum(self) -> bool:
+        out = self.nodes[0].ctl("list_feature_flags", "name", "state")
+        return any(line.split()[:2] == ["quorum_queue", "enabled"] for line in out.splitlines())
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            if node.running():
+                node.kill()  # a test cluster keeps nothing worth a graceful stop
+
+    def __enter__(self) -> RabbitCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/api/overview", timeout=2):
+            return True
+    except urllib.error.HTTPError as exc:
+        return exc.code == 401  # the API answers; it wants credentials
+    except OSError:
+        return False
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2 or argv[1] not in ("start", "stop"):
+        print("usage: python -m tests.rabbit_cluster start|stop [DIR]", file=sys.stderr)
+        return 2
+    cluster = RabbitCluster(argv[2] if len(argv) > 2 else DEFAULT_DIR)
+    if argv[1] == "stop":
+        cluster.stop()
+        print(f"stopped the cluster under {cluster.base}")
+        return 0
+    try:
+        cluster.start()
+    except ClusterUnavailable as exc:
+        print(f"gridbus: {exc}", file=sys.stderr)
+        return 1
+    print(f"3-node RabbitMQ cluster under {cluster.base}; management on "
+          + ", ".join(n.mgmt_url for n in cluster.nodes))
+    print(f"export GRIDBUS_URL={cluster.url}")
+    print(f"stop it with: make cluster-stop (or python -m tests.rabbit_cluster stop {cluster.base})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
