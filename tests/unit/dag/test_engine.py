@@ -157,8 +157,11 @@ def test_a_live_predecessor_is_left_to_finish(tmp_path: Path):
     import sys
 
     from gridbus.dagman.main import _wait_for_predecessor
+    from tests.helpers import wait_for
 
     old = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)", "gridbus.dagman"])
+    # Until its exec, the child's command line is this process's.
+    wait_for(lambda: b"gridbus.dagman" in Path(f"/proc/{old.pid}/cmdline").read_bytes(), 10, "the exec")
     lock = tmp_path / "t.dag.lock"
     lock.write_text(f"7.0 {old.pid} 0\n")
     _wait_for_predecessor(lock)
