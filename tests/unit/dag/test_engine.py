@@ -150,3 +150,21 @@ def test_node_status_file_is_classads(tmp_path: Path):
     assert [a["Type"] for a in ads] == ["DagStatus", "NodeStatus", "NodeStatus", "StatusEnd"]
     assert ads[0]["NodesDone"] == 1 and ads[0]["NodesFailed"] == 1 and ads[0]["DagStatus"] == 2
     assert (ads[1]["Node"], ads[1]["NodeStatus"], ads[2]["NodeStatus"]) == ("A", DONE, ERROR)
+
+
+def test_a_live_predecessor_is_left_to_finish(tmp_path: Path):
+    import subprocess
+    import sys
+
+    from gridbus.dagman.main import _wait_for_predecessor
+    from tests.helpers import wait_for
+
+    old = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)", "gridbus.dagman"])
+    # Until its exec, the child's command line is this process's.
+    wait_for(lambda: b"gridbus.dagman" in Path(f"/proc/{old.pid}/cmdline").read_bytes(), 10, "the exec")
+    lock = tmp_path / "t.dag.lock"
+    lock.write_text(f"7.0 {old.pid} 0\n")
+    _wait_for_predecessor(lock)
+    assert old.poll() == 0  # it returned only once the old DAGMan had exited
+    lock.write_text("7.0 1 0\n")  # pid 1 is not a DAGMan: no wait
+    _wait_for_predecessor(lock)
