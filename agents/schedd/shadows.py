@@ -18,6 +18,9 @@ The protocol is docs/protocols.md, "Negotiation" and "Claiming and running":
   startd for the whole batch. Under load the startd has one JobReports call in flight, so one call
   carries the reports of several jobs and its answer their successors: about one message pair
   per several jobs.
+- A job held or removed between its match and its start does not strand its claim: the claim goes
+  to the owner's next idle job or back to the startd (and a job the startd started meanwhile is
+  stopped, keeping its hold). An unanswered activation is asked again, never taken for a refusal.
 - Leases: ``Alive`` every lease/3 per startd for all its claims. Only an explicit "unknown" ends a
   claim at once; an unanswered startd loses its claims when the lease runs out, and their jobs
   go back to Idle to be matched elsewhere.
