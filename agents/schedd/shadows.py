@@ -91,6 +91,7 @@ class Claim:
     jobs_run: int = 0
     in_reports: bool = False  # the startd takes this claim's next activations in JobReports answers
     reply_sent: float = 0.0  # monotonic time claim.job's activation went out in a JobReports answer
+    asked: bool = False  # claim.job's activation went out already: a further one is a repeat
     _slot_ad_wire: bytes | None = field(default=None, repr=False)  # slot_ad encoded once: it never changes
 
     def record(self) -> bytes:
@@ -375,7 +376,7 @@ class ShadowMixin:
     # ------------------------------------------------------------------ activations
     def _activate(self, claim: Claim, job: tuple[int, int]) -> None:
         """Queue ``job`` for activation on ``claim``; sent in one ActivateClaims per startd."""
-        claim.job, claim.state, claim.stopping = job, ACTIVATING, False
+        claim.job, claim.state, claim.stopping, claim.asked = job, ACTIVATING, False, False
         self._reserved.add(job)
         self._by_job[job] = claim
         self._to_activate.setdefault(claim.startd, []).append((claim, job))
@@ -400,7 +401,7 @@ class ShadowMixin:
             if ad is None or ad.get("JobStatus") != 1:
                 self._job_left(claim, job)
                 continue
-            activations.append({"ClaimId": claim.claim_id, "JobAd": ad})
+            activations.append(self._activation_entry(claim, ad))
             live.append((claim, job))
         if not activations:
             self._flush_activations_now()  # the claims passed on to other jobs
@@ -428,6 +429,17 @@ class ShadowMixin:
                 # for an outcome that was already given.
                 self.log.exception("activation outcome of job %d.%d on %s", *job, claim.slot)  # type: ignore[attr-defined]
         self._flush_activations_now()
+
+    @staticmethod
+    def _activation_entry(claim: Claim, ad: dict[str, Any]) -> dict[str, Any]:
+        """claim.job's activation as ActivateClaims (or a JobReports answer) carries it. Sent again
+        (its answer never came) it says ``Repeat``: the startd, whose job may have run and exited
+        already, then answers as before rather than running the job a second time."""
+        entry = {"ClaimId": claim.claim_id, "JobAd": ad}
+        if claim.asked:
+            entry["Repeat"] = True
+        claim.asked = True
+        return entry
 
     def _activation_wanted(self, claim: Claim, job: tuple[int, int]) -> bool:
         """Whether a queued activation still stands: the claim is ours and still waits to start
@@ -558,7 +570,7 @@ class ShadowMixin:
             if claim.state == ACTIVATING and claim.job is not None and claim.reply_sent:
                 ad = self.queue.get(*claim.job)  # type: ignore[attr-defined]
                 if ad is not None and ad.get("JobStatus") == 1:
-                    out.append({"ClaimId": claim.claim_id, "JobAd": ad})
+                    out.append(self._activation_entry(claim, ad))
         for startd in callers:
             batch = self._to_activate.get(startd)
             if not batch:
@@ -575,7 +587,7 @@ class ShadowMixin:
                 if ad is None or ad.get("JobStatus") != 1:
                     left.append((claim, job))
                     continue
-                out.append({"ClaimId": claim.claim_id, "JobAd": ad})
+                out.append(self._activation_entry(claim, ad))
                 claim.reply_sent = now
                 self.shadow_stats["ActivationsInAnswers"] += 1
                 # Should the answer never reach the startd, the activation goes by ActivateClaims.

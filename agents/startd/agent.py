@@ -397,7 +397,7 @@ class Startd(Agent):
             try:
                 if not isinstance(entry, dict) or not isinstance(cid, str) or not isinstance(entry.get("JobAd"), dict):
                     raise invalid(f"ActivateClaims: activation {i} must be a map with ClaimId (string) and JobAd (map)")
-                launch = self._activate(cid, entry["JobAd"])
+                launch = self._activate(cid, entry["JobAd"], repeat=entry.get("Repeat") is True)
                 if launch is not None:
                     launches.append(launch)
                 results.append({"ClaimId": cid, "Status": 0, "Text": "OK"})
@@ -416,11 +416,12 @@ class Startd(Agent):
             await launch
         return {"Slot": slot}
 
-    def _activate(self, claim_id: str, job_ad: dict) -> asyncio.Task | None:
+    def _activate(self, claim_id: str, job_ad: dict, *, repeat: bool = False) -> asyncio.Task | None:
         """Check an activation (MethodError if refused) and launch its job on a spawner thread.
 
-        Returns the launch's task (None for a repeat of the job the claim already runs); the claim
-        counts as busy from now on."""
+        Returns the launch's task (None for a repeat of the job the claim already runs, or, for an
+        activation the schedd marks ``repeat``, of the job it ran last); the claim counts as busy
+        from now on."""
         claim = self._claim(claim_id, "ActivateClaim")
         slot = claim.slot
         if claim.retiring or claim_id in self._ending:
@@ -430,6 +431,11 @@ class Startd(Agent):
             if _same_job(current, job_ad):  # a repeated activation (its answer was lost): same answer
                 return None
             raise app_error(CLAIM_BUSY, f"ActivateClaim: {slot.name} is still running job {_job_id(current)}")
+        if repeat and claim.last_ad is not None and _same_job(claim.last_ad, job_ad):
+            # The schedd asks again after an unanswered activation whose job ran and exited here
+            # already (its exit report is on its way): the same answer, never a second run. An
+            # activation not marked as a repeat (the job run again after an eviction) does run.
+            return None
         claim.renew()
         ad = self.slot_ad(slot)
         # The requests as numbers, before the match test (which an undefined request would fail
@@ -722,7 +728,7 @@ class Startd(Agent):
                 log.warning("%s sent an activation for claim %s..., which it does not hold here", schedd, cid[:6])
                 continue
             try:
-                launch = self._activate(cid, job_ad)
+                launch = self._activate(cid, job_ad, repeat=entry.get("Repeat") is True)
             except MethodError as exc:
                 self._report(claim, job_ad, "activated", {"Status": exc.status, "Text": exc.text})
                 continue
