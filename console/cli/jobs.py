@@ -408,6 +408,8 @@ def register(sub: Any) -> None:
     _add_select(p)
     _add_output(p)
     p.add_argument("-nobatch", "--nobatch", action="store_true", help="one line per job")
+    p.add_argument("-batch", "--batch", dest="nobatch", action="store_false",
+                   help="one line per batch (the default, as condor_q's -batch)")
     p.add_argument("-totals", "--totals", action="store_true", help="only the totals lines")
     p.add_argument("-limit", "--limit", type=int, default=-1, metavar="N", help="at most N jobs")
     p.add_argument("-autocluster", "--autocluster", action="store_true", help="jobs grouped as the matchmaker sees them")
