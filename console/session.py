@@ -97,12 +97,27 @@ class Session:
             break
         else:
             raise BrokerUnreachable(f"cannot reach the broker at {self.url.redacted()}: {last!r}") from last
+        self._open_channel()
+
+    def _open_channel(self) -> None:
+        assert self._connection is not None
         self._channel = self._connection.channel()
         # Publisher confirms: a request the broker did not take (a node failing, a quorum queue
         # electing its leader) raises here, and the call is sent again instead of waiting out its timeout.
         self._channel.confirm_delivery()
         # Direct reply-to: consume (no-ack) from the pseudo-queue before the first request.
         self._channel.basic_consume(bus.REPLY_TO, self._on_reply, auto_ack=True)
+
+    def _publish_or_none(self, key: str, mtype: str, body: dict, timeout: float) -> str | None:
+        """`_publish`, or None when the vhost has no gridbus exchanges yet (no agent ever started
+        there): the broker closed the channel for it, a new one is opened, and nobody can answer."""
+        try:
+            return self._publish(key, mtype, body, timeout)
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            if exc.reply_code != 404:
+                raise
+            self._open_channel()
+            return None
 
     def _fail_over(self) -> None:
         """The connection was lost: drop it and connect to the next broker that answers."""
@@ -193,8 +208,8 @@ class Session:
         and once more through the next broker if the connection is lost."""
         deadline = time.monotonic() + timeout
         failed_over = False
+        left = timeout  # the first send has all of it (and names it in a timeout error)
         while True:
-            left = max(0.001, deadline - time.monotonic())
             try:
                 return send(left)
             except pika.exceptions.NackError:
@@ -206,10 +221,13 @@ class Session:
                     raise
                 failed_over = True
                 self._fail_over()
+            left = max(0.001, deadline - time.monotonic())
 
     def _call(self, address: str, method: str, args: dict[str, Any] | None, obj: str | None,
               timeout: float) -> MethodResult:
-        cid = self._publish(address, bus.T_METHOD_REQUEST, method_body(obj or address, method, args), timeout)
+        cid = self._publish_or_none(address, bus.T_METHOD_REQUEST, method_body(obj or address, method, args), timeout)
+        if cid is None:
+            raise CallTimeout(address, method, timeout)
         deadline = time.monotonic() + timeout
         try:
             while True:
@@ -235,7 +253,9 @@ class Session:
         return self._sent_again(lambda left: self._query(key, class_name, filters, left), timeout)
 
     def _query(self, key: str, class_name: str | None, filters: dict | None, timeout: float) -> list[dict]:
-        cid = self._publish(key, bus.T_QUERY_REQUEST, query_body(class_name, filters), timeout)
+        cid = self._publish_or_none(key, bus.T_QUERY_REQUEST, query_body(class_name, filters), timeout)
+        if cid is None:
+            return []
         start = time.monotonic()
         deadline = start + timeout
         first: float | None = None

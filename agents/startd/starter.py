@@ -369,7 +369,10 @@ class Starter:
         target = _resolve(path, iwd)
         code = HOLD_UNABLE_TO_OPEN_OUTPUT if write else HOLD_UNABLE_TO_OPEN_INPUT
         if target != os.devnull and not may_access(target, account, write):
-            raise StartFailed(f"{account.name} may not {'write' if write else 'read'} {attr} file {target}", code, 13)
+            owner = _str(ad, "Owner")
+            # A root-started personal pool runs root's jobs as nobody: say so, or the refusal puzzles.
+            why = f" (jobs of {owner} run as {account.name} on this machine)" if owner and owner != account.name else ""
+            raise StartFailed(f"{account.name} may not {'write' if write else 'read'} {attr} file {target}{why}", code, 13)
         try:
             if write:
                 existed = os.path.exists(target)

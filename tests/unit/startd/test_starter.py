@@ -284,6 +284,8 @@ def test_job_runs_as_nobody_and_refusal_is_a_hold(tmp_path):
         with pytest.raises(StartFailed, match="may not write") as e:
             starter.start("c", {**ad, "Out": str(private / "x")}, "slot1@t", {}, None)
         assert e.value.code == 7
+        if ad.get("Owner") not in (None, "nobody"):  # the reason says whose job runs as whom
+            assert f"jobs of {ad['Owner']} run as nobody" in e.value.reason, e.value.reason
 
     asyncio.run(no_write())
 
