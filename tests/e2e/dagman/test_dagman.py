@@ -169,11 +169,6 @@ def test_splice_and_subdag_external(dag_pool, dag_dir: Path):
     assert "All jobs Completed!" in (dag_dir / "sub.dag.dagman.out").read_text()
 
 
-# The pool itself (not DAGMan) may stall under a burst of one-job clusters: all claims Claimed/Idle
-# on the startd, their jobs reserved for activations that never come (reproduced with plain
-# Schedd.submit calls, without DAGMan or the scheduler universe). Until that is fixed this test
-# may fail for the pool's reason; its assertions are the and stay as they are.
-@pytest.mark.xfail(strict=False, reason="the pool can stall under bursts of one-job clusters (shadow activations)")
 def test_thousand_nodes_with_maxidle_50(dag_pool, dag_dir: Path):
     write_sub(dag_dir, "true.sub")
     dag = _dag(dag_dir, "wide.dag", "".join(f"JOB N{i} true.sub\n" for i in range(1000)))
