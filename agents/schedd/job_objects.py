@@ -84,6 +84,15 @@ class JobObjectsMixin(ScheddParts):
         return data.decode("utf-8", "replace")
 
     # ------------------------------------------------------------------ job objects (getObjects)
+    def object_owner(self, class_name: str, name: str) -> str | None:
+        """A job object's Owner, for the framework's ``owner`` access rule."""
+        if class_name != "job":
+            return None
+        try:
+            return str(self._job_ad(name).get("Owner") or "") or "?"
+        except MethodError:
+            return "?"  # gone since it was resolved: nobody owns it, a super user may still ask
+
     def resolve_object(self, name: str) -> str | None:
         if name == self.address:
             return "scheduler"

@@ -1,0 +1,223 @@
+"""A shadow process per owner, so the schedd never touches a user's file as itself.
+
+HTCondor's condor_shadow runs as the job's owner; here one long-lived shadow per owner does the
+owner's file work (Fetch of Out/Err/UserLog, user-log appends; later the file transfer): the
+operating system decides, as the owner, what may be read or written. A schedd that is root starts
+each shadow under the owner's Unix account (USER_MAP, STARTER_UNPRIVILEGED_USER and
+STARTER_ALLOW_ROOT_JOBS as for the starter, agents/startd/accounts.py); a schedd that is not root
+cannot switch accounts (a personal pool: every owner is the schedd's own user) and runs the
+shadow as itself.
+
+A shadow speaks JSON lines over a pipe (shadow_child.py), is started on first use, started again
+when it died (the request is sent once more), and stopped when ``retain`` is told its owner has no
+running jobs, or after IDLE_SECONDS without a request.
+
+The interface the schedd uses: ``await shadows.read(owner, path, start, end, most)`` and
+``await shadows.append(owner, path, text)``; both raise :class:`ShadowRefused` with a sentence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from gridbus.agents.startd.accounts import Account, RunAsPolicy, RunAsRefused, UserMap
+
+log = logging.getLogger("gridbus.schedd.shadow")
+
+IDLE_SECONDS = 300.0
+_CHILD_SOURCE = (Path(__file__).with_name("shadow_child.py")).read_text()
+
+
+class ShadowRefused(Exception):
+    """The owner's shadow could not do it (or there is no account to run it as): ``sentence``
+    says why, in words for the job's owner; ``errno`` is the operating system's code, if any."""
+
+    def __init__(self, sentence: str, errno: int = 0):
+        super().__init__(sentence)
+        self.sentence = sentence
+        self.errno = errno
+
+
+def policy_from_config(cfg: Any) -> RunAsPolicy:
+    """The run-as policy of the starter, read from the schedd's configuration (same knobs)."""
+    import gridbus.agents.startd.settings  # noqa: F401 - registers USER_MAP and the STARTER_* knobs
+
+    def get(name: str, default: Any) -> Any:
+        try:
+            return cfg.get(name)
+        except Exception:
+            return default
+
+    return RunAsPolicy(
+        allow_runas_owner=bool(get("STARTER_ALLOW_RUNAS_OWNER", True)),
+        unprivileged_user=str(get("STARTER_UNPRIVILEGED_USER", "") or ""),
+        allow_root_jobs=bool(get("STARTER_ALLOW_ROOT_JOBS", False)),
+        user_map=UserMap.parse(get("USER_MAP", [])),
+    )
+
+
+def interpreter_for(account: Account) -> str:
+    """A Python the owner can run: the schedd's own when the owner can reach it (it is the same
+    user, or the path is open to all), else the system's. The child needs only the standard library."""
+    candidates = [sys.executable, os.path.realpath(sys.executable), "/usr/bin/python3", "/usr/local/bin/python3"]
+    if not account.switch:
+        return sys.executable
+    for path in candidates:
+        if path and _others_may_run(path):
+            return path
+    return sys.executable  # the start fails, and the refusal says so
+
+
+def _others_may_run(path: str) -> bool:
+    """Whether every directory on the way and the file itself are open to any user."""
+    real = os.path.realpath(path)
+    try:
+        if not os.stat(real).st_mode & 0o001:
+            return False
+        d = os.path.dirname(real)
+        while True:
+            if not os.stat(d).st_mode & 0o001:
+                return False
+            if d == "/":
+                return True
+            d = os.path.dirname(d)
+    except OSError:
+        return False
+
+
+class _Shadow:
+    def __init__(self, owner: str, account: Account):
+        self.owner = owner
+        self.account = account
+        self.proc: asyncio.subprocess.Process | None = None
+        self.lock = asyncio.Lock()
+        self.used = time.monotonic()
+        self.starts = 0
+
+    async def start(self) -> None:
+        kwargs: dict[str, Any] = {}
+        if self.account.switch:
+            kwargs = {"user": self.account.uid, "group": self.account.gid,
+                      "extra_groups": list(self.account.groups)}
+        # No inherited environment: the schedd's holds the broker's credentials.
+        env = {"PATH": "/usr/bin:/bin", "HOME": self.account.home or "/", "LANG": "C.UTF-8"}
+        self.proc = await asyncio.create_subprocess_exec(
+            interpreter_for(self.account), "-I", "-c", _CHILD_SOURCE,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env, cwd="/",
+            limit=64 << 20, **kwargs,
+        )
+        self.starts += 1
+        log.info("started the shadow of %s (uid %d, pid %d)", self.owner, self.account.uid, self.proc.pid)
+
+    async def request(self, req: dict[str, Any]) -> dict[str, Any]:
+        async with self.lock:
+            self.used = time.monotonic()
+            for attempt in (1, 2):  # a shadow that died is started again, once per request
+                if self.proc is None or self.proc.returncode is not None:
+                    try:
+                        await self.start()
+                    except OSError as exc:
+                        raise ShadowRefused(
+                            f"the shadow of {self.owner} could not start as uid {self.account.uid}: {exc}"
+                        ) from None
+                assert self.proc is not None and self.proc.stdin and self.proc.stdout
+                try:
+                    self.proc.stdin.write((json.dumps(req) + "\n").encode())
+                    await self.proc.stdin.drain()
+                    line = await self.proc.stdout.readline()
+                except (BrokenPipeError, ConnectionResetError):
+                    line = b""
+                if line:
+                    return json.loads(line)
+                await self._reap()
+                if attempt == 2:
+                    raise ShadowRefused(f"the shadow of {self.owner} died twice on one request")
+        raise AssertionError("unreachable")
+
+    async def _reap(self) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.kill()
+            except ProcessLookupError:
+                pass
+            await self.proc.wait()
+            self.proc = None
+
+    async def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.stdin:
+            self.proc.stdin.close()  # end of input: the child's loop ends
+        try:
+            await asyncio.wait_for(self.proc.wait(), 5)
+        except TimeoutError:
+            await self._reap()
+        self.proc = None
+
+
+class OwnerShadows:
+    """The shadows of all owners of one schedd."""
+
+    def __init__(self, policy: RunAsPolicy | Callable[[str], Account]):
+        self._account_for = policy.account_for if isinstance(policy, RunAsPolicy) else policy
+        self._shadows: dict[str, _Shadow] = {}
+
+    def _shadow(self, owner: str) -> _Shadow:
+        sh = self._shadows.get(owner)
+        if sh is None:
+            try:
+                account = self._account_for(owner)
+            except RunAsRefused as exc:
+                raise ShadowRefused(f"no account to act as {owner}: {exc.reason}") from None
+            sh = self._shadows[owner] = _Shadow(owner, account)
+        return sh
+
+    async def _call(self, owner: str, req: dict[str, Any], doing: str) -> dict[str, Any]:
+        answer = await self._shadow(owner).request(req)
+        if not answer.get("ok"):
+            raise ShadowRefused(f"{owner} cannot {doing} {req.get('path')}: {answer.get('error')}",
+                                int(answer.get("errno") or 0))
+        return answer
+
+    async def read(self, owner: str, path: str, start: int, end: int, most: int) -> str:
+        """Bytes start..end of ``path`` (negative: from the end; at most ``most``), read as ``owner``."""
+        req = {"op": "read", "path": path, "start": start, "end": end, "max": most}
+        return str((await self._call(owner, req, "read"))["data"])
+
+    async def append(self, owner: str, path: str, text: str) -> None:
+        """Append ``text`` to ``path`` (created if missing) as ``owner``."""
+        await self._call(owner, {"op": "append", "path": path, "text": text}, "write")
+
+    async def uid_of(self, owner: str) -> int:
+        return int((await self._call(owner, {"op": "whoami"}, "be"))["uid"])
+
+    async def retain(self, owners: Iterable[str]) -> None:
+        """Stop the shadows of owners not in ``owners`` (those with no running jobs) and of any
+        owner idle for IDLE_SECONDS."""
+        keep = set(owners)
+        now = time.monotonic()
+        for owner, sh in list(self._shadows.items()):
+            if owner not in keep or now - sh.used > IDLE_SECONDS:
+                if not sh.lock.locked():
+                    del self._shadows[owner]
+                    await sh.stop()
+
+    async def stop_all(self) -> None:
+        shadows, self._shadows = self._shadows, {}
+        await asyncio.gather(*(sh.stop() for sh in shadows.values()), return_exceptions=True)
+
+    def running(self) -> dict[str, int]:
+        """Owner -> pid of each shadow alive now."""
+        return {o: sh.proc.pid for o, sh in self._shadows.items() if sh.proc and sh.proc.returncode is None}
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
