@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from gridbus.agents.startd.accounts import Account, RunAsPolicy, RunAsRefused, UserMap
+from gridbus.agents.startd.accounts import Account, RunAsPolicy, RunAsRefused, UserMap, _current
 
 log = logging.getLogger("gridbus.schedd.shadow")
 
@@ -219,5 +219,118 @@ class OwnerShadows:
         return {o: sh.proc.pid for o, sh in self._shadows.items() if sh.proc and sh.proc.returncode is None}
 
 
-def is_root() -> bool:
-    return os.geteuid() == 0
+# HTCondor's HoldReasonCode UnableToInitUserLog: the user log cannot be opened or written.
+HOLD_USER_LOG = 22
+
+
+class LogSink:
+    """User-log text on its way to the owners' shadows, in order; a log its owner cannot write
+    calls ``on_error(owner, path, sentence)`` (the schedd holds the jobs that log there)."""
+
+    def __init__(self, shadows: OwnerShadows, on_error: Callable[[str, str, str], None]):
+        self.shadows = shadows
+        self.on_error = on_error
+        self._batches: list[list[tuple[str, str, str]]] = []
+        self._task: asyncio.Task | None = None
+        self.errors = 0
+
+    def write(self, batch: list[tuple[str, str, str]]) -> None:
+        if not batch:
+            return
+        self._batches.append(batch)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a commit outside the event loop: the next write or drain takes it
+            return
+        if self._task is None or self._task.done():
+            self._task = loop.create_task(self._run())
+
+    async def _run(self) -> None:
+        while self._batches:
+            batch = self._batches.pop(0)
+            for owner, path, text in batch:
+                try:
+                    await self.shadows.append(owner, path, text)
+                except ShadowRefused as exc:
+                    self.errors += 1
+                    log.warning("user log %s: %s", path, exc.sentence)
+                    try:
+                        self.on_error(owner, path, exc.sentence)
+                    except Exception:
+                        log.exception("holding the jobs of user log %s failed", path)
+                except Exception:
+                    self.errors += 1
+                    log.exception("writing user log %s as %s failed", path, owner)
+
+    async def drain(self) -> None:
+        if self._batches and (self._task is None or self._task.done()):
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        while self._task is not None and not self._task.done():
+            await asyncio.shield(self._task)
+
+
+def attach(schedd: Any) -> OwnerShadows:
+    """Route the schedd's user-log writes through the owners' shadows (its Fetch asks
+    ``schedd.owner_shadows``). The run-as policy is read from the schedd's configuration at first use."""
+    policy: list[RunAsPolicy] = []
+
+    def account_for(owner: str) -> Account:
+        if not policy:
+            policy.append(policy_from_config(getattr(schedd, "config", None)))
+        me = _current()
+        if policy[0].user_map.account_name(owner) == me.name:
+            return me  # the owner is the schedd's own account (a personal pool, even as root)
+        return policy[0].account_for(owner)
+
+    shadows = OwnerShadows(account_for)
+    schedd.owner_shadows = shadows
+    schedd.events.sink = LogSink(shadows, lambda owner, path, sentence: hold_for_log(schedd, owner, path, sentence))
+    return shadows
+
+
+async def retain_loop(schedd: Any, every: float = 30.0) -> None:
+    """Stop the shadows of owners without running jobs, now and then."""
+    from gridbus.jobstatus import JobStatus
+
+    running = int(JobStatus.RUNNING)
+    while True:
+        await asyncio.sleep(every)
+        counts = schedd.queue.counts
+        await schedd.owner_shadows.retain(o for o, c in counts.items() if len(c) > running and c[running] > 0)
+
+
+async def logs_written(schedd: Any, timeout: float = 10.0) -> None:
+    """Wait (a bounded time) until the user-log text recorded so far is written, as HTCondor's
+    submit has written the submit events when it returns."""
+    try:
+        await asyncio.wait_for(schedd.events.sink.drain(), timeout)
+    except TimeoutError:
+        log.warning("user-log writes still pending after %.0f s", timeout)
+
+
+async def close(schedd: Any) -> None:
+    """At the schedd's stop: the user-log text still on its way, then the shadows."""
+    try:
+        await schedd.events.sink.drain()
+    finally:
+        await schedd.owner_shadows.stop_all()
+
+
+def hold_for_log(schedd: Any, owner: str, path: str, sentence: str) -> None:
+    """Hold the owner's jobs that are not held or done and whose user log is ``path``."""
+    from gridbus.agents.schedd.jobevents import user_log_paths
+    from gridbus.jobstatus import JobStatus
+
+    done = {int(JobStatus.HELD), int(JobStatus.COMPLETED), int(JobStatus.REMOVED)}
+    now = time.time()
+    stops: list[Any] = []
+    reason = f"Cannot write the user log: {sentence}"
+    for cluster in list(schedd.queue.by_owner.get(owner, {}).values()):
+        for p in list(cluster.procs.values()):
+            if int(p.status) in done or path not in user_log_paths(schedd.queue.ad(p)):
+                continue
+            schedd._hold_job(p, reason, HOLD_USER_LOG, 0, now, stops)
+    if stops:
+        schedd._commit_and_stop(stops)
+    else:
+        schedd.commit_soon()
