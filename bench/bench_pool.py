@@ -64,6 +64,30 @@ def bare_spawn_rate(jobs: int, threads: int = 2) -> float:
     return (jobs // threads * threads) / (time.monotonic() - started)
 
 
+def _messages(mgmt, vhost: str) -> dict[str, tuple[int, int]]:
+    """Messages published and delivered so far, per daemon (its connection's name), from the
+    broker's channel statistics."""
+    names = {c["name"]: str((c.get("client_properties") or {}).get("connection_name", "?"))
+             for c in mgmt.connections(vhost)}
+    out: dict[str, tuple[int, int]] = {}
+    for ch in mgmt.request("GET", f"/vhosts/{mgmt.q(vhost)}/channels"):
+        who = names.get((ch.get("connection_details") or {}).get("name", ""), "?")
+        who = who.split()[-1].split("@")[0] if who != "?" else who
+        st = ch.get("message_stats") or {}
+        pub, got = out.get(who, (0, 0))
+        out[who] = (pub + st.get("publish", 0), got + st.get("deliver_get", 0))
+    return out
+
+
+def _message_rates(mgmt, vhost: str, before: dict, jobs: int) -> dict[str, dict[str, float]]:
+    # The broker samples its statistics every 5 s: wait for the sample that covers the run.
+    time.sleep(6)
+    after = _messages(mgmt, vhost)
+    return {who: {"published": round((pub - before.get(who, (0, 0))[0]) / jobs, 3),
+                  "delivered": round((got - before.get(who, (0, 0))[1]) / jobs, 3)}
+            for who, (pub, got) in sorted(after.items()) if who in ("collector", "negotiator", "schedd", "startd")}
+
+
 def gridbus_rate(jobs: int, slots: int = SLOTS) -> dict:
     from tests.e2e.pool import Pool, wait_for
 
@@ -77,6 +101,8 @@ def gridbus_rate(jobs: int, slots: int = SLOTS) -> dict:
             pool.start("startd", "a", GRIDBUS_NUM_CPUS=str(slots), GRIDBUS_NUM_SLOTS=str(slots), GRIDBUS_MEMORY="8192")
             pool.wait_slots(slots, timeout=60)
             log = Path(tmp) / "bench.log"
+            time.sleep(6)  # the broker's statistics sample of the idle pool
+            msgs0 = _messages(mgmt, vhost)
             cpu0 = {name: _cpu_seconds(proc.pid) for name, proc in pool.procs.items()}
             started = time.monotonic()
             cluster = pool.submit("schedd@s", jobs, log=log)
@@ -92,11 +118,12 @@ def gridbus_rate(jobs: int, slots: int = SLOTS) -> dict:
             hist = pool.history("schedd@s", f"ClusterId == {cluster}", ["ExitCode"])
             ok = sum(1 for j in hist if j.get("ExitCode") == 0)
             stats = pool.negotiator_stats()
+            msgs = _message_rates(mgmt, vhost, msgs0, jobs)
         finally:
             pool.stop()
             mgmt.delete_vhost(vhost)
     return {"seconds": elapsed, "rate": jobs / elapsed, "completed_ok": ok, "matches": stats.get("TotalMatches"),
-            "cpu_ms_per_job": {k: round(v / jobs * 1000, 3) for k, v in cpu.items()}}
+            "cpu_ms_per_job": {k: round(v / jobs * 1000, 3) for k, v in cpu.items()}, "messages_per_job": msgs}
 
 
 CELERY_APP = textwrap.dedent(
@@ -160,6 +187,7 @@ def run(quick: bool = False, slot_counts: tuple[int, ...] = (2, 8)) -> dict:
             f"gridbus_jobs_per_s ({n} static slots)": round(g["rate"], 1),
             f"gridbus_completed_exit_0 ({n} slots)": g["completed_ok"],
             f"gridbus_daemon_cpu_ms_per_job ({n} slots)": g["cpu_ms_per_job"],
+            f"gridbus_daemon_messages_per_job ({n} slots)": g["messages_per_job"],
             f"celery_jobs_per_s (prefork {n}, rpc backend)": round(c["rate"], 1),
             f"ratio_gridbus_over_celery ({n})": round(ratio, 2),
             f"ratio_gridbus_over_bare_spawn ({n})": round(g["rate"] / bare, 2),
