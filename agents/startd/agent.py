@@ -37,6 +37,7 @@ from gridbus.agents.startd.limits import (
 )
 from gridbus.agents.startd.reports import Reporter
 from gridbus.agents.startd.settings import StartdSettings
+from gridbus.agents.startd.simulated import SimulatedStarter
 from gridbus.agents.startd.starter import HOLD_FAILED_TO_CREATE_PROCESS, Job, Starter, StartFailed
 from gridbus.status import MethodError, Status, app_error, forbidden, invalid
 
@@ -75,8 +76,9 @@ class Startd(Agent):
         self.drain: DrainState | None = None
         self.defaults = sl.Request(self.settings.default_request_cpus, self.settings.default_request_memory,
                                    self.settings.default_request_disk)
-        self.cgroups = self._probe_cgroups()
-        self.starter = Starter(
+        self.cgroups = None if self.settings.simulate_jobs else self._probe_cgroups()
+        self.starter: Starter | SimulatedStarter = SimulatedStarter(
+            on_exit=self._on_exit, runtime=self.settings.simulated_runtime) if self.settings.simulate_jobs else Starter(
             self.settings.execute,
             RunAsPolicy(self.settings.allow_runas_owner, self.settings.unprivileged_user, self.settings.allow_root_jobs,
                         user_map=UserMap.parse(self.settings.user_map)),
@@ -99,7 +101,8 @@ class Startd(Agent):
         self._launch_of: dict[str, asyncio.Task] = {}  # claim id -> its job's launch
         self._exprs: dict[str, Any] | None = None
         self._machine_attrs = {**self.machine.attributes(),
-                               **(self.cgroups.attributes() if self.cgroups else {"HasCgroup": False})}
+                               **(self.cgroups.attributes() if self.cgroups else {"HasCgroup": False}),
+                               **({"SimulatedJobs": True} if self.settings.simulate_jobs else {})}
 
     def _probe_cgroups(self) -> cgroups.Hierarchy | None:
         """The jobs' cgroups: ``<BASE_CGROUP>/<this startd's name>``, or None (the process scan).
