@@ -49,6 +49,15 @@ def run(quick: bool = False) -> dict:
         "gridbus_compiled_classad_evals_per_s": _rate(lambda: compiled.test(job_ad, machine_ad), seconds),
         "gridbus_exprtree_eval_per_s": _rate(lambda: expr.eval(job_ad, machine_ad), seconds),
     }
+    # Hostile expressions (issue 14): with an attribute computed once per evaluation the doubling
+    # chain is linear (it was 2**levels additions), and regexp stops at its match budget.
+    chain = "[" + "; ".join(["a0=1"] + [f"a{i}=a{i-1}+a{i-1}" for i in range(1, 31)]) + "].a30 > 0"
+    t0 = time.perf_counter()
+    assert ours.compile(chain).test({})
+    figures["hostile_doubling_30_levels_ms"] = (time.perf_counter() - t0) * 1000
+    t0 = time.perf_counter()
+    ours.compile('regexp("(a|aa)+$", "' + "a" * 60 + '!")').test({})
+    figures["hostile_regexp_ms"] = (time.perf_counter() - t0) * 1000
     try:
         # htcondor2 must be imported before classad2 to get the daemons' semantics.
         importlib.import_module("htcondor2")

@@ -17,7 +17,7 @@ from typing import Any
 import pika
 import pika.exceptions
 
-from gridbus import bus, wire
+from gridbus import bus, tls, wire
 from gridbus.errors import HTCondorConnectionError, HTCondorTypeError
 from gridbus.rpc import (
     DEFAULT_TIMEOUT,
@@ -83,6 +83,7 @@ class Session:
             index = (self._broker + i) % len(alternatives)
             broker = alternatives[index]
             params = pika.URLParameters(broker.url)
+            params.ssl_options = tls.pika_ssl_options(broker.url, broker.host)  # amqps (gridbus/tls.py)
             params.client_properties = {"connection_name": f"gridbus {self.name}@{_host()}"}
             params.socket_timeout = self._connect_timeout
             params.blocked_connection_timeout = 60

@@ -15,6 +15,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+from gridbus import tls
 from gridbus.bus import BrokerURL
 
 
@@ -68,7 +69,7 @@ class Management:
         req.add_header("Authorization", self._auth)
         req.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with urllib.request.urlopen(req, timeout=self.timeout, **tls.urlopen_kwargs(self.base)) as resp:
                 raw = resp.read()
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode(errors="replace")[:300]

@@ -18,6 +18,7 @@ from aio_pika import RobustConnection
 from aio_pika.exceptions import CONNECTION_EXCEPTIONS
 from yarl import URL
 
+from gridbus import tls
 from gridbus.bus import BrokerURL
 
 log = logging.getLogger("gridbus.failover")
@@ -81,6 +82,7 @@ async def connect(url: BrokerURL, *, name: str, reconnect_interval: float = 1,
     for first in range(len(urls)):
         connection = FailoverConnection(
             urls, first, client_properties={"connection_name": name}, reconnect_interval=reconnect_interval,
+            **tls.aio_pika_kwargs(urls[first]),  # amqps: CA, client certificate, verification
         )
         try:
             await connection.connect(timeout=timeout)

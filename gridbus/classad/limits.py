@@ -38,13 +38,12 @@ class EvaluationLimitExceeded(ClassAdException):
 
 class Evaluation:
     """What the contexts of one evaluation share: attributes being evaluated (to turn a cycle into
-    error), the memo of attribute values, and the budget spent so far."""
+    error) and the budget spent so far. (The memo of values is per context: scope.Ctx.memo.)"""
 
-    __slots__ = ("busy", "memo", "steps", "deadline", "cycles")
+    __slots__ = ("busy", "steps", "deadline", "cycles")
 
     def __init__(self) -> None:
         self.busy: set = set()
-        self.memo: dict = {}
         self.steps = 0
         self.deadline = 0.0  # set at the first step: most evaluations never take one
         self.cycles = 0

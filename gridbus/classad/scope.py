@@ -63,15 +63,24 @@ class Ctx:
     def __init__(self, my: Scope, target: Scope | None, ev: Evaluation | None = None):
         self.my = my
         self.target = target
-        self.ev = Evaluation() if ev is None else ev
+        self.ev = ev  # made at the first expression attribute: most evaluations have none
         self.memo: dict | None = None
         self._swapped: Ctx | None = None
+
+    def evaluation(self) -> Evaluation:
+        """The Evaluation this context shares with its swapped twin (made on first use)."""
+        ev = self.ev
+        if ev is None:
+            ev = self.ev = Evaluation()
+            if self._swapped is not None:
+                self._swapped.ev = ev
+        return ev
 
     def swapped(self) -> Ctx:
         """The context for evaluating an attribute of TARGET: its MY is our TARGET and back."""
         s = self._swapped
         if s is None:
-            s = Ctx(self.target, self.my, self.ev)  # type: ignore[arg-type]
+            s = Ctx(self.target, self.my, self.evaluation())  # type: ignore[arg-type]
             s._swapped = self
             self._swapped = s
         return s
@@ -98,7 +107,7 @@ def resolve(scope: Scope, lname: str, raw: Any, ctx: Ctx) -> Any:
             hit = memo.get((id(scope), lname))
             if hit is not None:
                 return hit[0]
-        ev = ctx.ev
+        ev = ctx.ev or ctx.evaluation()
         key = (id(scope.d), lname)
         busy = ev.busy
         if key in busy:
