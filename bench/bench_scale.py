@@ -75,13 +75,14 @@ def _summary(pool: Any, schedd: str) -> dict[str, int]:
     return {k: int(total.get(k, 0)) for k in ("Jobs", "Idle", "Running", "Completed")}
 
 
-def run(quick: bool = False, slots: int | None = None, jobs: int | None = None, runtime: float | None = None) -> dict:
+def run(quick: bool = False, slots: int | None = None, jobs: int | None = None, runtime: float | None = None,
+        slots_per_startd: int = SLOTS_PER_STARTD) -> dict:
     from tests.e2e.pool import Pool, wait_for
 
     slots = slots or (20_000 if quick else 200_000)
     jobs = jobs or 2 * slots
     runtime = runtime or (60.0 if quick else 300.0)
-    startds = max(1, -(-slots // SLOTS_PER_STARTD))
+    startds = max(1, -(-slots // slots_per_startd))
     per_startd = slots // startds
     slots = per_startd * startds
     per_cluster = max(1, jobs // (SCHEDDS * CLUSTERS_PER_SCHEDD))
@@ -184,6 +185,7 @@ if __name__ == "__main__":
     p.add_argument("--slots", type=int)
     p.add_argument("--jobs", type=int)
     p.add_argument("--runtime", type=float)
+    p.add_argument("--slots-per-startd", type=int, default=SLOTS_PER_STARTD)
     a = p.parse_args()
-    for key, value in run(a.quick, a.slots, a.jobs, a.runtime).items():
+    for key, value in run(a.quick, a.slots, a.jobs, a.runtime, a.slots_per_startd).items():
         print(f"{key:58} {value}")
