@@ -10,7 +10,7 @@ Figures, all measured in the same run on this machine (as root):
 - the starter running /bin/true one after another as the startd starts jobs (``start_async``), with
   and without a cgroup per job (the peer: the same starter on the scan path): jobs per second and
   the starter's cpu per job each. A job in a cgroup costs a shell's exec more (its first process
-  stops itself until it is in its group) and the group's files.
+  writes itself into its group before it execs the job) and the group's files.
 
 Run: ``.venv/bin/python bench/bench_cgroups.py [--quick]``; ``run(quick)`` returns the figures.
 """

@@ -1,8 +1,9 @@
 """Job cgroups: every process a job starts is found, measured, frozen and killed by the kernel.
 
 The startd owns a parent group ``<BASE_CGROUP>/<startd name>`` and the starter puts each job in a
-child of it before the job's first instruction runs (see `starter`: the child stops itself before
-it execs the job, the startd moves it into the group and lets it go on). Whatever the job does after
+child of it before the job's first instruction runs (see `starter`: the child writes its own pid
+into the group's ``cgroup.procs`` files before it execs the job, or, run as another account, stops
+itself and the startd moves it and lets it go on). Whatever the job does after
 that (double forks, setsid, new process groups) stays in the group, so:
 
 - a kill empties the group: ``cgroup.kill`` on cgroup v2; on v1 the freezer stops every member

@@ -264,6 +264,18 @@ def totals(ads: list[Any]) -> str:
     )
 
 
+def summary_totals(ad: Any) -> str:
+    """`totals` of a schedd's Summary ad (its counts by status, not the jobs)."""
+    def n(name: str) -> int:
+        value = get(ad, name, 0) if ad is not None else 0
+        return int(value) if is_number(value) else 0
+
+    return (
+        f"{n('Jobs')} jobs; {n('Completed')} completed, {n('Removed')} removed, {n('Idle')} idle, "
+        f"{n('Running')} running, {n('Held')} held, {n('Suspended')} suspended"
+    )
+
+
 def totals_lines(query: list[Any], mine: list[Any] | None, me: str | None, everyone: list[Any]) -> str:
     out = f"\nTotal for query: {totals(query)}\n"
     if me is not None and mine is not None:

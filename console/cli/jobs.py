@@ -162,6 +162,8 @@ def _q_one(schedd: Any, args: argparse.Namespace, banner: bool = False) -> int:
         projection = ["Owner", "JobStatus"]
     if args.autocluster:
         return _autocluster(schedd, constraint, args)
+    if args.totals and not args.af and formats.chosen_form(args, []) is None:
+        return _totals_only(schedd, constraint, me, banner)
     ads = list(schedd.query(constraint=constraint, projection=projection, limit=args.limit))
     chosen = formats.chosen_form(args, ads)
     if chosen is not None:
@@ -186,6 +188,31 @@ def _q_one(schedd: Any, args: argparse.Namespace, banner: bool = False) -> int:
     everyone = list(schedd.query(constraint="true", projection=["Owner", "JobStatus"]))
     mine = [a for a in everyone if formats.get(a, "Owner") == me]
     out.write(formats.totals_lines(ads, mine, me, everyone))
+    return 0
+
+
+def _totals_only(schedd: Any, constraint: str, me: str, banner: bool) -> int:
+    """q -totals from the schedd's Summary ads (counts kept per owner), not from every job's ad:
+    one small answer however long the queue."""
+    from gridbus.console.schedd import QueryOpt
+
+    def by_owner(ads: list[Any]) -> tuple[dict[str, Any], Any]:
+        owners = {str(formats.get(a, "Owner")): a for a in ads if formats.get(a, "Owner") is not None}
+        return owners, next((a for a in ads if formats.get(a, "Owner") is None), None)
+
+    owners, everyone = by_owner(list(schedd.query(constraint="true", opts=QueryOpt.SummaryOnly)))
+    if constraint == "true":
+        chosen = everyone
+    elif constraint == f"Owner == {formats.quote(me)}":
+        chosen = owners.get(me)
+    else:
+        chosen = by_owner(list(schedd.query(constraint=constraint, opts=QueryOpt.SummaryOnly)))[1]
+    out = sys.stdout
+    if banner:
+        out.write(formats.schedd_banner(_schedd_name(schedd), _schedd_address(schedd)))
+    out.write(f"\nTotal for query: {formats.summary_totals(chosen)}\n")
+    out.write(f"Total for {me}: {formats.summary_totals(owners.get(me))}\n")
+    out.write(f"Total for all users: {formats.summary_totals(everyone)}\n")
     return 0
 
 
