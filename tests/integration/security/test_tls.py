@@ -167,9 +167,10 @@ def test_a_pool_runs_a_job_over_tls_and_refuses_a_certificate_from_another_ca(tl
         wait_for("the job to complete over TLS",
                  lambda: [j for j in pool.history("schedd@s", f"ClusterId == {cluster}", ["JobStatus"])
                           if j.get("JobStatus") == 4], 60)
-        # Every connection the broker has is a TLS one with a client certificate.
-        conns = mgmt.connections()
-        assert conns and all(c.get("ssl") for c in conns), conns
+        # Every connection the broker has is a TLS one with a client certificate (the management
+        # API lists connections after its statistics interval: wait for them).
+        conns = wait_for("the daemons' connections listed", lambda: len(c := mgmt.connections()) >= 4 and c, 60)
+        assert all(c.get("ssl") for c in conns), conns
     finally:
         pool.stop()
 
