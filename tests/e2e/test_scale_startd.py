@@ -34,13 +34,21 @@ def running(pool, schedd: str) -> int:
 def sim_pool(make_pool):
     p = make_pool()
     p.start("collector", "c")
-    p.start("negotiator", "n", GRIDBUS_NEGOTIATOR_INTERVAL="2")
     p.start("schedd", "s1")
     p.start("schedd", "s2")
     p.start("startd", "sim", **SIM_STARTD)
-    p.wait_serving("collector@c", "negotiator@n", "schedd@s1", "schedd@s2")
+    p.wait_serving("collector@c", "schedd@s1", "schedd@s2")
     p.wait_slots(SLOTS, timeout=60)
     return p
+
+
+def start_negotiator(p, *submitters: str) -> None:
+    """The negotiator starts once every submitter is in the collector: a cycle woken by the first
+    Submit would otherwise hand that submitter the whole pool before the other one is known."""
+    wait_for("both submitters advertised", lambda: {ad["Name"] for ad in p.ads("Submitter")} >= set(submitters),
+             timeout=30)
+    p.start("negotiator", "n", GRIDBUS_NEGOTIATOR_INTERVAL="2")
+    p.wait_serving("negotiator@n")
 
 
 def test_two_schedds_share_a_simulated_pool_and_q_global_lists_both(sim_pool):
@@ -51,6 +59,7 @@ def test_two_schedds_share_a_simulated_pool_and_q_global_lists_both(sim_pool):
     long = {"cmd": "/nonexistent/sleep", "args": "600"}
     c1 = p.submit("schedd@s1", 200, owner="alice", **long)
     c2 = p.submit("schedd@s2", 200, owner="bob", **long)
+    start_negotiator(p, "alice@s1", "bob@s2")
     wait_for("every slot busy", lambda: running(p, "schedd@s1") + running(p, "schedd@s2") == SLOTS, timeout=60)
     # Fair share: two submitters of equal priority split the pool.
     r1, r2 = running(p, "schedd@s1"), running(p, "schedd@s2")
