@@ -26,6 +26,7 @@ is gone, so a stop returns when nothing of the job is left, not when its process
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import math
@@ -522,6 +523,10 @@ class Starter:
             self.resume(job)  # a frozen process takes no signal but SIGKILL
         if graceful and self.killing_timeout > 0:
             if job.cgroup is not None:
+                # The job's first process joins its group itself, a moment after it is spawned:
+                # signal it by pid too, or a stop in that moment reaches nobody. (It starts no
+                # other process before it has joined, so nothing else can be outside the group.)
+                _kill_child(job.pid, job.kill_signal)
                 job.cgroup.signal_all(job.kill_signal)
             else:
                 proctree.signal_group(job.pid, job.kill_signal)
@@ -534,6 +539,7 @@ class Starter:
         job.kill_timer = None
         if job.exit is None:
             if job.cgroup is not None:
+                _kill_child(job.pid, signal.SIGKILL)  # not in its group yet, if it has just started
                 job.cgroup.kill()
                 return
             proctree.signal_group(job.pid, signal.SIGKILL)
@@ -764,6 +770,12 @@ def _resolve(path: str, iwd: str) -> str:
 def _str(ad: Mapping[str, Any], name: str) -> str | None:
     value = lookup(ad, name)
     return value if isinstance(value, str) else None
+
+
+def _kill_child(pid: int, sig: int) -> None:
+    """Signal the job's first process, our unreaped child (so its pid cannot have been reused)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
 
 
 def _kill_signal(ad: Mapping[str, Any]) -> int:
