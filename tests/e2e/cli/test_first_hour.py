@@ -26,7 +26,8 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[3]
-NONROOT_VENV = ROOT / ".venv-nonroot"
+# Outside the checkout: a clone under /root (mode 0700) is out of nobody's reach.
+NONROOT_VENV = Path("/var/tmp/gridbus-nonroot-venv")
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 QUICK = {"GRIDBUS_UPDATE_INTERVAL": "1", "GRIDBUS_NEGOTIATOR_INTERVAL": "1", "GRIDBUS_SCHEDD_INTERVAL": "1",
          "GRIDBUS_NEGOTIATOR_CYCLE_DELAY": "0.3"}
@@ -40,20 +41,30 @@ OWNER_SCRIPT = ("import getpass; from gridbus.console import Schedd; me = getpas
 
 
 def _nonroot_bin() -> Path:
-    """The `gridbus` of a virtualenv any user can run (made once, from the system's Python)."""
-    gridbus = NONROOT_VENV / "bin" / "gridbus"
-    probe = [str(NONROOT_VENV / "bin" / "python"), "-c", "import gridbus.console.cli"]
-    if gridbus.exists() and subprocess.run(probe, capture_output=True, timeout=60).returncode == 0:
-        return gridbus.parent
+    """The `gridbus` of a virtualenv any user can run, made from the system's Python outside the
+    checkout (which may sit where nobody cannot read, as under /root), with this checkout installed
+    into it as a copy (not editable: the copy is what nobody runs), afresh on every run."""
     if not SYSTEM_PYTHON.exists():
         pytest.skip(f"no system Python at {SYSTEM_PYTHON} to make a virtualenv a non-root user can run")
-    made = subprocess.run([str(SYSTEM_PYTHON), "-m", "venv", "--clear", str(NONROOT_VENV)], capture_output=True,
-                          text=True, timeout=300)
-    assert made.returncode == 0, made.stderr
-    pip = subprocess.run([str(NONROOT_VENV / "bin" / "pip"), "install", "-q", "-e", str(ROOT)], capture_output=True,
-                         text=True, timeout=600)
-    assert pip.returncode == 0, pip.stderr[-2000:]
-    return gridbus.parent
+    python = NONROOT_VENV / "bin" / "python"
+    if not python.exists():
+        made = subprocess.run([str(SYSTEM_PYTHON), "-m", "venv", "--clear", str(NONROOT_VENV)], capture_output=True,
+                              text=True, timeout=300)
+        assert made.returncode == 0, made.stderr
+    build = Path(tempfile.mkdtemp(prefix="gridbus-nonroot-build-"))
+    try:  # pip builds in a copy, so nothing is written into the checkout
+        src = build / "src"
+        shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".venv*", ".git", "var", "__pycache__", "*.egg-info"))
+        pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps", str(src)],
+                             capture_output=True, text=True, timeout=600)
+        if pip.returncode == 0:  # the dependencies, once (a no-op afterwards)
+            pip = subprocess.run([str(python), "-m", "pip", "install", "-q", str(src)], capture_output=True, text=True,
+                                 timeout=600)
+        assert pip.returncode == 0, pip.stderr[-2000:]
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+    subprocess.run(["chmod", "-R", "a+rX", str(NONROOT_VENV)], check=True)
+    return NONROOT_VENV / "bin"
 
 
 @pytest.fixture
