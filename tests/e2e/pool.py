@@ -7,18 +7,21 @@ under a temp directory), and is stopped (SIGTERM, then SIGKILL) when the pool cl
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from gridbus.bus import BrokerURL
 from gridbus.classad import ExprTree
 from gridbus.console import Session
+from gridbus.mgmt import Management
 from tests.helpers import wait_for as shared_wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -181,3 +184,25 @@ class Pool:
     def negotiator_stats(self) -> dict:
         ads = self.ads("Negotiator")
         return ads[0] if ads else {}
+
+
+@contextlib.contextmanager
+def standard_pool(broker_url: BrokerURL, mgmt: Management, base: Path, name: str, *, slots: dict[str, str],
+                  schedd_env: dict[str, str] | None = None) -> Iterator[Pool]:
+    """A pool of its own vhost shared by a module's tests: collector, negotiator, schedd and one
+    startd with ``slots`` (its GRIDBUS_NUM_SLOTS), up and serving; stopped and its vhost removed after."""
+    vhost = f"gridbus-test-{name}-{uuid.uuid4().hex[:8]}"
+    mgmt.put_vhost(vhost)
+    mgmt.put_permissions(vhost, broker_url.user, ".*", ".*", ".*")
+    pool = Pool(broker_url.with_vhost(vhost).url, base)
+    try:
+        pool.start("collector", "c")
+        pool.start("negotiator", "n")
+        pool.start("schedd", "s", **(schedd_env or {}))
+        pool.start("startd", "a", **slots)
+        pool.wait_serving("collector@c", "schedd@s", "negotiator@n")
+        pool.wait_slots(int(slots["GRIDBUS_NUM_SLOTS"]))
+        yield pool
+    finally:
+        pool.stop()
+        mgmt.delete_vhost(vhost)

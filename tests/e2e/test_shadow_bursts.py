@@ -12,7 +12,6 @@ let the startd run a job the schedd then ran again).
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -20,7 +19,7 @@ import pytest
 from gridbus.bus import BrokerURL
 from gridbus.console import JobAction, Schedd, Submit
 from gridbus.mgmt import Management
-from tests.e2e.pool import Pool, wait_for
+from tests.e2e.pool import Pool, standard_pool, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -30,21 +29,9 @@ HELD, REMOVED = 5, 3
 
 @pytest.fixture(scope="module")
 def burst_pool(broker_url: BrokerURL, mgmt: Management, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pool]:
-    vhost = f"gridbus-test-bursts-{uuid.uuid4().hex[:8]}"
-    mgmt.put_vhost(vhost)
-    mgmt.put_permissions(vhost, broker_url.user, ".*", ".*", ".*")
-    pool = Pool(broker_url.with_vhost(vhost).url, tmp_path_factory.mktemp("burstpool"))
-    try:
-        pool.start("collector", "c")
-        pool.start("negotiator", "n")
-        pool.start("schedd", "s", GRIDBUS_SHADOW_CALL_TIMEOUT="0.5")
-        pool.start("startd", "a", **SLOTS)
-        pool.wait_serving("collector@c", "schedd@s", "negotiator@n")
-        pool.wait_slots(12)
+    with standard_pool(broker_url, mgmt, tmp_path_factory.mktemp("burstpool"), "bursts", slots=SLOTS,
+                       schedd_env={"GRIDBUS_SHADOW_CALL_TIMEOUT": "0.5"}) as pool:
         yield pool
-    finally:
-        pool.stop()
-        mgmt.delete_vhost(vhost)
 
 
 def submit_burst(pool: Pool, per_thread: int, threads: int) -> tuple[set[int], set[int], set[int]]:

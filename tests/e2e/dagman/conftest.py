@@ -9,7 +9,6 @@ environment `submit_dag`/`Submit.from_dag` put in their submit description.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 
 from gridbus.bus import BrokerURL
 from gridbus.mgmt import Management
-from tests.e2e.pool import Pool
+from tests.e2e.pool import Pool, standard_pool
 
 pytestmark = pytest.mark.e2e
 
@@ -26,30 +25,19 @@ SLOTS = {"GRIDBUS_NUM_CPUS": "24", "GRIDBUS_NUM_SLOTS": "24", "GRIDBUS_MEMORY": 
 
 @pytest.fixture(scope="module")
 def dag_pool(broker_url: BrokerURL, mgmt: Management, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pool]:
-    vhost = f"gridbus-test-dagman-{uuid.uuid4().hex[:8]}"
-    mgmt.put_vhost(vhost)
-    mgmt.put_permissions(vhost, broker_url.user, ".*", ".*", ".*")
-    url = broker_url.with_vhost(vhost).url
-    pool = Pool(url, tmp_path_factory.mktemp("dagpool"))
     saved = {k: os.environ.get(k) for k in ("GRIDBUS_URL", "GRIDBUS_DAGMAN_USER_LOG_SCAN_INTERVAL")}
-    os.environ["GRIDBUS_URL"] = url
-    os.environ["GRIDBUS_DAGMAN_USER_LOG_SCAN_INTERVAL"] = "1"
     try:
-        pool.start("collector", "c")
-        pool.start("negotiator", "n")
-        pool.start("schedd", "s", GRIDBUS_SCHEDD_RUN_LOCAL_JOBS_AS_SELF="true")
-        pool.start("startd", "a", **SLOTS)
-        pool.wait_serving("collector@c", "schedd@s", "negotiator@n")
-        pool.wait_slots(24)
-        yield pool
+        with standard_pool(broker_url, mgmt, tmp_path_factory.mktemp("dagpool"), "dagman", slots=SLOTS,
+                           schedd_env={"GRIDBUS_SCHEDD_RUN_LOCAL_JOBS_AS_SELF": "true"}) as pool:
+            os.environ["GRIDBUS_URL"] = pool.url
+            os.environ["GRIDBUS_DAGMAN_USER_LOG_SCAN_INTERVAL"] = "1"
+            yield pool
     finally:
-        pool.stop()
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        mgmt.delete_vhost(vhost)
 
 
 @pytest.fixture
