@@ -28,10 +28,9 @@ def main() -> None:
     opts = parser.parse_args()
 
     from gridbus.bus import BrokerURL
-    from gridbus.classad import ExprTree
     from gridbus.mgmt import Management
     from tests.e2e.pool import Pool
-    from tests.integration.security.test_fuzz import AGENTS, fuzz_pool
+    from tests.integration.security.test_fuzz import AGENTS, fuzz_pool, start_targets
 
     broker = BrokerURL("amqp://guest:guest@127.0.0.1:5672/")
     mgmt = Management.for_broker(broker)
@@ -40,16 +39,7 @@ def main() -> None:
     mgmt.put_permissions(vhost, "guest", ".*", ".*", ".*")
     pool = Pool(broker.with_vhost(vhost).url, Path(tempfile.mkdtemp(prefix="gridbus-bench-fuzz-")))
     try:
-        pool.start("collector", "c")
-        pool.start("negotiator", "n")
-        pool.start("schedd", "s")
-        pool.start("startd", "a", GRIDBUS_NUM_CPUS="2", GRIDBUS_NUM_SLOTS="2", GRIDBUS_MEMORY="1024")
-        pool.start("master", "m", GRIDBUS_DAEMON_LIST="MASTER")
-        pool.wait_serving("collector@c", "schedd@s", "negotiator@n")
-        pool.wait_slots(2)
-        ad = {"Cmd": "/bin/true", "Iwd": "/tmp", "JobUniverse": 5, "Requirements": ExprTree("false"),
-              "RequestCpus": 1, "RequestMemory": 16}
-        pool.call("schedd@s", "Submit", {"Ad": ad, "Count": 3})
+        start_targets(pool)
         before = sorted(map(str, pool.jobs("schedd@s")))
         started = time.monotonic()
         figures = fuzz_pool(pool, opts.per_agent)

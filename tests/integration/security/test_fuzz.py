@@ -60,8 +60,9 @@ def fuzz_pool(pool: Pool, per_agent: int, seed: int = 14) -> dict[str, dict[str,
     return figures
 
 
-def test_agents_survive_hostile_requests_and_keep_their_state(make_pool):
-    pool = make_pool()
+def start_targets(pool: Pool) -> None:
+    """Every kind of agent, serving, and a schedd holding three jobs that never match (the queue
+    the fuzzing must leave as it was)."""
     pool.start("collector", "c")
     pool.start("negotiator", "n")
     pool.start("schedd", "s")
@@ -69,10 +70,14 @@ def test_agents_survive_hostile_requests_and_keep_their_state(make_pool):
     pool.start("master", "m", GRIDBUS_DAEMON_LIST="MASTER")
     pool.wait_serving("collector@c", "schedd@s", "negotiator@n")
     pool.wait_slots(2)
-    s = pool.console()
     ad = {"Cmd": "/bin/true", "Iwd": "/tmp", "JobUniverse": 5, "Requirements": ExprTree("false"),
           "RequestCpus": 1, "RequestMemory": 16}
-    s.call("schedd@s", "Submit", {"Ad": ad, "Count": 3}).check("Submit")
+    pool.console().call("schedd@s", "Submit", {"Ad": ad, "Count": 3}).check("Submit")
+
+
+def test_agents_survive_hostile_requests_and_keep_their_state(make_pool):
+    pool = make_pool()
+    start_targets(pool)
     attrs = ["ClusterId", "ProcId", "JobStatus", "Owner", "Cmd", "Requirements", "HoldReason"]
     before = sorted(map(str, pool.jobs("schedd@s", "true", attrs)))
 
@@ -84,6 +89,6 @@ def test_agents_survive_hostile_requests_and_keep_their_state(make_pool):
         assert f["rss_mb"] < RSS_BOUND_MB, f"{address}: {f['rss_mb']:.0f} MB resident after the fuzz"
     assert sorted(map(str, pool.jobs("schedd@s", "true", attrs))) == before
     # A bound the fuzz hit is still answered with a sentence naming it, quoting a prefix only.
-    r = s.call("collector@c", "Query", {"Constraint": fuzzing.HOSTILE_EXPRESSIONS[1]}, timeout=20)
+    r = pool.console().call("collector@c", "Query", {"Constraint": fuzzing.HOSTILE_EXPRESSIONS[1]}, timeout=20)
     assert r.status == 4 and "match budget" in r.text and len(r.text) < 400, r.text
     print({a: {k: round(v, 1) for k, v in f.items()} for a, f in figures.items()})
