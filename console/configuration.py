@@ -20,8 +20,10 @@ from typing import Any
 from gridbus.config import Config
 from gridbus.errors import HTCondorTypeError, HTCondorValueError
 
-# The daemon kinds whose modules declare knobs (importing a module declares its knobs).
-DAEMON_MODULES = ("master", "collector", "negotiator", "schedd", "startd")
+# The daemon modules that declare knobs (importing a module declares its knobs); a daemon's
+# package alone declares only what its __init__ imports.
+DAEMON_MODULES = ("master.agent", "master.children", "collector", "negotiator.main", "schedd.settings",
+                  "schedd.shadows", "schedd.scheduniv", "startd.settings")
 TOOL = "TOOL"
 
 log = logging.getLogger("gridbus.console")
@@ -29,9 +31,9 @@ log = logging.getLogger("gridbus.console")
 
 def declare_daemon_knobs() -> None:
     """Import every daemon module, so the knobs they read are declared with their types."""
-    for kind in DAEMON_MODULES:
+    for module in DAEMON_MODULES:
         try:
-            importlib.import_module(f"gridbus.agents.{kind}")
+            importlib.import_module(f"gridbus.agents.{module}")
         except Exception:  # a daemon that does not import still leaves the others' knobs
             pass
 

@@ -36,7 +36,6 @@ _CONNECTION_LOST = (
     pika.exceptions.StreamLostError,
     pika.exceptions.ChannelWrongStateError,
     pika.exceptions.ConnectionWrongStateError,
-    pika.exceptions.NackError,
 )
 
 
@@ -98,12 +97,27 @@ class Session:
             break
         else:
             raise BrokerUnreachable(f"cannot reach the broker at {self.url.redacted()}: {last!r}") from last
+        self._open_channel()
+
+    def _open_channel(self) -> None:
+        assert self._connection is not None
         self._channel = self._connection.channel()
         # Publisher confirms: a request the broker did not take (a node failing, a quorum queue
         # electing its leader) raises here, and the call is sent again instead of waiting out its timeout.
         self._channel.confirm_delivery()
         # Direct reply-to: consume (no-ack) from the pseudo-queue before the first request.
         self._channel.basic_consume(bus.REPLY_TO, self._on_reply, auto_ack=True)
+
+    def _publish_or_none(self, key: str, mtype: str, body: dict, timeout: float) -> str | None:
+        """`_publish`, or None when the vhost has no gridbus exchanges yet (no agent ever started
+        there): the broker closed the channel for it, a new one is opened, and nobody can answer."""
+        try:
+            return self._publish(key, mtype, body, timeout)
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            if exc.reply_code != 404:
+                raise
+            self._open_channel()
+            return None
 
     def _fail_over(self) -> None:
         """The connection was lost: drop it and connect to the next broker that answers."""
@@ -162,7 +176,11 @@ class Session:
             expiration=str(max(1, int(timeout * 1000))),
             headers={"x-gridbus-timeout-ms": int(timeout * 1000)},
         )
-        self._channel.basic_publish(bus.RPC, key, wire.encode(body, content_type), props)
+        try:
+            self._channel.basic_publish(bus.RPC, key, wire.encode(body, content_type), props)
+        except BaseException:
+            self._pending.pop(cid, None)
+            raise
         return cid
 
     def call(
@@ -182,15 +200,34 @@ class Session:
         state changes that name their end state (Hold, Release, Remove of a job).
         """
         timeout = self.timeout if timeout is None else timeout
-        try:
-            return self._call(address, method, args, obj, timeout)
-        except _CONNECTION_LOST:
-            self._fail_over()
-            return self._call(address, method, args, obj, timeout)
+        return self._sent_again(lambda left: self._call(address, method, args, obj, left), timeout)
+
+    def _sent_again(self, send: Any, timeout: float) -> Any:
+        """``send(seconds left)``, sent again while the broker refuses the message (a nack: it took
+        nothing, so sending again is safe; a quorum queue electing a new leader nacks for a while),
+        and once more through the next broker if the connection is lost."""
+        deadline = time.monotonic() + timeout
+        failed_over = False
+        left = timeout  # the first send has all of it (and names it in a timeout error)
+        while True:
+            try:
+                return send(left)
+            except pika.exceptions.NackError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.5)
+            except _CONNECTION_LOST:
+                if failed_over:
+                    raise
+                failed_over = True
+                self._fail_over()
+            left = max(0.001, deadline - time.monotonic())
 
     def _call(self, address: str, method: str, args: dict[str, Any] | None, obj: str | None,
               timeout: float) -> MethodResult:
-        cid = self._publish(address, bus.T_METHOD_REQUEST, method_body(obj or address, method, args), timeout)
+        cid = self._publish_or_none(address, bus.T_METHOD_REQUEST, method_body(obj or address, method, args), timeout)
+        if cid is None:
+            raise CallTimeout(address, method, timeout)
         deadline = time.monotonic() + timeout
         try:
             while True:
@@ -213,14 +250,12 @@ class Session:
         least 50 ms, and never past the timeout.
         """
         timeout = self.timeout if timeout is None else timeout
-        try:
-            return self._query(key, class_name, filters, timeout)
-        except _CONNECTION_LOST:
-            self._fail_over()
-            return self._query(key, class_name, filters, timeout)
+        return self._sent_again(lambda left: self._query(key, class_name, filters, left), timeout)
 
     def _query(self, key: str, class_name: str | None, filters: dict | None, timeout: float) -> list[dict]:
-        cid = self._publish(key, bus.T_QUERY_REQUEST, query_body(class_name, filters), timeout)
+        cid = self._publish_or_none(key, bus.T_QUERY_REQUEST, query_body(class_name, filters), timeout)
+        if cid is None:
+            return []
         start = time.monotonic()
         deadline = start + timeout
         first: float | None = None

@@ -126,13 +126,15 @@ def apply_permissions(mgmt: Management, vhost: str, user: str, perms: Permission
         mgmt.put_topic_permissions(vhost, user, exchange, write, read)
 
 
-def declare_topology(mgmt: Management, vhost: str) -> None:
-    """The exchanges and dead-letter queue, exactly as every agent declares them (idempotent)."""
+def declare_topology(mgmt: Management, vhost: str, *, quorum: bool = False) -> None:
+    """The exchanges and dead-letter queue, exactly as every agent declares them (idempotent);
+    ``quorum`` for a pool whose GRIDBUS_URL lists several brokers (the agents' choice too)."""
     for name, kind in bus.EXCHANGES:
         mgmt.request("PUT", f"/exchanges/{mgmt.q(vhost)}/{mgmt.q(name)}",
                      {"type": kind, "durable": True, "auto_delete": False, "internal": False, "arguments": {}})
     mgmt.request("PUT", f"/queues/{mgmt.q(vhost)}/{mgmt.q(bus.DEAD)}",
-                 {"durable": True, "auto_delete": False, "arguments": bus.DEAD_QUEUE_ARGS})
+                 {"durable": True, "auto_delete": False,
+                  "arguments": bus.DEAD_QUEUE_ARGS | ({"x-queue-type": "quorum"} if quorum else {})})
     mgmt.request("POST", f"/bindings/{mgmt.q(vhost)}/e/{mgmt.q(bus.DEAD)}/q/{mgmt.q(bus.DEAD)}", {"routing_key": ""})
 
 
@@ -142,6 +144,8 @@ def setup(
     daemon_user: str,
     daemon_password: str | None = None,
     users: dict[str, str | None] | None = None,
+    *,
+    quorum: bool = False,
 ) -> SetupReport:
     """Create the vhost, the daemon account, the user accounts, their permissions, the exchanges."""
     report = SetupReport()
@@ -158,6 +162,6 @@ def setup(
         ensure_user(mgmt, user, password, USER_TAGS, report)
         apply_permissions(mgmt, vhost, user, user_permissions(user))
         report.say(f"{user}: user account (call methods, own job events, public ads; no ad publishing, no claim ids)")
-    declare_topology(mgmt, vhost)
+    declare_topology(mgmt, vhost, quorum=quorum)
     report.say("exchanges " + ", ".join(name for name, _ in bus.EXCHANGES) + f" and queue {bus.DEAD} declared")
     return report

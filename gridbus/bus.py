@@ -116,6 +116,12 @@ class BrokerURL:
         return tuple(BrokerURL(u) for u in split_brokers(self.url))
 
     @property
+    def is_cluster(self) -> bool:
+        """Whether the URL lists several brokers (the nodes of a cluster): then gridbus's durable
+        queues are replicated quorum queues (agents and `gridbus broker setup` alike)."""
+        return len(self.alternatives) > 1
+
+    @property
     def parts(self) -> urllib.parse.SplitResult:
         return urllib.parse.urlsplit(split_brokers(self.url)[0])
 

@@ -382,6 +382,7 @@ knob("UID_DOMAIN", "", "the pool's account domain (User = Owner@UID_DOMAIN); emp
 knob("FILESYSTEM_DOMAIN", "", "the shared file system's domain; empty means the machine's fully qualified name")
 knob("CLAIM_WORKLIFE", 1200.0, "seconds a claim may be reused for further jobs; then it is released")
 knob("ALLOW_ADMINISTRATOR", [], "broker users (besides the daemon account) who may call administrative methods")
+knob("ALLOW_DAEMON", [], "broker users (besides the daemon account) who are daemons of the pool (methods with access = daemon)")
 knob("QUEUE_SUPER_USERS", [], "broker users (besides the daemon account) who may change anyone's jobs")
 knob("SUBMIT_REQUIREMENT_NAMES", [], "names of SUBMIT_REQUIREMENT_<NAME> expressions a submitted job must satisfy")
 knob("COLLECTOR_PRIVATE_READERS", [], "broker users who may read private ads (claim ids); empty: the collector's own user")

@@ -44,6 +44,22 @@ _INT_RANGES = {
 }
 
 
+# Who may call a method (every method declares one as ``access``): the framework checks it before
+# the handler runs (gridbus/agent/access.py). The text ends the refusal's sentence.
+ACCESS: dict[str, str] = {
+    "anyone": "any broker user may",
+    "owner": "only the owner of the object (or a queue super user, or an administrator) may",
+    "superuser": "only a queue super user (QUEUE_SUPER_USERS) or an administrator may",
+    "admin": "only administrators (ALLOW_ADMINISTRATOR) may",
+    "daemon": "only daemons of the pool may",
+}
+UNDECLARED_ACCESS = "admin"  # a method without a rule is closed to all but administrators
+
+# The largest request a method takes, in bytes, unless it declares ``max_bytes``: the body is
+# measured before it is decoded, so a 10 MB argument costs a daemon nothing but its receipt.
+DEFAULT_MAX_BYTES = 1 << 20
+
+
 @dataclass(frozen=True)
 class Arg:
     name: str
@@ -59,7 +75,17 @@ class Method:
     name: str
     desc: str
     args: tuple[Arg, ...]
-    admin: bool = False
+    access: str = ""  # a key of ACCESS; empty: not declared (the schema test fails on it)
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    @property
+    def rule(self) -> str:
+        """The access rule in force: the declared one, else administrators only."""
+        return self.access or UNDECLARED_ACCESS
+
+    @property
+    def admin(self) -> bool:
+        return self.rule == "admin"
 
     @property
     def inputs(self) -> tuple[Arg, ...]:
@@ -131,7 +157,13 @@ class Schema:
                             araw.get("default"),
                         )
                     )
-                c.methods[mname] = Method(mname, mraw.get("desc", ""), tuple(args), mraw.get("admin", False))
+                access = mraw.get("access", "admin" if mraw.get("admin") else "")
+                if access and access not in ACCESS:
+                    raise ValueError(
+                        f"{source}: {cname}.{mname}: unknown access {access!r}; known: {', '.join(ACCESS)}"
+                    )
+                max_bytes = int(mraw.get("max_bytes", DEFAULT_MAX_BYTES))
+                c.methods[mname] = Method(mname, mraw.get("desc", ""), tuple(args), access, max_bytes)
             schema.classes[c.name] = c
         schema.messages = raw.get("messages", {})
         return schema
@@ -216,7 +248,7 @@ def check_value(method: str, arg: Arg, value: Any) -> Any:
             bad = "a ClassAd expression"
     if bad:
         shown = repr(value)
-        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        shown = shown if len(shown) <= 60 else f"{shown[:57]}... ({len(shown):,} characters)"
         raise invalid(f"{method}: argument {arg.name!r} must be {bad}, got {shown}")
     return value
 
@@ -244,7 +276,9 @@ def render_markdown(schema: Schema) -> str:
             lines += ["### Methods", ""]
             for m in c.methods.values():
                 sig = ", ".join(f"{a.name} {a.dir} {a.type}{'?' if a.optional else ''}" for a in m.args)
-                lines += [f"#### `{m.name}({sig})`" + (" (administrators)" if m.admin else ""), "", m.desc, ""]
+                who = ACCESS[m.rule].removesuffix(" may")
+                size = f" Requests up to {m.max_bytes:,} bytes." if m.max_bytes != DEFAULT_MAX_BYTES else ""
+                lines += [f"#### `{m.name}({sig})`", "", m.desc, "", f"Who may call it: {who}.{size}", ""]
                 if m.args:
                     lines += ["| argument | dir | type | description |", "|---|---|---|---|"]
                     for a in m.args:

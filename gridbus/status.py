@@ -30,10 +30,22 @@ CANNED_TEXT = {
 }
 
 
+TEXT_MAX = 1000  # characters of a reply's sentence: enough for any sentence, never a whole argument
+
+
+def cap_text(text: str, n: int = TEXT_MAX) -> str:
+    """``text`` cut to ``n`` characters, saying how long it was (a sentence that quotes what a
+    caller sent must not repeat 10 MB of it, in a reply or a log line)."""
+    if not isinstance(text, str) or len(text) <= n:
+        return text
+    return f"{text[:n]}... [{len(text):,} characters in all]"
+
+
 class MethodError(Exception):
     """Raised by a method handler to answer with a status and a sentence naming what was wrong."""
 
     def __init__(self, status: int, text: str, out: dict | None = None):
+        text = cap_text(text)
         super().__init__(text)
         self.status = int(status)
         self.text = text

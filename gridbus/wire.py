@@ -42,10 +42,16 @@ class DecodeError(ValueError):
     """A body that cannot be decoded; the message says why."""
 
 
-def _classad():  # lazy: see the module docstring
-    from gridbus import classad
+_CLASSAD: Any = None
 
-    return classad
+
+def _classad() -> Any:  # lazy: see the module docstring; kept once imported (the hooks run per value)
+    global _CLASSAD
+    if _CLASSAD is None:
+        from gridbus import classad
+
+        _CLASSAD = classad
+    return _CLASSAD
 
 
 def _expr_text(value: Any) -> str | None:

@@ -10,6 +10,13 @@ if [ -n "${GRIDBUS_URL:-}" ] && [[ "$GRIDBUS_URL" != *"127.0.0.1"* && "$GRIDBUS_
   exit 0
 fi
 
+# A broker that already answers with its management plugin is all we need, whoever runs us (a plain
+# user may not have rabbitmq-server on PATH, nor the right to start it).
+if answers 5672 && answers 15672; then
+  exit 0
+fi
+
+PATH="$PATH:/usr/sbin:/usr/local/sbin"
 if ! command -v rabbitmq-server >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "gridbus: installing RabbitMQ from the distribution's packages" >&2

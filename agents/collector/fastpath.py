@@ -117,7 +117,11 @@ def fast_predicate(compiled: Any) -> Predicate:
         node = node.inner
     operands = node.operands if isinstance(node, N.Chain) and node.op == "&&" else [node]
     terms = [_term(o) for o in operands]
-    slow: Predicate = compiled.test
+    def slow(ad: dict[str, Any]) -> bool:
+        # strict: a bound of the evaluation ends the Query with a sentence (limits.py), instead
+        # of each ad spending the whole budget
+        return compiled.test(ad, None, True)
+
     if not terms or any(t is None for t in terms):
         return slow
     checks = [(name, decide) for name, decide in terms]  # type: ignore[misc]

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from gridbus.agents.collector.fastpath import fast_predicate
+from gridbus.classad.limits import prefix
 from gridbus.status import invalid
 
 Predicate = Callable[[dict[str, Any]], bool]
@@ -56,12 +57,12 @@ def compile_constraint(text: str) -> Predicate:
     try:
         from gridbus import classad
     except ImportError as exc:  # pragma: no cover - the package is part of gridbus
-        raise invalid(f"cannot evaluate constraint {text!r}: the ClassAd package is missing ({exc})") from exc
+        raise invalid(f"cannot evaluate constraint {prefix(text)}: the ClassAd package is missing ({exc})") from exc
     compile_expr = classad.compile  # outside the try: a missing function is a bug, not bad input
     try:
         compiled = compile_expr(text)
     except Exception as exc:  # the parser's own error type; its message says where
-        raise invalid(f"Constraint {text!r} is not a valid ClassAd expression: {exc}") from exc
+        raise invalid(f"Constraint {prefix(text)} is not a valid ClassAd expression: {exc}") from exc
     return fast_predicate(compiled)
 
 

@@ -171,6 +171,14 @@ class Negotiator(Agent):
             body = wire.decode(message.body, message.content_type)
         except wire.DecodeError:
             return
+        if message.type == bus.T_INVALIDATE and isinstance(body, dict) and isinstance(body.get("names"), list):
+            # A submitter with no jobs left is invalidated, not advertised with 0 idle: forget its
+            # count, or its next cluster (fewer idle jobs than the last one had) would wait a whole
+            # NEGOTIATOR_INTERVAL instead of waking a cycle.
+            for name in body["names"]:
+                if isinstance(name, str):
+                    self._idle_seen.pop(name, None)
+            return
         if message.type != bus.T_AD or not isinstance(body, dict) or not isinstance(body.get("ads"), list):
             return
         for ad in body["ads"]:
@@ -199,6 +207,8 @@ class Negotiator(Agent):
             last_start = time.monotonic()
             try:
                 await self.negotiate()
+            except CallTimeout as exc:  # a collector not up yet (a pool starting): tried next cycle
+                self.log.warning("negotiation cycle skipped: %s", exc)
             except Exception:
                 self.log.exception("negotiation cycle failed")
             try:

@@ -52,6 +52,7 @@ from typing import Any
 
 from gridbus.agent import Agent
 from gridbus.agent.objects import ManagedObject
+from gridbus.agents.schedd import owner_shadow
 from gridbus.agents.schedd.ads import COUNTERS, AdsMixin
 from gridbus.agents.schedd.job_actions import JobActionsMixin
 from gridbus.agents.schedd.job_objects import JobObjectsMixin
@@ -96,6 +97,7 @@ class Schedd(SubmitMixin, JobActionsMixin, JobObjectsMixin, QueriesMixin, Schedu
         self.reload_seconds = time.monotonic() - started
         self.events = JobEvents(self.publish_event, self.address)
         self.queue.on_flush.append(self.events.write_logs)
+        owner_shadow.attach(self)  # user logs and Fetch go through the owners' shadows
         self.super_users = frozenset(settings.super_users)
         self._flush_handle: asyncio.TimerHandle | None = None
         self._queue_closed = False
@@ -115,6 +117,7 @@ class Schedd(SubmitMixin, JobActionsMixin, JobObjectsMixin, QueriesMixin, Schedu
 
     async def on_start(self) -> None:
         self.spawn(self.events.pump(), "job-events")
+        self.spawn(owner_shadow.retain_loop(self), "owner-shadows")
         self.spawn(self._periodic_loop(), "periodic-policy")
         await super().on_start()
 
@@ -140,6 +143,7 @@ class Schedd(SubmitMixin, JobActionsMixin, JobObjectsMixin, QueriesMixin, Schedu
             await super().stop()
         finally:
             self._close_queue()
+            await owner_shadow.close(self)
 
     def _close_queue(self) -> None:
         if self._queue_closed:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from gridbus.adrefs import closure, is_plain
+from gridbus.adrefs import closure
 from gridbus.classad.values import Value
 
 # Attributes every match looks at, whatever Requirements says (the negotiator's defaults, the
@@ -52,6 +52,7 @@ def _freeze(value: Any) -> Any:
     return (type(value).__name__, str(value))
 
 
+_PLAIN = frozenset({int, float, str, bool, type(None)})  # values that reach nothing (adrefs.is_plain)
 _ABSENT = ("absent",)  # an attribute the job does not have (unlike one whose value is undefined)
 
 
@@ -85,7 +86,7 @@ class AutoClusters:
         if pool is None:
             return _WHOLE
         # What decides the list: the pool's names and the job's expressions (literals reach nothing).
-        key = (pool, tuple(sorted((k, str(v)) for k, v in low.items() if not is_plain(v))))
+        key = (pool, frozenset([(k, str(v)) for k, v in low.items() if type(v) not in _PLAIN]))
         names = self._attrs.get(key)
         if names is None:
             reached = closure(low, self._roots | pool)

@@ -3,6 +3,7 @@ on job objects, and the job objects themselves (getObjects(_class="job"), made o
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from gridbus.agent import Call, method
 from gridbus.agents.schedd.jobattrs import parse_job_id
 from gridbus.agents.schedd.jobqueue import Proc
+from gridbus.agents.schedd.owner_shadow import ShadowRefused
 from gridbus.agents.schedd.parts import ScheddParts
 from gridbus.status import MethodError, Status, forbidden, invalid, unknown_object
 
@@ -24,7 +26,7 @@ class JobObjectsMixin(ScheddParts):
 
     @method("scheduler")
     async def Fetch(self, call: Call, Id: str, File: str, Start: int, End: int) -> dict:
-        return {"Data": self._fetch(call, Id, File, Start, End)}
+        return {"Data": await self._fetch(call, Id, File, Start, End)}
 
     @method("job", "GetAd")
     async def JobGetAd(self, call: Call) -> dict:
@@ -32,7 +34,7 @@ class JobObjectsMixin(ScheddParts):
 
     @method("job", "Fetch")
     async def JobFetch(self, call: Call, File: str, Start: int, End: int) -> dict:
-        return {"Data": self._fetch(call, call.object, File, Start, End)}
+        return {"Data": await self._fetch(call, call.object, File, Start, End)}
 
     def _job_ad(self, job: str) -> dict[str, Any]:
         try:
@@ -49,7 +51,7 @@ class JobObjectsMixin(ScheddParts):
             raise unknown_object(f"{self.address} has no job {cid}.{pid} (not in the queue nor in the history)")
         return ad
 
-    def _fetch(self, call: Call, job: str, which: str, start: int, end: int) -> str:
+    async def _fetch(self, call: Call, job: str, which: str, start: int, end: int) -> str:
         user = call.require_user()
         ad = self._job_ad(job)
         if user != ad.get("Owner") and not self.is_super(user):
@@ -65,25 +67,24 @@ class JobObjectsMixin(ScheddParts):
             path = os.path.join(str(ad.get("Iwd", "/")), path)
         if end < start and not (start < 0 and end <= 0):
             raise invalid(f"Fetch: invalid start and end values ({start}, {end}): End must not be before Start")
+        # Read by the owner's shadow, as the owner: never a file the owner could not read.
         try:
-            with open(path, "rb") as fh:
-                size = os.fstat(fh.fileno()).st_size
-                if start < 0:
-                    first = max(0, size + start)
-                    last = size + end if end < 0 else size
-                else:
-                    first = start
-                    last = end if end > 0 else size
-                last = min(last, size, first + FETCH_MAX)
-                fh.seek(first)
-                data = fh.read(max(0, last - first))
-        except FileNotFoundError:
-            raise MethodError(Status.USER + 10, f"Fetch: {path} does not exist (yet)") from None
-        except OSError as exc:
-            raise MethodError(Status.USER + 10, f"Fetch: cannot read {path}: {exc.strerror}") from None
-        return data.decode("utf-8", "replace")
+            return await self.owner_shadows.read(str(ad.get("Owner") or ""), path, start, end, FETCH_MAX)
+        except ShadowRefused as exc:
+            if exc.errno == errno.ENOENT:
+                raise MethodError(Status.USER + 10, f"Fetch: {path} does not exist (yet)") from None
+            raise forbidden(f"Fetch: {exc.sentence}") from None
 
     # ------------------------------------------------------------------ job objects (getObjects)
+    def object_owner(self, class_name: str, name: str) -> str | None:
+        """A job object's Owner, for the framework's ``owner`` access rule."""
+        if class_name != "job":
+            return None
+        try:
+            return str(self._job_ad(name).get("Owner") or "") or "?"
+        except MethodError:
+            return "?"  # gone since it was resolved: nobody owns it, a super user may still ask
+
     def resolve_object(self, name: str) -> str | None:
         if name == self.address:
             return "scheduler"

@@ -79,6 +79,10 @@ class JobEvents:
         self.host = source_host
         self._queue: asyncio.Queue[tuple[str, str, dict[str, Any]]] | None = None
         self._logs: dict[str, list[str]] = {}
+        self._owners: dict[str, str] = {}  # user-log path -> the owner whose events go there
+        # Where user-log text goes instead of this process's own writes: the owners' shadows
+        # (owner_shadow.LogSink), so a log is written as its owner, never as the schedd.
+        self.sink: Any = None
         self.published = 0  # events
         self.messages = 0  # messages they went in
         self.log_errors = 0
@@ -89,6 +93,7 @@ class JobEvents:
         if text:
             for path in user_log_paths(ad):
                 self._logs.setdefault(path, []).append(text)
+                self._owners[path] = str(ad.get("Owner", ""))
         owner = str(ad.get("Owner", "unknown"))
         body = {
             "GlobalJobId": ad.get("GlobalJobId"),
@@ -105,6 +110,7 @@ class JobEvents:
         if texts:
             for path in user_log_paths(cluster_ad):
                 self._logs.setdefault(path, []).extend(texts)
+                self._owners[path] = str(cluster_ad.get("Owner", ""))
         owner = str(cluster_ad.get("Owner", "unknown"))
         body = {
             "ClusterId": cluster_ad.get("ClusterId"),
@@ -122,6 +128,10 @@ class JobEvents:
     def write_logs(self) -> None:
         """Append the recorded user-log text, one write per file (called after each commit)."""
         logs, self._logs = self._logs, {}
+        owners, self._owners = self._owners, {}
+        if self.sink is not None:
+            self.sink.write([(owners.get(path, ""), path, "".join(texts)) for path, texts in logs.items()])
+            return
         for path, texts in logs.items():
             try:
                 writer.append(path, "".join(texts))

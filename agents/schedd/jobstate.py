@@ -98,8 +98,6 @@ class JobStateMixin(ScheddParts):
         self._count("JobsExited")
         attrs = {**usage, **self._run_end_attrs(p, now)}
         if report.get("MemoryExceeded"):
-            # The startd's reason names the limit it enforced, a number; RequestMemory may be an
-            # expression, which is no limit to quote.
             request = p.get("RequestMemory")
             peak = report.get("MemoryUsage", report.get("ResidentSetSize"))
             # The startd's reason names the limit it enforced (the slot's memory, by policy).

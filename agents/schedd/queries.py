@@ -11,6 +11,7 @@ from gridbus.agent import Call, method
 from gridbus.agents.schedd.jobattrs import STATUS_NAMES, parse_job_id
 from gridbus.agents.schedd.parts import ScheddParts
 from gridbus.agents.schedd.store import unpack
+from gridbus.classad.limits import prefix
 from gridbus.status import invalid
 
 QUERY_CHUNK = 1000
@@ -151,8 +152,8 @@ def compile_constraint(constraint: Any) -> Callable[[Any], bool]:
     try:
         compiled = classad.compile(text)
     except Exception as exc:
-        raise invalid(f"the constraint {text!r} is not a valid ClassAd expression: {exc}") from None
-    return compiled.test
+        raise invalid(f"the constraint {prefix(text)} is not a valid ClassAd expression: {exc}") from None
+    return lambda ad: compiled.test(ad, None, True)  # strict: a bound ends the call with a sentence
 
 
 def _projection(projection: list) -> list[str] | None:

@@ -391,20 +391,26 @@ class ShadowMixin:
         activations = []
         live = []
         for claim, job in batch:
+            if not self._activation_wanted(claim, job):
+                continue
             ad = self.queue.get(*job)  # type: ignore[attr-defined]
-            if ad is None or ad.get("JobStatus") != 1 or claim.job != job:
-                self._unreserve(claim, job)
+            if ad is None or ad.get("JobStatus") != 1:
+                self._job_left(claim, job)
                 continue
             activations.append({"ClaimId": claim.claim_id, "JobAd": ad})
             live.append((claim, job))
         if not activations:
+            self._flush_activations_now()  # the claims passed on to other jobs
             return
         self.shadow_stats["ActivationBatches"] += 1
+        result = None
         try:
             result = await self.client.call(startd, "ActivateClaims", {"Activations": activations},  # type: ignore[attr-defined]
                                             timeout=self.shadow_call_timeout)
         except CallTimeout:
-            result = None
+            pass
+        except Exception as exc:  # the broker is away: no answer either, asked again
+            self.log.info("ActivateClaims to %s failed: %r", startd, exc)  # type: ignore[attr-defined]
         statuses: dict[str, tuple[int, str]] = {}
         if result is not None and result.ok:
             for r in result.outArgs.get("Results", []):
@@ -412,20 +418,73 @@ class ShadowMixin:
                     statuses[r["ClaimId"]] = (int(r.get("Status", 7)), str(r.get("Text", "")))
         for claim, job in live:
             status, text = statuses.get(claim.claim_id, (7, "no answer" if result is None else result.text))
-            if claim.job != job:
-                continue
-            await self._activation_result(claim, job, status, text, answered=result is not None)
+            try:
+                await self._activation_result(claim, job, status, text, answered=result is not None)
+            except Exception:
+                # One job's bookkeeping failing must not leave the batch's other claims waiting
+                # for an outcome that was already given.
+                self.log.exception("activation outcome of job %d.%d on %s", *job, claim.slot)  # type: ignore[attr-defined]
+        self._flush_activations_now()
+
+    def _activation_wanted(self, claim: Claim, job: tuple[int, int]) -> bool:
+        """Whether a queued activation still stands: the claim is ours and still waits to start
+        that job (an entry queued twice, or for a claim lost meanwhile, is stale)."""
+        return self._claims.get(claim.claim_id) is claim and claim.state == ACTIVATING and claim.job == job
+
+    def _job_left(self, claim: Claim, job: tuple[int, int]) -> None:
+        """The job chosen for ``claim`` is no longer idle (held or removed since it was matched):
+        the claim goes to the owner's next idle job, or back to the startd; never left idle."""
+        self._unreserve(claim, job)
+        self._start_next(claim)
 
     async def _activation_result(self, claim: Claim, job: tuple[int, int], status: int, text: str, *, answered: bool) -> None:
+        if not self._activation_wanted(claim, job):
+            return  # an outcome already had (the answer and a retry both came), or a lost claim
+        if not answered:
+            self._retry_activation(claim, job)
+            return
         if status == 0:
-            await self._job_running(claim, job)
+            ad = self.queue.get(*job)  # type: ignore[attr-defined]
+            if ad is None or ad.get("JobStatus") != 1:
+                await self._stop_unwanted_job(claim, job)
+            else:
+                await self._job_running(claim, job)
             return
         self.log.info("activation of job %d.%d on %s failed: %s", *job, claim.slot, text)  # type: ignore[attr-defined]
         self._unreserve(claim, job)
-        if status == Status.FORBIDDEN or not answered:
-            self._drop_claim(claim)
+        if status == Status.FORBIDDEN:
+            self._drop_claim(claim)  # the startd does not know the claim: it has ended
         else:
             self._release(claim)
+
+    def _retry_activation(self, claim: Claim, job: tuple[int, int]) -> None:
+        """No answer is no refusal: the startd may have started the job and its answer been lost,
+        or not have read the call yet. ActivateClaims is idempotent (the job a claim runs is "OK"
+        again), so it is asked again while the claim lives; only an explicit "claim unknown" or
+        the end of the claim's lease (check_leases) ends the claim, and its job goes back."""
+        self.log.info("no answer to the activation of job %d.%d on %s; asking again",  # type: ignore[attr-defined]
+                      *job, claim.slot)
+        claim.reply_sent = 0.0
+        self._to_activate.setdefault(claim.startd, []).append((claim, job))
+        # The call waited its timeout already; a pause only keeps a failing broker from a busy loop.
+        asyncio.get_running_loop().call_later(min(1.0, self.shadow_call_timeout), self._flush_activations_now)
+
+    async def _stop_unwanted_job(self, claim: Claim, job: tuple[int, int]) -> None:
+        """The startd started a job held or removed since its activation went out: it is stopped
+        as a Hold or Remove stops a running job (its exit report frees the claim for the next
+        job), and the job is not marked Running."""
+        self.log.info("job %d.%d started on %s after it left the Idle state: stopping it",  # type: ignore[attr-defined]
+                      *job, claim.slot)
+        self._reserved.discard(job)
+        claim.state, claim.stopping = RUNNING_JOB, True
+        claim.jobs_run += 1
+        self._claim_changed(claim)
+        buffered, claim.buffered = claim.buffered, []
+        for report in buffered:
+            await self._handle_report(claim, report)
+        if claim.job == job and claim.state == RUNNING_JOB:
+            self.spawn(self._call_startd(claim.startd, "DeactivateClaim",  # type: ignore[attr-defined]
+                                         {"ClaimId": claim.claim_id, "Graceful": True}), "stop-job")
 
     def _unreserve(self, claim: Claim, job: tuple[int, int]) -> None:
         self._reserved.discard(job)
@@ -502,13 +561,16 @@ class ShadowMixin:
             if not batch:
                 continue
             rest = []
+            left = []
             for claim, job in batch:
                 if not claim.in_reports:
                     rest.append((claim, job))
                     continue
+                if not self._activation_wanted(claim, job):
+                    continue
                 ad = self.queue.get(*job)  # type: ignore[attr-defined]
-                if ad is None or ad.get("JobStatus") != 1 or claim.job != job:
-                    self._unreserve(claim, job)
+                if ad is None or ad.get("JobStatus") != 1:
+                    left.append((claim, job))
                     continue
                 out.append({"ClaimId": claim.claim_id, "JobAd": ad})
                 claim.reply_sent = now
@@ -519,6 +581,8 @@ class ShadowMixin:
                 self._to_activate[startd] = rest
             else:
                 del self._to_activate[startd]
+            for claim, job in left:  # their claims' next jobs go by ActivateClaims (the caller flushes)
+                self._job_left(claim, job)
         return out
 
     def _answer_activation_lost(self, claim: Claim, job: tuple[int, int], sent: float) -> None:
@@ -616,7 +680,9 @@ class ShadowMixin:
             return False
         claim.stopping = True
         if claim.state == ACTIVATING:
-            return True  # _send_activations sees the job is no longer idle and drops it
+            # The activation's outcome finds the job no longer idle: the claim passes to the next
+            # job, or, should the startd have started it, the job is stopped (_stop_unwanted_job).
+            return True
         await self._call_startd(claim.startd, "DeactivateClaim", {"ClaimId": claim.claim_id, "Graceful": True})
         return True
 

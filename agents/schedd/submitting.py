@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from gridbus.agent import Call, method
-from gridbus.agents.schedd import submission
+from gridbus.agents.schedd import owner_shadow, submission
 from gridbus.agents.schedd.jobqueue import Cluster, Proc
 from gridbus.agents.schedd.parts import ScheddParts
 from gridbus.eventlog import writer
@@ -104,6 +104,7 @@ class SubmitMixin(ScheddParts):
         if c.factory is None:
             self._log_submit(c, list(c.procs.values()))
             self.events.write_logs()
+            await owner_shadow.logs_written(self)  # the submit events are in the log when answered
         self._count("JobsSubmitted", count)
         self.ads_changed()
         return answer

@@ -37,6 +37,7 @@ from gridbus.agents.startd.limits import (
 )
 from gridbus.agents.startd.reports import Reporter
 from gridbus.agents.startd.settings import StartdSettings
+from gridbus.agents.startd.simulated import SimulatedStarter
 from gridbus.agents.startd.starter import HOLD_FAILED_TO_CREATE_PROCESS, Job, Starter, StartFailed
 from gridbus.status import MethodError, Status, app_error, forbidden, invalid
 
@@ -75,8 +76,9 @@ class Startd(Agent):
         self.drain: DrainState | None = None
         self.defaults = sl.Request(self.settings.default_request_cpus, self.settings.default_request_memory,
                                    self.settings.default_request_disk)
-        self.cgroups = self._probe_cgroups()
-        self.starter = Starter(
+        self.cgroups = None if self.settings.simulate_jobs else self._probe_cgroups()
+        self.starter: Starter | SimulatedStarter = SimulatedStarter(
+            on_exit=self._on_exit, runtime=self.settings.simulated_runtime) if self.settings.simulate_jobs else Starter(
             self.settings.execute,
             RunAsPolicy(self.settings.allow_runas_owner, self.settings.unprivileged_user, self.settings.allow_root_jobs,
                         user_map=UserMap.parse(self.settings.user_map)),
@@ -99,13 +101,21 @@ class Startd(Agent):
         self._launch_of: dict[str, asyncio.Task] = {}  # claim id -> its job's launch
         self._exprs: dict[str, Any] | None = None
         self._machine_attrs = {**self.machine.attributes(),
-                               **(self.cgroups.attributes() if self.cgroups else {"HasCgroup": False})}
+                               **(self.cgroups.attributes() if self.cgroups else {"HasCgroup": False}),
+                               **({"SimulatedJobs": True} if self.settings.simulate_jobs else {})}
 
     def _probe_cgroups(self) -> cgroups.Hierarchy | None:
-        """The jobs' cgroups: ``<BASE_CGROUP>/<this startd's name>``, or None (the process scan)."""
+        """The jobs' cgroups: ``<BASE_CGROUP>/<this startd's name>``, or None (the process scan).
+
+        A pool on a vhost other than "/" puts its vhost between them: pools of several users on one
+        machine (personal pools, tests) have startds of the same name, and a starting startd kills
+        what it finds in its own groups."""
         base = self.settings.base_cgroup.strip("/")
+        own = cgroups.safe_name(self.name)
+        if self.url.vhost != "/":
+            own = f"{cgroups.safe_name(self.url.vhost)}/{own}"
         try:
-            found = cgroups.probe(f"{base}/{cgroups.safe_name(self.name)}" if base else "", self.settings.cgroup_version)
+            found = cgroups.probe(f"{base}/{own}" if base else "", self.settings.cgroup_version)
         except cgroups.CgroupError as exc:
             log.warning("jobs run without cgroups (their processes are found by scanning /proc): %s", exc)
             return None
@@ -316,9 +326,15 @@ class Startd(Agent):
         if LeaseDuration <= 0:
             raise invalid("RequestClaim: LeaseDuration must be a positive number of seconds")
         existing = self.claims.get(ClaimId)
+        gid = str(JobAd.get("GlobalJobId") or "")
         if existing is not None:  # a retry of a call whose answer was lost: same answer
             if existing.schedd != Schedd:
                 raise forbidden(f"RequestClaim: {existing.slot.name} is claimed by another schedd")
+            if gid and existing.requested_for and gid != existing.requested_for:
+                # Not a retry but a second match, made on an ad from before the claim: answering
+                # "OK" would hand the schedd the claim of a job it already runs on this slot.
+                raise app_error(CLAIM_REFUSED, f"RequestClaim: {existing.slot.name} is already claimed, for "
+                                               f"job {existing.requested_for}; the match was made on an out-of-date ad")
             existing.renew()
             return {"ClaimId": existing.id, "Slot": existing.slot.name, "SlotAd": self.slot_ad(existing.slot),
                     "ReportActivations": True}
@@ -336,6 +352,7 @@ class Startd(Agent):
             if why:
                 raise app_error(CLAIM_REFUSED, f"RequestClaim refused: {why}")
             claim = self.table.claim(slot, Schedd, float(LeaseDuration), JobAd)
+            claim.requested_for = gid
         else:  # partitionable: carve a dynamic slot of the request
             retried = self._carved_for(slot, Schedd, JobAd)
             if retried is not None:  # the answer to the first call was lost: same answer, no new slot
@@ -354,7 +371,7 @@ class Startd(Agent):
                 raise app_error(CLAIM_REFUSED, "RequestClaim refused: a dynamic slot needs at least 1 cpu and 1 MiB")
             child = self.table.carve(slot, req)
             claim = self.table.claim(child, Schedd, float(LeaseDuration), JobAd)
-            claim.requested_for = str(JobAd.get("GlobalJobId") or "")
+            claim.requested_for = gid
             slot = child
         self.claims[claim.id] = claim
         log.info("%s claimed by %s for %s (lease %d s)", slot.name, Schedd, claim.owner or "?", LeaseDuration)

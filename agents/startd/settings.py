@@ -33,7 +33,10 @@ knob("USER_MAP", [], "broker user -> Unix account for jobs on this node (HTCondo
      "'user=account', '*=account' for everyone not listed; a user not mapped runs as the account of the same name")
 knob("STARTER_ALLOW_ROOT_JOBS", False, "let a job run as root when no other account applies (never the default)")
 knob("STARTER_SPAWN_THREADS", 0, "threads that fork/exec jobs off the startd's loop; 0: on the loop (least cpu per job)")
-knob("BASE_CGROUP", "gridbus", "parent cgroup of the jobs' cgroups (each startd uses <BASE_CGROUP>/<its name>); empty: no cgroups, scan /proc")
+knob("STARTD_SIMULATE_JOBS", False, "scale tests: run no job, each ends (exit 0) after its simulated run time "
+     "(a sleep job's own seconds, else SIMULATED_JOB_RUNTIME)")
+knob("SIMULATED_JOB_RUNTIME", 0.0, "seconds a simulated job (STARTD_SIMULATE_JOBS) runs unless it is a sleep job")
+knob("BASE_CGROUP", "gridbus", "parent cgroup of the jobs' cgroups (each startd uses <BASE_CGROUP>/[<vhost>/]<its name>); empty: no cgroups, scan /proc")
 knob("CGROUP_VERSION", "auto", "which cgroups the starter uses: auto (v2 with a memory controller, else v1, else v2), 1 or 2")
 knob("CGROUP_MEMORY_LIMIT_POLICY", "hard", "the kernel's memory limit of a job: hard (OOM kill and hold past it), soft (reclaimed first past it), none")
 knob("CGROUP_PIDS_LIMIT", 0, "most processes and threads a job may have at once (cgroup pids controller); 0: no limit")
@@ -98,6 +101,8 @@ class StartdSettings:
     report_timeout: float = 10.0
     report_retry: float = 1.0
     spawn_threads: int = 0  # STARTER_SPAWN_THREADS
+    simulate_jobs: bool = False  # STARTD_SIMULATE_JOBS
+    simulated_runtime: float = 0.0  # SIMULATED_JOB_RUNTIME
     base_cgroup: str = "gridbus"  # BASE_CGROUP; "" forces the process-scan fallback
     cgroup_version: str = "auto"  # CGROUP_VERSION
     memory_policy: str = "hard"  # CGROUP_MEMORY_LIMIT_POLICY
@@ -141,6 +146,8 @@ class StartdSettings:
                 report_timeout="STARTD_REPORT_TIMEOUT",
                 report_retry="STARTD_REPORT_RETRY",
                 spawn_threads="STARTER_SPAWN_THREADS",  # an int knob: its value is an int
+                simulate_jobs="STARTD_SIMULATE_JOBS",
+                simulated_runtime="SIMULATED_JOB_RUNTIME",
                 base_cgroup="BASE_CGROUP",
                 cgroup_version="CGROUP_VERSION",
                 memory_policy="CGROUP_MEMORY_LIMIT_POLICY",
@@ -165,6 +172,8 @@ class StartdSettings:
             raise ValueError(f"CGROUP_MEMORY_LIMIT_POLICY must be hard, soft or none, not {self.memory_policy!r}")
         if str(self.cgroup_version).lower().removeprefix("v") not in ("auto", "1", "2"):
             raise ValueError(f"CGROUP_VERSION must be auto, 1 or 2, not {self.cgroup_version!r}")
+        if self.simulated_runtime < 0:
+            raise ValueError(f"SIMULATED_JOB_RUNTIME must not be negative, not {self.simulated_runtime}")
         if self.pids_limit < 0:
             raise ValueError(f"CGROUP_PIDS_LIMIT must be 0 (no limit) or more, not {self.pids_limit}")
         if not os.path.isabs(self.execute):

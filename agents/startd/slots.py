@@ -59,7 +59,7 @@ class Claim:
     job: Job | None = None
     last_ad: Mapping[str, Any] | None = None  # the job ad of the current or last activation
     retiring: bool = False  # draining: no new activation; released when idle
-    requested_for: str = ""  # GlobalJobId of the request that carved this dynamic slot (retries)
+    requested_for: str = ""  # GlobalJobId of the RequestClaim that made the claim (tells retries from re-matches)
 
     def renew(self) -> None:
         self.renewed = time.monotonic()

@@ -30,6 +30,7 @@ import itertools
 import logging
 import math
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -55,10 +56,17 @@ log = logging.getLogger("gridbus.startd.starter")
 
 MAX_IDLE_GROUPS = 64  # emptied job cgroups kept for reuse
 
-# The job's first process stops itself, and once the startd has moved it into the job's cgroup and
-# continued it, becomes the job ("$0" is the job's executable, "$@" its arguments).
-STOP_THEN_EXEC_SHELL = "/bin/sh"
+# The job's first process is a shell that joins the job's cgroup, then becomes the job ("$0" is
+# the job's executable, "$@" its arguments): the job's first instruction runs inside the group.
+# Running as root, the shell writes its own pid into the group's cgroup.procs files; if a write
+# fails it never execs the job, leaves a mark in the scratch directory and exits JOIN_FAILED.
+# Running as another account (which may not write there), it stops itself, and the startd moves
+# it and continues it (one more round: a wait for the stop, the writes and SIGCONT on the startd).
+STARTER_SHELL = "/bin/sh"
 STOP_THEN_EXEC = 'kill -STOP $$; exec "$0" "$@"'
+JOIN_THEN_EXEC = '{{ {join}; }} 2>/dev/null && exec "$0" "$@"; : >{mark}; exit {code}'
+JOIN_FAILED = 125
+JOIN_FAILED_MARK = ".gridbus-cgroup-join-failed"
 
 
 class StartFailed(Exception):
@@ -182,7 +190,7 @@ class Starter:
         (see `_into_group`) is awaited, not blocked on."""
         if self.spawn_threads <= 0:
             proc, scratch, account, group = self._launch(ad, slot, env_extra, memory_limit_mib, wait_stopped=False)
-            if group is not None:
+            if group is not None and account.switch:
                 try:
                     _into_group(proc, group, _str(ad, "Cmd") or "the job", await _stopped(proc.pid))
                 except BaseException:  # StartFailed, or cancelled: nothing of it may run on
@@ -261,11 +269,14 @@ class Starter:
             if self.cgroups is not None:
                 group = self._make_cgroup(ad, f"job_{os.getpid()}_{seq}", memory_limit_mib)
                 _check_executable(executable)  # the shell below would turn a bad one into exit 127
-                # The child stops itself before it execs the job; the startd moves it into the
-                # group, then lets it go on: the job's first instruction runs inside the group.
-                # (A Python preexec_fn would do the same without the shell, but it rules out
-                # vfork: it cost the startd more than twice the cpu per job, measured.)
-                argv = [STOP_THEN_EXEC_SHELL, "-c", STOP_THEN_EXEC, executable, *args]
+                # (A Python preexec_fn would join without the shell, but it rules out vfork: it
+                # cost the startd more than twice the cpu per job, measured.)
+                if account.switch:
+                    script = STOP_THEN_EXEC
+                else:
+                    script = JOIN_THEN_EXEC.format(join=group.join_script(), code=JOIN_FAILED,
+                                                   mark=shlex.quote(os.path.join(scratch, JOIN_FAILED_MARK)))
+                argv = [STARTER_SHELL, "-c", script, executable, *args]
             try:
                 proc = subprocess.Popen(
                     argv,
@@ -287,7 +298,7 @@ class Starter:
                 ) from None
             except (subprocess.SubprocessError, ValueError) as exc:
                 raise StartFailed(f"cannot start {executable}: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
-            if group is not None and wait_stopped:
+            if group is not None and account.switch and wait_stopped:
                 _into_group(proc, group, executable)
         except StartFailed:
             self._clean_now(scratch)
@@ -369,7 +380,10 @@ class Starter:
         target = _resolve(path, iwd)
         code = HOLD_UNABLE_TO_OPEN_OUTPUT if write else HOLD_UNABLE_TO_OPEN_INPUT
         if target != os.devnull and not may_access(target, account, write):
-            raise StartFailed(f"{account.name} may not {'write' if write else 'read'} {attr} file {target}", code, 13)
+            owner = _str(ad, "Owner")
+            # A root-started personal pool runs root's jobs as nobody: say so, or the refusal puzzles.
+            why = f" (jobs of {owner} run as {account.name} on this machine)" if owner and owner != account.name else ""
+            raise StartFailed(f"{account.name} may not {'write' if write else 'read'} {attr} file {target}{why}", code, 13)
         try:
             if write:
                 existed = os.path.exists(target)
@@ -396,7 +410,9 @@ class Starter:
         if job.cgroup is not None:
             if job.cgroup.populated():
                 job.cgroup.kill()
-            group_usage = job.cgroup.usage()
+                group_usage = job.cgroup.usage()
+            else:
+                group_usage = job.cgroup.final_usage()
         try:
             _, status, ru = os.wait4(job.pid, 0)
             user_cpu, sys_cpu, maxrss = ru.ru_utime, ru.ru_stime, ru.ru_maxrss
@@ -417,6 +433,11 @@ class Starter:
             job.cpus_usage = (job.user_cpu + job.sys_cpu) / wall
         if status == -1:
             exit_info: dict[str, Any] = {"ExitBySignal": False, "ExitCode": -1}
+        elif (job.cgroup is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == JOIN_FAILED
+              and os.path.exists(os.path.join(job.scratch, JOIN_FAILED_MARK))):
+            exit_info = {"ExitBySignal": False, "ExitCode": -1, "HoldReasonCode": HOLD_FAILED_TO_CREATE_PROCESS,
+                         "HoldReasonSubCode": 0, "HoldReason": f"cannot start {_str(job.ad, 'Cmd')}: the job's "
+                         f"first process could not join its cgroup {job.cgroup.rel}"}
         elif os.WIFSIGNALED(status):
             exit_info = {"ExitBySignal": True, "ExitSignal": os.WTERMSIG(status)}
         else:
@@ -467,7 +488,7 @@ class Starter:
         then mark the job done."""
         group = job.cgroup
         assert group is not None
-        if group.populated():
+        if group.final_raw is None and group.populated():  # (found empty at the exit: it stays so)
             if time.monotonic() < deadline:
                 group.kill()
                 asyncio.get_running_loop().call_later(0.005, self._retire_group, job, deadline)

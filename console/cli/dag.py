@@ -70,7 +70,7 @@ def dag_table(ads: list[Any]) -> str:
         node = formats.get(ad, "DAGNodeName")
         cmd = f"|-{node}" if node is not None else os.path.basename(str(formats.get(ad, "Cmd", "")))
         status = "XIRXCHE"[int(formats.get(ad, "JobStatus", 0) or 0) % 7] if formats.get(ad, "JobStatus") else "?"
-        rows.append(f"{job:<11} {str(formats.get(ad, 'Owner', '?')):<14} {formats.get(ad, 'QDate', '')!s:<12} "
+        rows.append(f"{job:<11} {str(formats.get(ad, 'Owner', '?')):<14} {formats.submitted(formats.get(ad, 'QDate')):<12} "
                     f"{status:<3} {'  ' * depth}{cmd}")
         for child in by_dag.pop(formats.get(ad, "ClusterId"), []):
             add(child, depth + 1)

@@ -132,7 +132,22 @@ def _wait_in_queue(args: argparse.Namespace, job_id: str) -> int:
 
 # ------------------------------------------------------------------ q
 def cmd_q(args: argparse.Namespace) -> int:
-    schedd = _schedd(args)
+    if not args.global_:
+        return _q_one(_schedd(args), args)
+    # condor_q -global: every schedd the collector knows, each under its own banner and totals.
+    from gridbus.console import Collector, DaemonType, Schedd
+
+    ads = sorted(Collector().locateAll(DaemonType.Schedd), key=lambda ad: str(ad.get("Name", "")))
+    if not ads:
+        print("All queues are empty (no schedd is advertised)")
+        return 0
+    rc = 0
+    for ad in ads:
+        rc = max(rc, _q_one(Schedd(ad), args, banner=True))
+    return rc
+
+
+def _q_one(schedd: Any, args: argparse.Namespace, banner: bool = False) -> int:
     me = _me(args)
     constraint = selection(args.targets, args.constraint)
     everyone_mode = args.allusers or bool(args.targets)
@@ -153,8 +168,9 @@ def cmd_q(args: argparse.Namespace) -> int:
         sys.stdout.write(chosen)
         return 0
     out = sys.stdout
-    if not args.totals:
+    if banner or not args.totals:
         out.write(formats.schedd_banner(_schedd_name(schedd), _schedd_address(schedd)))
+    if not args.totals:
         if args.dag:
             from gridbus.console.cli.dag import dag_table
 
@@ -408,6 +424,8 @@ def register(sub: Any) -> None:
     _add_select(p)
     _add_output(p)
     p.add_argument("-nobatch", "--nobatch", action="store_true", help="one line per job")
+    p.add_argument("-batch", "--batch", dest="nobatch", action="store_false",
+                   help="one line per batch (the default, as condor_q's -batch)")
     p.add_argument("-totals", "--totals", action="store_true", help="only the totals lines")
     p.add_argument("-limit", "--limit", type=int, default=-1, metavar="N", help="at most N jobs")
     p.add_argument("-autocluster", "--autocluster", action="store_true", help="jobs grouped as the matchmaker sees them")
@@ -415,6 +433,8 @@ def register(sub: Any) -> None:
     p.add_argument("-hold", "--hold", action="store_true", help="held jobs and why")
     p.add_argument("-dag", "--dag", action="store_true", help="DAG node jobs listed under their DAGMan job")
     p.add_argument("-allusers", "--allusers", action="store_true", help="every user's jobs (default: yours)")
+    p.add_argument("-global", "--global", dest="global_", action="store_true",
+                   help="the queues of every schedd in the pool (from the collector), one after another")
     p.set_defaults(handler=cmd_q)
 
     for name, text in (("rm", "remove jobs (condor_rm)"), ("hold", "hold jobs (condor_hold)"),

@@ -364,7 +364,8 @@ def cmd_broker_setup(args: argparse.Namespace) -> int:
         if not name:
             raise ValueError(f"--user {spec!r}: give NAME or NAME:PASSWORD")
         users[name] = password if sep else None
-    report = accounts.setup(Management.for_broker(broker), vhost, args.daemon_user, args.daemon_password, users)
+    report = accounts.setup(Management.for_broker(broker), vhost, args.daemon_user, args.daemon_password, users,
+                            quorum=broker.is_cluster)
     for line in report.lines:
         print(line)
     for user in users:

@@ -26,14 +26,15 @@ import aio_pika
 from aio_pika.abc import AbstractIncomingMessage, AbstractRobustConnection
 
 from gridbus import bus, wire
-from gridbus.agent import failover
+from gridbus.agent import access, failover
 from gridbus.agent.advertising import ADS_PER_MESSAGE as ADS_PER_MESSAGE  # re-exported
 from gridbus.agent.advertising import Advertising
 from gridbus.agent.client import AsyncClient
 from gridbus.agent.common import CommonMethods
 from gridbus.agent.objects import Call, ManagedObject
-from gridbus.schema import Schema, builtin, validate_args
-from gridbus.status import CANNED_TEXT, MethodError, Status
+from gridbus.classad.limits import EvaluationLimitExceeded
+from gridbus.schema import DEFAULT_MAX_BYTES, Schema, builtin, validate_args
+from gridbus.status import CANNED_TEXT, MethodError, Status, cap_text
 
 # Statuses the framework gives a malformed request: those requests go to the dead-letter queue.
 _DEAD_LETTER_STATUSES = {Status.UNKNOWN_OBJECT, Status.UNKNOWN_METHOD, Status.INVALID_PARAMETER}
@@ -243,7 +244,7 @@ class Agent(Advertising, CommonMethods):
         """classic or quorum: the type of this agent's durable queues (see request_queue_type)."""
         kind = str(self.request_queue_type).lower()
         if kind == "auto":
-            return "quorum" if len(self.url.alternatives) > 1 else "classic"
+            return "quorum" if self.url.is_cluster else "classic"
         if kind not in ("classic", "quorum"):
             raise ValueError(f"queue type must be auto, classic or quorum, not {self.request_queue_type!r}")
         return kind
@@ -350,6 +351,36 @@ class Agent(Advertising, CommonMethods):
     def is_admin(self, user: str | None) -> bool:
         return bool(user) and user in self.admins
 
+    def is_daemon(self, user: str | None) -> bool:
+        """A daemon of the pool: the agent's own broker account, or one named in ALLOW_DAEMON."""
+        if not user:
+            return False
+        if user == self.url.user:
+            return True
+        cfg = getattr(self, "config", None)
+        try:
+            return user in (cfg.get("ALLOW_DAEMON") if cfg is not None else ())
+        except Exception:  # a configuration without the knob (an agent built from arguments)
+            return False
+
+    def is_super(self, user: str | None) -> bool:
+        """A queue super user (the schedd has them); elsewhere the administrators."""
+        return self.is_admin(user)
+
+    def object_owner(self, class_name: str, name: str) -> str | None:
+        """The owner of object ``name`` for the ``owner`` access rule; None: the object has no
+        single owner (the handler checks each object it touches). Agents with owned objects
+        (the schedd's jobs) override this."""
+        return None
+
+    def _largest_request(self) -> int:
+        """The largest request any method of this agent takes (checked before decoding)."""
+        largest = getattr(self, "_largest_request_bytes", None)
+        if largest is None:
+            sizes = [m.max_bytes for c in self.schema.classes.values() for m in c.methods.values()]
+            largest = self._largest_request_bytes = max(sizes, default=DEFAULT_MAX_BYTES)
+        return largest
+
     async def _on_message(self, message: AbstractIncomingMessage) -> None:
         self.spawn(self._serve(message), "request")
 
@@ -357,6 +388,12 @@ class Agent(Advertising, CommonMethods):
         self.stats["RequestsInFlight"] += 1
         dead = False
         try:
+            size = len(message.body)
+            if size > self._largest_request():
+                self.log.warning("refusing a request of %d bytes from %s", size, message.user_id)
+                text = f"a request of {size:,} bytes is over the largest {self.address} takes ({self._largest_request():,} bytes)"
+                await self._answer(message, {"status": Status.INVALID_PARAMETER, "text": text}, wire.JSON)
+                return
             try:
                 body = wire.decode(message.body, message.content_type)
             except wire.DecodeError as exc:
@@ -430,9 +467,9 @@ class Agent(Advertising, CommonMethods):
         started = time.monotonic()
         user = message.user_id or None
         try:
-            call = self._make_call(body, user, message.correlation_id)
+            call = self._make_call(body, user, message.correlation_id, len(message.body))
         except MethodError as exc:
-            self.log.warning("dead-lettering a bad request from %s: %s", user, exc.text)
+            self.log.warning("dead-lettering a bad request from %s: %s", user, cap_text(exc.text, 300))
             await self._answer(message, {"status": exc.status, "text": exc.text}, ctype)
             self.stats["RequestsFailed"] += 1
             return exc.status in _DEAD_LETTER_STATUSES
@@ -449,9 +486,12 @@ class Agent(Advertising, CommonMethods):
         except MethodError as exc:
             self.stats["RequestsFailed"] += 1
             await self._answer(message, {"status": exc.status, "text": exc.text, "out": exc.out}, ctype)
+        except EvaluationLimitExceeded as exc:  # an expression the caller sent went past a bound
+            self.stats["RequestsFailed"] += 1
+            await self._answer(message, {"status": Status.INVALID_PARAMETER, "text": f"{call.method}: {exc}"}, ctype)
         except Exception as exc:
             self.stats["RequestsFailed"] += 1
-            self.log.error("%s.%s raised:\n%s", class_name, call.method, traceback.format_exc())
+            self.log.error("%s.%s raised:\n%s", class_name, call.method, cap_text(traceback.format_exc(), 4000))
             text = f"internal error in {call.method}: {type(exc).__name__}: {exc}"
             await self._answer(message, {"status": Status.EXCEPTION, "text": text}, ctype)
         elapsed = time.monotonic() - started
@@ -459,7 +499,7 @@ class Agent(Advertising, CommonMethods):
             self.log.info("%s took %.2f s", call.method, elapsed)
         return False
 
-    def _make_call(self, body: Any, user: str | None, correlation_id: str | None) -> Call:
+    def _make_call(self, body: Any, user: str | None, correlation_id: str | None, size: int = 0) -> Call:
         if not isinstance(body, dict):
             raise MethodError(Status.INVALID_PARAMETER, f"a request must be a map, not {type(body).__name__}")
         obj = body.get("object") or self.address
@@ -477,15 +517,14 @@ class Agent(Advertising, CommonMethods):
             raise MethodError(Status.UNKNOWN_METHOD, f"class {class_name} has no method {name!r} (methods: {known})")
         if self.handler_key(class_name, name) not in self._handlers:
             raise MethodError(Status.NOT_IMPLEMENTED, f"{class_name}.{name} is not implemented by {self.address}")
-        args = validate_args(schema_method, body.get("args"))
-        admin = self.is_admin(user)
-        if schema_method.admin and not admin:
+        if size > schema_method.max_bytes:
             raise MethodError(
-                Status.FORBIDDEN,
-                f"{user or 'an anonymous caller'} may not call {class_name}.{name}: it is for administrators "
-                f"({', '.join(sorted(self.admins))})",
+                Status.INVALID_PARAMETER,
+                f"{name}: a request of {size:,} bytes is over the method's bound of {schema_method.max_bytes:,} bytes",
             )
-        return Call(user, obj, name, args, correlation_id, admin)
+        access.check(self, schema_method, class_name, obj, user)  # before the arguments: nothing of
+        args = validate_args(schema_method, body.get("args"))  # a refused call is looked at
+        return Call(user, obj, name, args, correlation_id, self.is_admin(user))
 
     async def _stream(self, message: AbstractIncomingMessage, gen: Any, ctype: str) -> None:
         try:
@@ -500,6 +539,7 @@ class Agent(Advertising, CommonMethods):
         if not message.reply_to:
             return
         reply.setdefault("text", CANNED_TEXT.get(reply.get("status", 0), ""))
+        reply["text"] = cap_text(reply["text"])  # an answer never repeats a huge argument whole
         reply.setdefault("partial", False)
         try:
             body = wire.encode(reply, ctype)

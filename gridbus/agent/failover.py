@@ -22,6 +22,12 @@ from gridbus.bus import BrokerURL
 
 log = logging.getLogger("gridbus.failover")
 
+# The one attempt of RobustConnection's reconnect loop is the hook this module needs; an aio-pika
+# without it would leave a connection retrying a dead broker forever: say so at import instead.
+if not hasattr(RobustConnection, "_RobustConnection__connect_transport"):
+    raise ImportError("this aio-pika's RobustConnection has no __connect_transport step: "
+                      "gridbus.agent.failover needs updating for it")
+
 
 class FailoverConnection(RobustConnection):
     """A RobustConnection over several broker URLs, tried in turn from ``first``."""
@@ -52,10 +58,12 @@ class FailoverConnection(RobustConnection):
 
     # RobustConnection's private reconnect step (name-mangled): one attempt on the current URL.
     async def _RobustConnection__connect_transport(self) -> None:
+        tried = self._index
         try:
             await super()._RobustConnection__connect_transport()  # type: ignore[misc]
         except (TimeoutError, *CONNECTION_EXCEPTIONS):
-            self._advance(f"broker {self.broker} did not accept the connection")
+            if self._index == tried:  # not moved on already by the close callbacks of the attempt
+                self._advance(f"broker {self.broker} did not accept the connection")
             raise
 
     async def _on_connection_close(self, closing: asyncio.Future) -> None:

@@ -10,6 +10,7 @@ from gridbus.classad.adparse import ParserType, parseAds, parseNext, parseOne, q
 from gridbus.classad.classad import ClassAd, symmetric_match
 from gridbus.classad.errors import ClassAdException, ClassAdParseError
 from gridbus.classad.exprtree import Compiled, ExprTree, compile
+from gridbus.classad.limits import EvaluationLimitExceeded
 from gridbus.classad.values import Value
 
 Parser = ParserType  # classad2 keeps the version-1 name too
@@ -19,6 +20,7 @@ __all__ = [
     "ClassAdException",
     "ClassAdParseError",
     "Compiled",
+    "EvaluationLimitExceeded",
     "ExprTree",
     "Parser",
     "ParserType",

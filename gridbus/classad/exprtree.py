@@ -7,6 +7,7 @@ from typing import Any
 
 from gridbus.classad import nodes as N
 from gridbus.classad.compiler import compile_node
+from gridbus.classad.limits import EvaluationLimitExceeded
 from gridbus.classad.parser import parse_expression
 from gridbus.classad.scope import EMPTY_SCOPE, AdValue, Ctx, ListValue, Scope, resolve
 from gridbus.classad.unparse import COMPACT, OLD, PRETTY, format_python, unparse
@@ -51,10 +52,15 @@ def _make_scope(obj: Any, what: str) -> Scope | None:
     raise TypeError(f"{what} must be a ClassAd or a dict, not {type(obj).__name__}")
 
 
-def run(fn: Any, scope: Scope, target: Scope | None) -> Any:
-    """Evaluate a compiled closure; never raises: a runaway recursion or a bug yields error."""
+def run(fn: Any, scope: Scope, target: Scope | None, strict: bool = False) -> Any:
+    """Evaluate a compiled closure; never raises: a runaway recursion or a bug yields error, and so
+    does a bound of :mod:`limits` unless ``strict`` (then its EvaluationLimitExceeded propagates)."""
     try:
         return fn(scope, Ctx(scope, target))
+    except EvaluationLimitExceeded:
+        if strict:
+            raise
+        return ERROR
     except RecursionError:
         return ERROR
     except (ArithmeticError, ValueError, TypeError, OverflowError, IndexError, KeyError, AttributeError):
@@ -143,13 +149,15 @@ class Compiled:
         self.refs = frozenset(my_refs)  # unscoped and MY. names, lower-case
         self.target_refs = frozenset(target_refs)  # TARGET. names, lower-case
 
-    def eval(self, my: Any, target: Any = None) -> Any:
+    def eval(self, my: Any, target: Any = None, strict: bool = False) -> Any:
+        """The value; ``strict``: a bound of the evaluation raises EvaluationLimitExceeded
+        instead of answering error (for a caller that reports it to whoever sent the text)."""
         scope = _make_scope(my, "my") or EMPTY_SCOPE
-        return to_python(run(self.fn, scope, _make_scope(target, "target")))
+        return to_python(run(self.fn, scope, _make_scope(target, "target"), strict))
 
-    def test(self, my: Any, target: Any = None) -> bool:
+    def test(self, my: Any, target: Any = None, strict: bool = False) -> bool:
         scope = _make_scope(my, "my") or EMPTY_SCOPE
-        return is_true(run(self.fn, scope, _make_scope(target, "target")))
+        return is_true(run(self.fn, scope, _make_scope(target, "target"), strict))
 
     def __repr__(self) -> str:
         return f"Compiled({self.text!r})"
@@ -338,7 +346,7 @@ def eval_attr(scope: Scope, name: str, target: Scope | None) -> Any:
         return UNDEFINED
     try:
         return resolve(scope, name.lower(), raw, Ctx(scope, target))
-    except RecursionError:
+    except (RecursionError, EvaluationLimitExceeded):
         return ERROR
 
 

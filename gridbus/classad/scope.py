@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
+from gridbus.classad.limits import Evaluation
 from gridbus.classad.values import ERROR, MISSING, UNDEFINED, AbsTime, RelTime, Value
 
 # Lower-case views of plain dicts, keyed by id() and checked against the dict itself and its size
@@ -54,22 +55,23 @@ EMPTY_SCOPE = Scope({}, True)
 
 
 class Ctx:
-    """What one evaluation carries: the MY and TARGET ads and the attributes being evaluated
-    (to turn a circular reference into error)."""
+    """What one evaluation carries: the MY and TARGET ads, the memo of attribute values computed in
+    this context, and the :class:`Evaluation` both sides share (cycle detection and the budget)."""
 
-    __slots__ = ("my", "target", "busy", "_swapped")
+    __slots__ = ("my", "target", "ev", "memo", "_swapped")
 
-    def __init__(self, my: Scope, target: Scope | None, busy: set | None = None):
+    def __init__(self, my: Scope, target: Scope | None, ev: Evaluation | None = None):
         self.my = my
         self.target = target
-        self.busy = set() if busy is None else busy
+        self.ev = Evaluation() if ev is None else ev
+        self.memo: dict | None = None
         self._swapped: Ctx | None = None
 
     def swapped(self) -> Ctx:
         """The context for evaluating an attribute of TARGET: its MY is our TARGET and back."""
         s = self._swapped
         if s is None:
-            s = Ctx(self.target, self.my, self.busy)  # type: ignore[arg-type]
+            s = Ctx(self.target, self.my, self.ev)  # type: ignore[arg-type]
             s._swapped = self
             self._swapped = s
         return s
@@ -79,21 +81,39 @@ _SCALARS = (int, float, str, bool)
 
 
 def resolve(scope: Scope, lname: str, raw: Any, ctx: Ctx) -> Any:
-    """The value of attribute ``lname`` whose stored form is ``raw``, evaluated in ``scope``."""
+    """The value of attribute ``lname`` whose stored form is ``raw``, evaluated in ``scope``.
+
+    An expression's value is computed once per evaluation and context (however often it is
+    referenced), except where a cycle was cut short inside it: that value depends on the path.
+    """
     t = type(raw)
     if t is int or t is str or t is float or t is bool:
         return raw
     fn = getattr(raw, "_fn", None)
     if fn is not None:  # an ExprTree
+        memo = ctx.memo
+        if memo is None:
+            memo = ctx.memo = {}
+        else:
+            hit = memo.get((id(scope), lname))
+            if hit is not None:
+                return hit[0]
+        ev = ctx.ev
         key = (id(scope.d), lname)
-        busy = ctx.busy
+        busy = ev.busy
         if key in busy:
+            ev.cycles += 1
             return ERROR
+        ev.step()
+        cycles = ev.cycles
         busy.add(key)
         try:
-            return fn()(scope, ctx)
+            value = fn()(scope, ctx)
         finally:
             busy.discard(key)
+        if ev.cycles == cycles:
+            memo[(id(scope), lname)] = (value, scope)  # the scope is held so its id stays unique
+        return value
     return from_python(raw, scope, ctx)
 
 

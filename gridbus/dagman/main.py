@@ -156,6 +156,7 @@ def main(argv: list[str] | None = None, submitter: Submitter | None = None) -> i
     config = read_config(dag_file.parent / dag.config) if dag.config else {}
     opts = options_for(args, config)
     lock = Path(args.lockfile).absolute() if args.lockfile else Path(f"{dag_file}.lock")
+    _wait_for_predecessor(lock)
     recovery = args.recovery or lock.exists()
     rescue = newest_rescue_number(dag_file) if not args.force and args.autorescue else 0
     if args.rescuefrom:
@@ -213,3 +214,23 @@ def _wait_for_news(engine: Engine, interval: float, stop: dict[str, bool]) -> No
             pass
         if any(r.script is not None and r.script.poll() is not None for r in engine.runs.values()):
             return
+
+
+def _wait_for_predecessor(lock: Path) -> None:
+    """A DAGMan of this DAG that is still alive (its schedd restarted and started the job again
+    while the old process lived on) is left to finish first: two DAGMans on one DAG would submit
+    nodes twice. The new one then recovers from the nodes log."""
+    try:
+        pid = int(lock.read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return
+    if pid == os.getpid():
+        return
+    while True:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return  # gone
+        if b"gridbus.dagman" not in cmdline:
+            return  # the pid was reused by another program
+        time.sleep(1.0)

@@ -12,7 +12,7 @@ import pytest
 
 from gridbus.classad import ExprTree
 from gridbus.console import Schedd
-from tests.cluster.test_cluster_pool import STARTD
+from tests.cluster.chaos import STARTD
 from tests.e2e.pool import Pool, wait_for
 from tests.rabbit_cluster import RabbitCluster
 

@@ -33,6 +33,7 @@ def _eval(args: list, scope: Scope, ctx: Any, nodes: list) -> Any:
     s = to_string(args[0](scope, ctx))
     if type(s) is not str:
         return ERROR  # undefined too: there is no text to parse
+    ctx.ev.step()  # eval() can parse text built at run time: each call counts against the budget
     try:
         node = parse_cached(s)
     except ClassAdParseError:

@@ -7,12 +7,73 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+try:  # the regex package bounds a match by time; re cannot be interrupted
+    import regex as _rx
+except ImportError:  # pragma: no cover - a dependency; re keeps the functions working without it
+    _rx = None
+
 from gridbus.classad.functions.registry import strict
+from gridbus.classad.limits import REGEX_SECONDS, EvaluationLimitExceeded, prefix
 from gridbus.classad.scope import ListValue
 from gridbus.classad.values import ERROR, UNDEFINED, first_bad
 
 _RE_CACHE: dict[tuple[str, int], Any] = {}
 _OPTION_FLAGS = {"i": re.I, "I": re.I, "m": re.M, "M": re.M, "s": re.S, "S": re.S, "x": re.X, "X": re.X}
+if _rx is not None:
+    _OPTION_FLAGS = {k: {re.I: _rx.I, re.M: _rx.M, re.S: _rx.S, re.X: _rx.X}[v] for k, v in _OPTION_FLAGS.items()}
+
+
+_COMPILE_ERRORS: tuple = (re.error, RecursionError, OverflowError, ValueError, TypeError)
+if _rx is not None:
+    _COMPILE_ERRORS += (_rx.error,)
+
+
+class _Budgeted:
+    """A compiled pattern whose matches each get the match budget (REGEX_SECONDS): a pattern that
+    backtracks without end, as ``(a|aa)+$`` does on a long run of a's, fails the evaluation
+    with a sentence naming the bound instead of holding the daemon."""
+
+    __slots__ = ("rx", "groups")
+
+    def __init__(self, rx: Any):
+        self.rx = rx
+        self.groups = rx.groups
+
+    def _over(self) -> EvaluationLimitExceeded:
+        return EvaluationLimitExceeded(
+            f"the regular expression {prefix(self.rx.pattern)} took more than its match budget "
+            f"of {REGEX_SECONDS:g} s"
+        )
+
+    def search(self, target: str) -> Any:
+        try:
+            return self.rx.search(target, timeout=REGEX_SECONDS)
+        except TimeoutError:
+            raise self._over() from None
+
+    def finditer(self, target: str) -> list:
+        try:
+            return list(self.rx.finditer(target, timeout=REGEX_SECONDS))
+        except TimeoutError:
+            raise self._over() from None
+
+    def sub(self, repl: Any, target: str, count: int = 0) -> str:
+        try:
+            return self.rx.sub(repl, target, count=count, timeout=REGEX_SECONDS)
+        except TimeoutError:
+            raise self._over() from None
+
+    def fullmatch(self, target: str) -> Any:
+        try:
+            return self.rx.fullmatch(target, timeout=REGEX_SECONDS)
+        except TimeoutError:
+            raise self._over() from None
+
+    def match(self, target: str) -> Any:
+        try:
+            return self.rx.match(target, timeout=REGEX_SECONDS)
+        except TimeoutError:
+            raise self._over() from None
 
 
 def compile_regex(pattern: str, options: Any) -> Any:
@@ -28,8 +89,11 @@ def compile_regex(pattern: str, options: Any) -> Any:
     rx = _RE_CACHE.get(key)
     if rx is None:
         try:
-            rx = re.compile(pattern, flags)
-        except (re.error, RecursionError, OverflowError):
+            if _rx is not None:
+                rx = _Budgeted(_rx.compile(pattern, flags))
+            else:
+                rx = re.compile(pattern, flags)
+        except _COMPILE_ERRORS:
             return None
         if len(_RE_CACHE) > 2000:  # patterns can come from ads: keep the cache bounded
             _RE_CACHE.clear()
@@ -78,7 +142,7 @@ class _NoGroup(Exception):
 def _expand(m: Any, template: str) -> str:
     def group(g: Any) -> str:
         i = int(g.group(1))
-        if i > (m.re.groups or 0):
+        if i > (m.re.groups or 0):  # (m.re is the compiled pattern of either package)
             raise _NoGroup(i)  # HTCondor answers error for a group the pattern does not have
         return m.group(i) or ""
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gridbus.classad import nodes as N
+from gridbus.classad.limits import check_list_size, check_string
 from gridbus.classad.scope import EMPTY_SCOPE, Ctx, ListValue, Scope
 from gridbus.classad.values import ERROR
 
@@ -57,6 +58,8 @@ def compile_call(node: N.Call, compile_node: Callable) -> Callable:
     if spec is None or not spec[1] <= n <= spec[2]:
         return _const_error
     fn = spec[0]
+    if node.lname in _GROWING:
+        fn = _bounded(fn)
     # The common arities get closures without a list of arguments: calls sit on the hot path.
     if n == 0:
         return lambda scope, ctx: fn()
@@ -69,10 +72,32 @@ def compile_call(node: N.Call, compile_node: Callable) -> Callable:
     return lambda scope, ctx: fn(*[a(scope, ctx) for a in argfns])
 
 
+# The functions whose result can be longer than their arguments together (strcat(a, a) doubles,
+# replaceAll squares): their strings and lists are checked against the bounds of limits.py.
+_GROWING = frozenset(
+    n.lower()
+    for n in ("strcat", "join", "replace", "replaceAll", "regexps", "mergeEnvironment", "envV1ToV2",
+              "listToArgs", "argsToList", "split", "splitUserName", "splitSlotName")
+)
+
+
+def _bounded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def checked(*args: Any) -> Any:
+        out = fn(*args)
+        if type(out) is str:
+            check_string(out)
+        elif type(out) is ListValue:
+            check_list_size(len(out))
+        return out
+
+    return checked
+
+
 def _const_error(scope: Scope, ctx: Any) -> Any:
     return ERROR
 
 
 def list_of(items: list, scope: Scope | None = None) -> ListValue:
     """A list value made by a function (never identical to a list literal)."""
+    check_list_size(len(items))
     return ListValue(None, items, scope or EMPTY_SCOPE, Ctx(EMPTY_SCOPE, None))

@@ -172,7 +172,7 @@ def test_splice_and_subdag_external(dag_pool, dag_dir: Path):
 def test_thousand_nodes_with_maxidle_50(dag_pool, dag_dir: Path):
     write_sub(dag_dir, "true.sub")
     dag = _dag(dag_dir, "wide.dag", "".join(f"JOB N{i} true.sub\n" for i in range(1000)))
-    ad = wait_dag(dag_pool, dag, submit_dag(dag, "-maxidle", "50"), timeout=240)
+    ad = wait_dag(dag_pool, dag, submit_dag(dag, "-maxidle", "50"), timeout=90)
     assert ad["ExitCode"] == 0, Path(f"{dag}.dagman.out").read_text()[-2000:]
     # Replay the nodes log: a proc is idle from its submit event to its execute (or end) event.
     idle: set[tuple[int, int]] = set()

@@ -65,9 +65,9 @@ class Counting:
         self.node = self.compiled.node
         self.calls = 0
 
-    def test(self, ad: dict) -> bool:
+    def test(self, ad: dict, target: dict | None = None, strict: bool = False) -> bool:
         self.calls += 1
-        return self.compiled.test(ad)
+        return self.compiled.test(ad, target, strict)
 
 
 @pytest.mark.parametrize("text", ["Cpus >= 4 && Memory > 4096", 'State == "Unclaimed"', "Cpus =?= 3"])

@@ -149,3 +149,16 @@ def test_duty_cycle_tells_a_busy_loop_from_an_idle_one():
 
     assert asyncio.run(measure(True)) > 0.5
     assert asyncio.run(measure(False)) < 0.5
+
+
+def test_param_knows_every_daemons_knobs_from_a_script():
+    # A script reads the pool's knobs, as htcondor2.param has every daemon's defaults: the
+    # schedd's, the negotiator's, the startd's and the master's, not only what the console imports.
+    import subprocess
+    import sys
+
+    code = ("from gridbus.console import param; "
+            "print(param['SCHEDD_INTERVAL'], param['NEGOTIATOR_INTERVAL'], "
+            "'STARTER_UNPRIVILEGED_USER' in param, 'MASTER_BACKOFF_CEILING' in param)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[2:] == ["True", "True"] and float(out[0]) > 0 and float(out[1]) > 0, out

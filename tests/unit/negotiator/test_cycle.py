@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from gridbus import bus, wire
 from gridbus.agents.negotiator.agent import Negotiator
 from gridbus.agents.negotiator.simulate import SimClient, SimSchedd, job_ads, machine_ads
 
@@ -100,3 +101,31 @@ def test_partitionable_slots_serve_several_requests(tmp_path):
     stats = cycle(neg, machine_ads(0, partitionable=1), [s])
     assert stats.matches == 8  # 8 cpus, one per job
     assert {m["Slot"] for m in s.matched} == {"slot1@big0.sim"}
+
+
+class _Message:
+    """What the negotiator reads of an ad message on gridbus.ads."""
+
+    def __init__(self, mtype: str, body: dict):
+        self.type, self.body, self.content_type = mtype, wire.encode(body), wire.MSGPACK
+
+
+def test_a_submitter_back_with_fewer_idle_jobs_than_before_wakes_a_cycle(tmp_path):
+    neg = negotiator(tmp_path, [])
+
+    async def woken_by(*messages: _Message) -> bool:
+        neg._wake = asyncio.Event()
+        for m in messages:
+            await neg._on_submitter_ads(m)
+        return neg._wake.is_set()
+
+    def ad(idle: int) -> _Message:
+        return _Message(bus.T_AD, {"ads": [{"MyType": "Submitter", "Name": "alice@schedd@h", "IdleJobs": idle}]})
+
+    gone = _Message(bus.T_INVALIDATE, {"mytype": "Submitter", "names": ["alice@schedd@h"]})
+    assert asyncio.run(woken_by(ad(3)))
+    assert not asyncio.run(woken_by(ad(1)))  # fewer idle jobs: nothing new to match
+    # A cluster of 3 ran and finished between two updates (the schedd invalidates the submitter,
+    # never advertising 0 idle); the next cluster, of 2, must wake a cycle.
+    assert asyncio.run(woken_by(ad(3)))
+    assert asyncio.run(woken_by(gone, ad(2)))

@@ -51,3 +51,15 @@ def test_arguments_are_validated_with_a_sentence_naming_the_argument():
     assert err.value.status == Status.INVALID_PARAMETER and "'Limit'" in err.value.text
     with pytest.raises(MethodError, match="unknown argument 'Limt'"):
         validate_args(method, {"Limt": 3})
+
+
+def test_every_method_declares_who_may_call_it_and_the_rule_is_known():
+    # A method without `access` would be closed to all but administrators at run time; the
+    # schema must say it, so the authorization matrix (tests/integration/security) covers it.
+    from gridbus.schema import ACCESS
+
+    undeclared = [f"{c.name}.{m.name}" for c in builtin().classes.values() for m in c.methods.values() if not m.access]
+    assert not undeclared, f"methods without an access rule: {undeclared}"
+    assert {m.rule for c in builtin().classes.values() for m in c.methods.values()} <= set(ACCESS)
+    with pytest.raises(ValueError, match="unknown access 'everyone'"):
+        Schema.from_toml('[classes.x.methods.M]\naccess = "everyone"\n')

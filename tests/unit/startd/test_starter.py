@@ -284,6 +284,8 @@ def test_job_runs_as_nobody_and_refusal_is_a_hold(tmp_path):
         with pytest.raises(StartFailed, match="may not write") as e:
             starter.start("c", {**ad, "Out": str(private / "x")}, "slot1@t", {}, None)
         assert e.value.code == 7
+        if ad.get("Owner") not in (None, "nobody"):  # the reason says whose job runs as whom
+            assert f"jobs of {ad['Owner']} run as nobody" in e.value.reason, e.value.reason
 
     asyncio.run(no_write())
 
@@ -309,3 +311,27 @@ def test_a_reused_group_counts_from_zero_for_its_next_job(tmp_path, hierarchy_fo
     if "memory" in h.controllers:
         assert first.exit["MemoryUsage"] >= 60 and second.exit["MemoryUsage"] < 30
     assert second.exit["RemoteUserCpu"] < first.exit["RemoteUserCpu"]
+
+
+def test_a_job_that_cannot_join_its_group_never_runs_and_is_held(tmp_path, hierarchy_for, monkeypatch):
+    # The job's first process joins its group itself; when a write fails it must not exec the job.
+    from gridbus.agents.startd import cgroups
+
+    h = hierarchy_for("cgroup")
+    monkeypatch.setattr(cgroups.JobCgroup, "join_script", lambda self: f"echo $$ >{tmp_path}/no/cgroup.procs")
+    ran = tmp_path / "ran"
+    (job,) = run_jobs(tmp_path, ALLOW_ROOT, [{"Cmd": "/usr/bin/touch", "Arguments": str(ran)}], cgroup=h)
+    assert not ran.exists()
+    assert job.exit["HoldReasonCode"] == HOLD_FAILED_TO_CREATE_PROCESS
+    assert "could not join its cgroup" in job.exit["HoldReason"]
+
+
+def test_a_root_job_is_in_its_group_at_its_first_instruction(tmp_path, hierarchy_for):
+    h = hierarchy_for("cgroup")
+    out = tmp_path / "cgroup"
+    (job,) = run_jobs(tmp_path, ALLOW_ROOT, [{"Cmd": "/bin/cat", "Arguments": "/proc/self/cgroup",
+                                               "Out": str(out)}], cgroup=h)
+    lines = out.read_text().splitlines()
+    assert job.exit["ExitCode"] == 0
+    joined = [line for line in lines if f"{h.base}/" in line]
+    assert len(joined) == (1 if h.version == 2 else len(h.controllers)), lines

@@ -1,0 +1,104 @@
+"""The owner's shadow (agents/schedd/owner_shadow.py): a user's files are read and written by a
+process running as the owner, so a root schedd hands out nothing the owner could not read."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from gridbus.agents.schedd.owner_shadow import OwnerShadows, ShadowRefused
+from gridbus.agents.startd.accounts import Account, RunAsPolicy, RunAsRefused, UserMap
+
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="switching to another account needs root")
+
+
+def _nobody(owner: str) -> Account:
+    pw = pwd.getpwnam("nobody")
+    return Account("nobody", pw.pw_uid, pw.pw_gid, (pw.pw_gid,), "/")
+
+
+@pytest.fixture
+def open_dir():
+    """A directory others may enter (pytest's tmp_path is under a root-only directory)."""
+    d = Path(tempfile.mkdtemp(prefix="gridbus-shadow-", dir="/tmp"))
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@root_only
+def test_a_root_only_file_is_neither_read_nor_written_and_each_refusal_is_a_sentence(open_dir):
+    tmp_path = open_dir
+    secret = tmp_path / "secret"
+    secret.write_text("root's secret\n")
+    os.chmod(secret, 0o600)
+    public = tmp_path / "public"
+    public.write_text("hello\n")
+    os.chmod(public, 0o644)
+
+    async def go() -> None:
+        shadows = OwnerShadows(_nobody)
+        try:
+            assert await shadows.uid_of("alice") == pwd.getpwnam("nobody").pw_uid
+            assert await shadows.read("alice", str(public), 0, 0, 100) == "hello\n"
+            with pytest.raises(ShadowRefused, match=r"alice cannot read .*secret: Permission denied"):
+                await shadows.read("alice", str(secret), 0, 0, 100)
+            with pytest.raises(ShadowRefused, match=r"alice cannot write .*secret: Permission denied"):
+                await shadows.append("alice", str(secret), "appended\n")
+            with pytest.raises(ShadowRefused, match="Permission denied"):
+                await shadows.append("alice", str(tmp_path / "new.log"), "x")  # directory is root's
+            # A shadow that dies is started again for the next request.
+            pid = shadows.running()["alice"]
+            os.kill(pid, 9)
+            assert await shadows.read("alice", str(public), 0, 5, 100) == "hello"
+            assert shadows.running()["alice"] != pid
+            await shadows.retain([])  # alice has no running jobs: her shadow stops
+            assert shadows.running() == {}
+        finally:
+            await shadows.stop_all()
+
+    asyncio.run(go())
+    assert secret.read_text() == "root's secret\n"
+    assert not (tmp_path / "new.log").exists()
+
+
+def test_a_schedd_that_is_not_root_runs_the_shadow_as_itself(tmp_path):
+    def me(owner: str) -> Account:
+        return Account("me", os.geteuid(), os.getegid(), (), "/")
+
+    log = tmp_path / "job.log"
+
+    async def go() -> None:
+        shadows = OwnerShadows(me)
+        try:
+            await shadows.append("alice", str(log), "event 1\n")
+            await shadows.append("alice", str(log), "event 2\n")
+            assert await shadows.read("alice", str(log), -8, 0, 100) == "event 2\n"
+            assert await shadows.uid_of("alice") == os.geteuid()
+            with pytest.raises(ShadowRefused, match="No such file"):
+                await shadows.read("alice", str(tmp_path / "missing"), 0, 0, 10)
+        finally:
+            await shadows.stop_all()
+
+    asyncio.run(go())
+    assert log.read_text() == "event 1\nevent 2\n"
+
+
+@root_only
+def test_an_owner_without_an_account_gets_no_shadow():
+    policy = RunAsPolicy(user_map=UserMap.parse(["*=no-such-account-here"]))
+    with pytest.raises(RunAsRefused):
+        policy.account_for("alice")
+
+    async def go() -> None:
+        shadows = OwnerShadows(policy)
+        with pytest.raises(ShadowRefused, match="no account to act as alice"):
+            await shadows.read("alice", "/etc/hostname", 0, 0, 10)
+
+    asyncio.run(go())
