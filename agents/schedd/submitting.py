@@ -32,11 +32,9 @@ class SubmitMixin(ScheddParts):
         reserved[cluster_id] = caller
         while len(reserved) > MAX_RESERVED:  # the oldest ids handed out and never used are forgotten
             del reserved[next(iter(reserved))]
-        try:
-            self.commit()  # so a restarted schedd never hands the same id out again
-        except Exception:
-            self.log.exception("committing the next cluster id failed")
-            raise MethodError(Status.EXCEPTION, "NewCluster: the job queue could not be written") from None
+        # Written with the next batch, not at once: an id a crashed schedd hands out again is harmless,
+        # since its reservation is gone too (a Submit naming it is refused and the client asks anew).
+        self.commit_soon()
         return {"ClusterId": cluster_id}
 
     @method("scheduler")
