@@ -504,13 +504,18 @@ class Startd(Agent):
             await self._stop_job(job, Graceful, "deactivate")
         return {}
 
+    def _running_claim(self, claim_id: str, method_name: str, verb: str) -> sl.Claim:
+        """The claim (renewed) whose job a freezer method acts on; refused if it runs none."""
+        claim = self._claim(claim_id, method_name)
+        claim.renew()
+        if claim.job is None:
+            raise app_error(CLAIM_REFUSED, f"{method_name}: {claim.slot.name} runs no job to {verb}")
+        return claim
+
     @method("startd")
     async def SuspendClaim(self, call: Call, ClaimId: str) -> dict:
         """Suspend the claim's job where it is (the freezer); the slot's activity is Suspended."""
-        claim = self._claim(ClaimId, "SuspendClaim")
-        claim.renew()
-        if claim.job is None:
-            raise app_error(CLAIM_REFUSED, f"SuspendClaim: {claim.slot.name} runs no job to suspend")
+        claim = self._running_claim(ClaimId, "SuspendClaim", "suspend")
         count = self.starter.suspend(claim.job)
         claim.slot.set(activity=sl.SUSPENDED)
         self.ads_changed()
@@ -518,10 +523,7 @@ class Startd(Agent):
 
     @method("startd")
     async def ContinueClaim(self, call: Call, ClaimId: str) -> dict:
-        claim = self._claim(ClaimId, "ContinueClaim")
-        claim.renew()
-        if claim.job is None:
-            raise app_error(CLAIM_REFUSED, f"ContinueClaim: {claim.slot.name} runs no job to continue")
+        claim = self._running_claim(ClaimId, "ContinueClaim", "continue")
         self.starter.resume(claim.job)
         if claim.slot.activity == sl.SUSPENDED:
             claim.slot.set(activity=sl.BUSY)
