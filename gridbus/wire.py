@@ -177,7 +177,7 @@ def typed_map_to_ad(ad: dict[str, Any]) -> dict[str, Any]:
     """Accept QMF's typed-map ad form, ``{"Cmd": {"TYPE": "STRING_TYPE", "VALUE": "/bin/sleep"}}``.
 
     MRG Grid's console scripts sent every value as a string with its type beside it; gridbus
-    takes that form too, so the program of seed 003 runs unchanged but for its import.
+    takes that form too, so the program of the QMF submission interface of Condor in Red Hat MRG runs unchanged but for its import.
     """
     out: dict[str, Any] = {}
     for name, spec in ad.items():

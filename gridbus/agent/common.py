@@ -8,20 +8,22 @@
 - ``Advertise``: publish every ad now. A collector broadcasts it when it starts, so ads published
   before it listened are not missing until the next update interval.
 
-A mixin of :class:`gridbus.agent.core.Agent`, which also gets the duty-cycle meter from here.
+A base of :class:`gridbus.agent.core.Agent`, which also gets the duty-cycle meter and the runtime
+settings from here. ``COMMON_CLASS`` is the schema class of these methods: the dispatcher gives
+them to every agent's own object.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from gridbus import bus
 from gridbus.agent.dutycycle import DutyCycle
 from gridbus.agent.objects import Call, method
 from gridbus.config import knob
-from gridbus.schema import Method
 from gridbus.status import forbidden, invalid
 
 COMMON_CLASS = "daemon"
@@ -52,37 +54,12 @@ def param_text(value: Any) -> str:
 class CommonMethods:
     # Provided by the Agent.
     kind: str
-    classes: tuple[str, ...]
-    schema: Any
     config: Any
     url: Any
     log: Any
-    _handlers: dict[tuple[str, str], Any]
 
-    def ads_changed(self) -> None:  # the Advertising mixin's
+    def ads_changed(self, names: Iterable[str] | None = None) -> None:  # the Agent's
         raise NotImplementedError
-
-    # ------------------------------------------------------------------ dispatch
-    def schema_methods(self, class_name: str) -> dict[str, Method]:
-        """The methods of ``class_name``; the agent's own object (its first class) also has the
-        common ones, which its class may override by name."""
-        try:
-            own = self.schema.cls(class_name).methods
-        except KeyError:
-            own = {}
-        if not self.classes or class_name != self.classes[0]:
-            return dict(own)
-        try:
-            common = self.schema.cls(COMMON_CLASS).methods
-        except KeyError:  # a schema of its own without the common class
-            common = {}
-        return {**common, **own}
-
-    def handler_key(self, class_name: str, name: str) -> tuple[str, str]:
-        if (class_name, name) not in self._handlers and self.classes and class_name == self.classes[0]:
-            if (COMMON_CLASS, name) in self._handlers:
-                return (COMMON_CLASS, name)
-        return (class_name, name)
 
     # ------------------------------------------------------------------ duty cycle
     _duty: DutyCycle | None = None

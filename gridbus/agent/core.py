@@ -1,52 +1,44 @@
 """The agent: one gridbus daemon on the broker.
 
 An agent has an address ``<kind>@<name>``, which is its routing key on ``gridbus.rpc`` and the name
-of its request queue. It serves the management classes the schema declares for it: every request
-is decoded, its arguments are validated against the schema, the handler runs, and the answer goes
-back to the caller's reply-to with the request's correlation id. A message that cannot be
-processed is answered with the reason when a reply is possible, logged, and dead-lettered to
-``gridbus.dead``; the agent keeps serving. A request is acknowledged only after its answer is
-published, so nothing acknowledged is lost.
+of its request queue. It is the composition of three parts, each in a module of its own:
+
+- the connection (`gridbus.agent.connection`): the broker, its channels, publishing;
+- the dispatcher (`gridbus.agent.dispatcher`): the request queue, every request decoded, checked,
+  handed to its handler and answered, getObjects served;
+- the advertiser (`gridbus.agent.advertising`): the agent's ads, their periodic updates and their
+  invalidation on stop.
+
+The agent itself holds what a daemon is: its identity, configuration, objects and handlers, who may
+call it, its ads, its background tasks, and its lifecycle (start, stop, reconfig), which brings the
+parts up and down in order.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import os
 import socket
 import time
-import traceback
 import uuid
 from collections.abc import Iterable
 from typing import Any
 
-import aio_pika
-from aio_pika.abc import AbstractIncomingMessage, AbstractRobustConnection
+from aio_pika.abc import AbstractChannel, AbstractRobustConnection
 
-from gridbus import bus, wire
-from gridbus.agent import access, failover
+from gridbus import bus
 from gridbus.agent.advertising import ADS_PER_MESSAGE as ADS_PER_MESSAGE  # re-exported
-from gridbus.agent.advertising import Advertising
+from gridbus.agent.advertising import Advertiser
 from gridbus.agent.client import AsyncClient
 from gridbus.agent.common import CommonMethods
-from gridbus.agent.objects import Call, ManagedObject
-from gridbus.classad.limits import EvaluationLimitExceeded
-from gridbus.schema import DEFAULT_MAX_BYTES, Schema, builtin, validate_args
-from gridbus.status import CANNED_TEXT, MethodError, Status, cap_text
-
-# Statuses the framework gives a malformed request: those requests go to the dead-letter queue.
-_DEAD_LETTER_STATUSES = {Status.UNKNOWN_OBJECT, Status.UNKNOWN_METHOD, Status.INVALID_PARAMETER}
+from gridbus.agent.connection import Connection
+from gridbus.agent.dispatcher import Dispatcher
+from gridbus.agent.objects import ManagedObject
+from gridbus.schema import Schema, builtin
 
 
-# A confirmed publish waits this long for the broker's confirm, and is sent again for this long
-# (long enough for a failover to another broker node, or a restarted broker).
-CONFIRM_TIMEOUT = 5.0
-CONFIRM_RETRY = 30.0
-
-
-class Agent(Advertising, CommonMethods):
+class Agent(CommonMethods):
     """Base class of every gridbus daemon. Subclasses set `kind` and `classes` and add handlers."""
 
     kind = "agent"
@@ -77,41 +69,61 @@ class Agent(Advertising, CommonMethods):
         self.update_interval = float(update_interval)
         self.lifetime = float(lifetime if lifetime is not None else 3 * self.update_interval)
         self.admins = set(admins) | {self.url.user}
-        self.prefetch = prefetch
         self.log = logging.getLogger(f"gridbus.{self.kind}")
         started = time.time()
         self.start_time = int(started)  # DaemonStartTime: whole seconds, as HTCondor's
         self.objects: dict[str, ManagedObject] = {}
-        self.stats: dict[str, int] = {"RequestsServed": 0, "RequestsFailed": 0, "RequestsInFlight": 0}
-        self._handlers = self._collect_handlers()
+        self.stats: dict[str, int] = {}
+        self._handlers = self._bind_handlers(self)
+        self.connection = Connection(self.url, self.address, self.log, prefetch=prefetch)
+        self.dispatcher = Dispatcher(self, self.schema, self.classes, self._handlers, self.log, self.stats)
         # UpdateSequenceNumber counts from the microsecond of the start within its second, so a
         # daemon restarted within the same DaemonStartTime second outranks its predecessor's
         # updates in the collector (which keeps the newest (DaemonStartTime, sequence) per ad).
-        self._sequence = int((started - self.start_time) * 1_000_000)
-        self._connection: AbstractRobustConnection | None = None
-        self._channel: aio_pika.abc.AbstractChannel | None = None
-        self._confirm_channel: aio_pika.abc.AbstractChannel | None = None  # publisher confirms
+        self.advertiser = Advertiser(self, self.publish, self.log,
+                                     first_sequence=int((started - self.start_time) * 1_000_000))
         self._client: AsyncClient | None = None
         self._tasks: set[asyncio.Task] = set()
-        self._ads_wanted: asyncio.Event | None = None  # made in start(), on the agent's loop
-        self._advertiser: asyncio.Task | None = None
-        self._published: dict[str, set[str]] = {}  # MyType -> names sent in the last round
         self._stopping = False
         self.ready: asyncio.Event | None = None
         self._stop_requested: asyncio.Event | None = None  # set by run(); request_stop sets it
         for class_name in self.classes:
             self.add_object(ManagedObject(class_name, self.address, self.object_properties, self.object_statistics))
 
-    # ------------------------------------------------------------------ declaration helpers
+    # ------------------------------------------------------------------ handlers
+    # The classes of the objects an agent is composed of whose @method handlers it serves besides
+    # its own (the schedd's queries, submission, shadows, ...): declared here so the handlers can
+    # be listed from the class (the schema check), and given as instances to `add_parts`.
+    part_classes: tuple[type, ...] = ()
+
     @classmethod
     def _collect_handlers(cls) -> dict[tuple[str, str], Any]:
-        handlers = {}
-        for klass in reversed(cls.__mro__):
-            for attr in vars(klass).values():
-                key = getattr(attr, "_gridbus_method", None)
-                if key:
-                    handlers[key] = attr
+        """The handler functions of (class, method): the agent class's and its part classes'.
+        Two owners may not serve the same method; within one class hierarchy the subclass wins."""
+        handlers: dict[tuple[str, str], Any] = {}
+        owner_of: dict[tuple[str, str], type] = {}
+        for owner in (cls, *cls.part_classes):
+            for key, fn in _marked(owner).items():
+                if key in owner_of and owner_of[key] is not owner:
+                    raise TypeError(f"{key[0]}.{key[1]} is served by both {owner_of[key].__name__} and {owner.__name__}")
+                handlers[key], owner_of[key] = fn, owner
         return handlers
+
+    @staticmethod
+    def _bind_handlers(part: object) -> dict[tuple[str, str], Any]:
+        """``part``'s handlers, bound to it: called as ``await handler(call, **args)``."""
+        return {key: fn.__get__(part, type(part)) for key, fn in _marked(type(part)).items()}
+
+    def add_parts(self, *parts: object) -> None:
+        """Serve the @method handlers of the objects this agent is composed of (each an instance
+        of a class in `part_classes`), with the same authorization and validation as its own."""
+        for part in parts:
+            if not isinstance(part, self.part_classes):
+                raise TypeError(f"{type(part).__name__} is not among {type(self).__name__}.part_classes")
+            for key, handler in self._bind_handlers(part).items():
+                if key in self._handlers:
+                    raise TypeError(f"{key[0]}.{key[1]} is served twice (by {type(part).__name__} too)")
+                self._handlers[key] = handler
 
     def add_object(self, obj: ManagedObject) -> None:
         self.objects[obj.name] = obj
@@ -135,32 +147,24 @@ class Agent(Advertising, CommonMethods):
             **self.stats,
         }
 
+    def ads(self) -> list[dict[str, Any]]:
+        """Every public ad this agent advertises (default: its daemon ad)."""
+        return [self.daemon_ad()]
+
+    def private_ads(self) -> list[dict[str, Any]]:
+        """Ads that carry secrets (claim ids); they travel on private.* routing keys."""
+        return []
+
+    def ads_changed(self, names: Iterable[str] | None = None) -> None:
+        """Something meaningful changed: re-advertise soon (coalesced); ``names``: only the ads of
+        these names changed (an agent that builds them by name, ``ads_named``, re-sends only them)."""
+        self.advertiser.changed(names)
+
     # ------------------------------------------------------------------ events and calls
     async def publish(self, exchange: str, key: str, body: Any, mtype: str, *, confirm: bool = False) -> None:
-        """Publish ``body`` on ``exchange``. With ``confirm``, for messages whose loss would matter
-        (job events), the broker confirms it, and a publish lost with its connection or refused is
-        sent again, on the next broker if it fails over, for up to CONFIRM_RETRY seconds; a
-        consumer recognises a resent message by its unchanged id (message_id, the body's EventId)."""
-        assert self._channel is not None, "agent not started"
-        message = aio_pika.Message(wire.encode(body), content_type=wire.MSGPACK, type=mtype, app_id=self.address,
-                                   message_id=body.get("EventId") if isinstance(body, dict) else None)
-        if not confirm or self._confirm_channel is None:
-            ex = await self._channel.get_exchange(exchange, ensure=False)
-            await ex.publish(message, routing_key=key, mandatory=False)
-            return
-        deadline = time.monotonic() + CONFIRM_RETRY
-        while True:
-            try:
-                ex = await self._confirm_channel.get_exchange(exchange, ensure=False)
-                await ex.publish(message, routing_key=key, mandatory=False, timeout=CONFIRM_TIMEOUT)
-                return
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # nacked, timed out, or the connection went: send it again
-                if time.monotonic() >= deadline:
-                    raise
-                self.log.info("publish to %s (%s) not confirmed (%r); sending it again", exchange, key, exc)
-                await asyncio.sleep(0.5)
+        """Publish ``body`` on ``exchange``; ``confirm`` for a message whose loss would matter
+        (see `Connection.publish`)."""
+        await self.connection.publish(exchange, key, body, mtype, confirm=confirm)
 
     async def publish_event(self, kind: str, event: str, who: str, body: dict[str, Any]) -> None:
         """Publish a job or daemon event on gridbus.events (``job.<event>.<owner>``), confirmed."""
@@ -197,27 +201,15 @@ class Agent(Advertising, CommonMethods):
             self.log.error("task %s failed: %r", task.get_name(), exc, exc_info=exc)
 
     async def start(self) -> None:
-        self._ads_wanted = asyncio.Event()
         self.ready = asyncio.Event()
         self._config_baseline()
         self.start_duty_cycle()
-        # Every broker GRIDBUS_URL lists, in turn: a lost connection moves to the next that answers
-        # (a restarted broker or a closed connection is back within a second).
-        self._connection = await failover.connect(self.url, name=f"gridbus {self.address}", reconnect_interval=1)
-        self._connection.reconnect_callbacks.add(self._on_reconnect)
-        self._channel = await self._connection.channel(publisher_confirms=False)
-        await self._channel.set_qos(prefetch_count=self.prefetch)
-        self._confirm_channel = await self._connection.channel(publisher_confirms=True)
-        await self.declare_topology(self._channel, quorum=self.durable_queue_type() == "quorum")
-        self._client = AsyncClient(self._channel, self.url.user, self.address)
+        await self.connection.open(quorum=self.durable_queue_type() == "quorum", on_reconnect=self._on_reconnect)
+        self._client = AsyncClient(self.connection.channel, self.url.user, self.address)
         await self._client.start()
         await self.setup()
-        queue = await self._channel.declare_queue(
-            bus.rpc_queue(self.address), durable=self.durable_requests, arguments=self.request_queue_arguments()
-        )
-        for key in {self.address, bus.BROADCAST_KEY, *(bus.class_key(c) for c in self.classes)}:
-            await queue.bind(bus.RPC, key)
-        await queue.consume(self._on_message)
+        await self.dispatcher.consume(self.connection.channel, durable=self.durable_requests,
+                                      arguments=self.request_queue_arguments())
         await self.on_start()
         # Who held claims or state with this address's predecessor hears that it is a new process
         # (a schedd asks a restarted startd about its claims at once, not at its next Alive round).
@@ -226,7 +218,7 @@ class Agent(Advertising, CommonMethods):
                                      {"address": self.address, "DaemonStartTime": self.start_time})
         except Exception:  # an event is a hint; the periodic checks still come
             self.log.warning("could not publish the start event", exc_info=True)
-        self._advertiser = self.spawn(self._advertise_loop(), "advertise")
+        self.advertiser.start(self.spawn)
         self.log.info("%s serving on %s", self.address, self.url.redacted())
         self.ready.set()
 
@@ -249,20 +241,20 @@ class Agent(Advertising, CommonMethods):
             raise ValueError(f"queue type must be auto, classic or quorum, not {self.request_queue_type!r}")
         return kind
 
-    @staticmethod
-    async def declare_topology(channel: aio_pika.abc.AbstractChannel, *, quorum: bool = False) -> None:
-        """Declare gridbus's exchanges and the dead-letter queue (a quorum queue on a cluster);
-        idempotent, any order."""
-        for name, kind in bus.EXCHANGES:
-            await channel.declare_exchange(name, kind, durable=True)
-        args = bus.DEAD_QUEUE_ARGS | ({"x-queue-type": "quorum"} if quorum else {})
-        dead = await channel.declare_queue(bus.DEAD, durable=True, arguments=args)
-        await dead.bind(bus.DEAD, "")
+    @property
+    def _connection(self) -> AbstractRobustConnection | None:
+        """The broker connection, for an agent that opens channels of its own."""
+        return self.connection.robust
+
+    @property
+    def _channel(self) -> AbstractChannel | None:
+        """The requests' channel; None before the start (and once it is closed)."""
+        return self.connection.channel if self.connection.is_open else None
 
     async def _on_reconnect(self, *_: Any) -> None:
         # The robust connection restores exchanges, queues, bindings and consumers it declared;
         # the direct reply-to consumer is a pseudo-queue it does not know about.
-        self.log.warning("reconnected to the broker %s", getattr(self._connection, "broker", "?"))
+        self.log.warning("reconnected to the broker %s", self.connection.broker)
         if self._client is not None:
             try:
                 await self._client.start()
@@ -271,28 +263,27 @@ class Agent(Advertising, CommonMethods):
         self.ads_changed()
 
     async def stop(self) -> None:
-        """Graceful stop: invalidate the ads, stop background work, close the connection."""
+        """Graceful stop: take no new request, run on_stop, invalidate the ads, stop background
+        work, close the connection."""
         if self._stopping:
             return
         self._stopping = True
+        # Take no new request first: a handler run during on_stop would act on a half-stopped
+        # agent (a startd would start a job its starter no longer watches).
+        await self.dispatcher.stop()
         try:
             await self.on_stop()
         except Exception:
             self.log.exception("on_stop failed")
-        if self._advertiser is not None:
-            # Stop advertising first: a round in flight must not re-add ads after their invalidation.
-            self._advertiser.cancel()
-            await asyncio.gather(self._advertiser, return_exceptions=True)
         try:
-            if self._channel is not None and not self._channel.is_closed:
-                await self.invalidate_ads()
+            if self.connection.is_open:
+                await self.advertiser.stop()
         except Exception:
             self.log.warning("could not invalidate ads", exc_info=True)
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self._connection is not None:
-            await self._connection.close()
+        await self.connection.close()
 
     def request_stop(self, delay: float = 0.0) -> bool:
         """Stop as a signal would, ``delay`` seconds from now (time to send an answer first);
@@ -313,6 +304,10 @@ class Agent(Advertising, CommonMethods):
             await self.stop()
 
     # ------------------------------------------------------------------ reconfiguration
+    # The knobs every agent applies when it re-reads its configuration (reconfig; the access
+    # rules read theirs from the configuration in effect).
+    RUNTIME_KNOBS = frozenset({"UPDATE_INTERVAL", "ALLOW_ADMINISTRATOR", "ALLOW_DAEMON", "ENABLE_RUNTIME_CONFIG"})
+
     # The configuration the agent runs with (gridbus.config.Config); a daemon's build() may set
     # it, else start() loads the daemon's section, so a later reconfig knows what changed.
     config: Any = None
@@ -349,19 +344,22 @@ class Agent(Advertising, CommonMethods):
 
     # ------------------------------------------------------------------ requests
     def is_admin(self, user: str | None) -> bool:
-        return bool(user) and user in self.admins
+        """An administrator: the agent's own account, one it was given, or one ALLOW_ADMINISTRATOR
+        names in the configuration in effect (so a reconfig changes who it is)."""
+        return bool(user) and (user in self.admins or user in self._configured("ALLOW_ADMINISTRATOR"))
 
     def is_daemon(self, user: str | None) -> bool:
         """A daemon of the pool: the agent's own broker account, or one named in ALLOW_DAEMON."""
         if not user:
             return False
-        if user == self.url.user:
-            return True
-        cfg = getattr(self, "config", None)
+        return user == self.url.user or user in self._configured("ALLOW_DAEMON")
+
+    def _configured(self, name: str) -> Any:
+        """A list knob of the configuration in effect; empty without one."""
         try:
-            return user in (cfg.get("ALLOW_DAEMON") if cfg is not None else ())
+            return self.config.get(name) if self.config is not None else ()
         except Exception:  # a configuration without the knob (an agent built from arguments)
-            return False
+            return ()
 
     def is_super(self, user: str | None) -> bool:
         """A queue super user (the schedd has them); elsewhere the administrators."""
@@ -372,72 +370,6 @@ class Agent(Advertising, CommonMethods):
         single owner (the handler checks each object it touches). Agents with owned objects
         (the schedd's jobs) override this."""
         return None
-
-    def _largest_request(self) -> int:
-        """The largest request any method of this agent takes (checked before decoding)."""
-        largest = getattr(self, "_largest_request_bytes", None)
-        if largest is None:
-            sizes = [m.max_bytes for c in self.schema.classes.values() for m in c.methods.values()]
-            largest = self._largest_request_bytes = max(sizes, default=DEFAULT_MAX_BYTES)
-        return largest
-
-    async def _on_message(self, message: AbstractIncomingMessage) -> None:
-        self.spawn(self._serve(message), "request")
-
-    async def _serve(self, message: AbstractIncomingMessage) -> None:
-        self.stats["RequestsInFlight"] += 1
-        dead = False
-        try:
-            size = len(message.body)
-            if size > self._largest_request():
-                self.log.warning("refusing a request of %d bytes from %s", size, message.user_id)
-                text = f"a request of {size:,} bytes is over the largest {self.address} takes ({self._largest_request():,} bytes)"
-                await self._answer(message, {"status": Status.INVALID_PARAMETER, "text": text}, wire.JSON)
-                return
-            try:
-                body = wire.decode(message.body, message.content_type)
-            except wire.DecodeError as exc:
-                self.log.warning("dead-lettering undecodable message from %s: %s", message.user_id, exc)
-                await self._answer(message, {"status": Status.INVALID_PARAMETER, "text": str(exc)}, wire.JSON)
-                dead = True
-                return
-            ctype = message.content_type if message.content_type in wire.CONTENT_TYPES else wire.MSGPACK
-            is_query = message.type == bus.T_QUERY_REQUEST or (
-                isinstance(body, dict) and "method" not in body and "class" in body
-            )
-            if is_query:
-                dead = await self._serve_query(message, body, ctype)
-            else:
-                dead = await self._serve_method(message, body, ctype)
-        except Exception:  # never die on a message
-            self.log.exception("unexpected failure serving a request")
-        finally:
-            self.stats["RequestsInFlight"] -= 1
-            try:
-                if dead:
-                    await message.reject(requeue=False)
-                else:
-                    await message.ack()
-            except Exception:
-                self.log.warning("could not settle a request (connection lost?)", exc_info=True)
-
-    async def _serve_query(self, message: AbstractIncomingMessage, body: Any, ctype: str) -> bool:
-        if not isinstance(body, dict):
-            await self._answer(message, {"status": Status.INVALID_PARAMETER, "text": "a query must be a map"}, ctype)
-            return True
-        class_name = (body.get("class") or "") or None
-        filters = body.get("filters") or {}
-        try:
-            records = await self.find_objects(class_name.lower() if class_name else None, filters, message.user_id)
-            reply = {"status": 0, "text": "OK", "out": {"objects": records}}
-        except MethodError as exc:
-            reply = {"status": exc.status, "text": exc.text}
-        except Exception as exc:
-            self.log.exception("getObjects failed")
-            reply = {"status": Status.EXCEPTION, "text": f"getObjects failed: {type(exc).__name__}: {exc}"}
-        await self._answer(message, reply, ctype, bus.T_QUERY_RESPONSE)
-        self.stats["RequestsServed"] += 1
-        return False
 
     async def find_objects(self, class_name: str | None, filters: dict[str, Any], user: str | None) -> list[dict]:
         """Records of the objects of ``class_name`` whose properties equal ``filters``.
@@ -455,100 +387,20 @@ class Agent(Advertising, CommonMethods):
         return out
 
     def _method_names(self, class_name: str) -> dict[str, list[str]]:
-        """Method name -> its input argument names, so a console can map positional arguments."""
-        return {m.name: [a.name for a in m.inputs] for m in self.schema_methods(class_name).values()}
+        return self.dispatcher.method_names(class_name)
 
     def resolve_object(self, name: str) -> str | None:
         """The class of the object called ``name``, or None. Override for on-demand objects."""
         obj = self.objects.get(name)
         return obj.class_name if obj else None
 
-    async def _serve_method(self, message: AbstractIncomingMessage, body: Any, ctype: str) -> bool:
-        started = time.monotonic()
-        user = message.user_id or None
-        try:
-            call = self._make_call(body, user, message.correlation_id, len(message.body))
-        except MethodError as exc:
-            self.log.warning("dead-lettering a bad request from %s: %s", user, cap_text(exc.text, 300))
-            await self._answer(message, {"status": exc.status, "text": exc.text}, ctype)
-            self.stats["RequestsFailed"] += 1
-            return exc.status in _DEAD_LETTER_STATUSES
-        class_name = self.resolve_object(call.object) or ""
-        handler = self._handlers[self.handler_key(class_name, call.method)]
-        try:
-            result = handler(self, call, **call.args)
-            if inspect.isasyncgen(result):
-                await self._stream(message, result, ctype)
-            else:
-                out = await result
-                await self._answer(message, {"status": 0, "text": "OK", "out": out or {}}, ctype)
-            self.stats["RequestsServed"] += 1
-        except MethodError as exc:
-            self.stats["RequestsFailed"] += 1
-            await self._answer(message, {"status": exc.status, "text": exc.text, "out": exc.out}, ctype)
-        except EvaluationLimitExceeded as exc:  # an expression the caller sent went past a bound
-            self.stats["RequestsFailed"] += 1
-            await self._answer(message, {"status": Status.INVALID_PARAMETER, "text": f"{call.method}: {exc}"}, ctype)
-        except Exception as exc:
-            self.stats["RequestsFailed"] += 1
-            self.log.error("%s.%s raised:\n%s", class_name, call.method, cap_text(traceback.format_exc(), 4000))
-            text = f"internal error in {call.method}: {type(exc).__name__}: {exc}"
-            await self._answer(message, {"status": Status.EXCEPTION, "text": text}, ctype)
-        elapsed = time.monotonic() - started
-        if elapsed > 1.0:
-            self.log.info("%s took %.2f s", call.method, elapsed)
-        return False
 
-    def _make_call(self, body: Any, user: str | None, correlation_id: str | None, size: int = 0) -> Call:
-        if not isinstance(body, dict):
-            raise MethodError(Status.INVALID_PARAMETER, f"a request must be a map, not {type(body).__name__}")
-        obj = body.get("object") or self.address
-        name = body.get("method")
-        if not isinstance(obj, str):
-            raise MethodError(Status.INVALID_PARAMETER, "'object' must be a string naming the object")
-        if not isinstance(name, str) or not name:
-            raise MethodError(Status.INVALID_PARAMETER, "the request names no 'method'")
-        class_name = self.resolve_object(obj)
-        if class_name is None:
-            raise MethodError(Status.UNKNOWN_OBJECT, f"{self.address} has no object {obj!r}")
-        schema_method = self.schema_methods(class_name).get(name)
-        if schema_method is None:
-            known = ", ".join(self._method_names(class_name)) or "none"
-            raise MethodError(Status.UNKNOWN_METHOD, f"class {class_name} has no method {name!r} (methods: {known})")
-        if self.handler_key(class_name, name) not in self._handlers:
-            raise MethodError(Status.NOT_IMPLEMENTED, f"{class_name}.{name} is not implemented by {self.address}")
-        if size > schema_method.max_bytes:
-            raise MethodError(
-                Status.INVALID_PARAMETER,
-                f"{name}: a request of {size:,} bytes is over the method's bound of {schema_method.max_bytes:,} bytes",
-            )
-        access.check(self, schema_method, class_name, obj, user)  # before the arguments: nothing of
-        args = validate_args(schema_method, body.get("args"))  # a refused call is looked at
-        return Call(user, obj, name, args, correlation_id, self.is_admin(user))
-
-    async def _stream(self, message: AbstractIncomingMessage, gen: Any, ctype: str) -> None:
-        try:
-            async for chunk in gen:
-                await self._answer(message, {"status": 0, "text": "OK", "out": chunk, "partial": True}, ctype)
-        except MethodError as exc:
-            await self._answer(message, {"status": exc.status, "text": exc.text}, ctype)
-            raise
-        await self._answer(message, {"status": 0, "text": "OK", "out": {}}, ctype)
-
-    async def _answer(self, message: AbstractIncomingMessage, reply: dict, ctype: str, mtype: str = bus.T_METHOD_RESPONSE) -> None:
-        if not message.reply_to:
-            return
-        reply.setdefault("text", CANNED_TEXT.get(reply.get("status", 0), ""))
-        reply["text"] = cap_text(reply["text"])  # an answer never repeats a huge argument whole
-        reply.setdefault("partial", False)
-        try:
-            body = wire.encode(reply, ctype)
-        except TypeError as exc:
-            body = wire.encode({"status": Status.EXCEPTION, "text": f"unencodable answer: {exc}", "partial": False}, ctype)
-        assert self._channel is not None
-        # mandatory=False: RabbitMQ 3.10 returns a delivered direct reply-to message as unroutable.
-        await self._channel.default_exchange.publish(
-            aio_pika.Message(body, content_type=ctype, correlation_id=message.correlation_id, type=mtype, app_id=self.address),
-            routing_key=message.reply_to,
-            mandatory=False,
-        )
+def _marked(klass: type) -> dict[tuple[str, str], Any]:
+    """The functions of ``klass`` (its bases included; a subclass's win) marked by @method."""
+    handlers: dict[tuple[str, str], Any] = {}
+    for k in reversed(klass.__mro__):
+        for attr in vars(k).values():
+            key = getattr(attr, "_gridbus_method", None)
+            if key:
+                handlers[key] = attr
+    return handlers

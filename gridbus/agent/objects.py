@@ -12,7 +12,8 @@ from gridbus.status import forbidden
 def method(class_name: str, name: str | None = None) -> Callable[[Callable], Callable]:
     """Mark an agent coroutine as the handler of ``class_name.name`` in the schema.
 
-    The handler is called as ``await handler(self, call, **validated_args)`` and returns a dict of
+    The handler is called as ``await handler(call, **validated_args)``, bound to the agent or to the
+    composed part that defines it (Agent.add_parts), and returns a dict of
     out arguments; an async generator handler streams its answer, one partial message per yield.
     """
 
