@@ -1,6 +1,6 @@
 """The schedd: the job queue (SQLite), Submit/Query/actions, job policy, ads and events.
 
-Run it with ``python -m gridbus.agents.schedd``; see agent.py for the job-state API the shadows use.
+Run it with ``python -m gridbus.agents.schedd``; agent.py draws its parts and how they are composed.
 """
 
 from __future__ import annotations

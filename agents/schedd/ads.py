@@ -1,41 +1,61 @@
-"""The schedd's ads: the Scheduler ad (queue totals, windowed rates), one Submitter ad per owner,
-and the management object's statistics."""
+"""The schedd's ads: the Scheduler ad's queue totals and windowed rates, one Submitter ad per
+owner, and the counters the job state and the submission keep for them."""
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from typing import Any
 
 from gridbus.agents.schedd.jobattrs import HELD, IDLE, REMOVED, RUNNING
-from gridbus.agents.schedd.parts import ScheddParts
+from gridbus.agents.schedd.jobqueue import JobQueue
 
 RATE_WINDOW = 300.0  # seconds over which the Scheduler ad's rates are measured
 COUNTERS = ("JobsSubmitted", "JobsStarted", "JobsCompleted", "JobsExited", "JobsRemoved")
 
 
-class AdsMixin(ScheddParts):
-    def _count(self, what: str, n: int = 1) -> None:
+class Counters:
+    """JobsSubmitted, JobsStarted, ...: since the start, and within RATE_WINDOW."""
+
+    def __init__(self) -> None:
+        self.cum = dict.fromkeys(COUNTERS, 0)
+        self._rates: deque[tuple[float, str, int]] = deque()
+
+    def count(self, what: str, n: int = 1) -> None:
         self.cum[what] += n
         now = time.time()
         self._rates.append((now, what, n))
         while self._rates and self._rates[0][0] < now - RATE_WINDOW:
             self._rates.popleft()
 
-    def object_statistics(self) -> dict[str, Any]:
-        t = self.queue.totals()
-        return {**self.stats, "TotalIdleJobs": t[IDLE], "TotalRunningJobs": t[RUNNING], "TotalHeldJobs": t[HELD],
-                "TotalJobAds": sum(t)}
-
-    def daemon_ad(self) -> dict[str, Any]:
-        t = self.queue.totals()
-        now = time.time()
-        window = dict.fromkeys(self.cum, 0)
+    def window(self, now: float) -> dict[str, int]:
+        out = dict.fromkeys(self.cum, 0)
         for stamp, what, n in self._rates:
             if stamp >= now - RATE_WINDOW:
-                window[what] += n
-        span = max(1.0, min(RATE_WINDOW, now - self.start_time))
+                out[what] += n
+        return out
+
+
+class Ads:
+    def __init__(self, name: str, address: str, queue: JobQueue, counters: Counters):
+        self.name = name
+        self.address = address
+        self.queue = queue
+        self.counters = counters
+
+    def statistics(self) -> dict[str, Any]:
+        t = self.queue.totals()
+        return {"TotalIdleJobs": t[IDLE], "TotalRunningJobs": t[RUNNING], "TotalHeldJobs": t[HELD],
+                "TotalJobAds": sum(t)}
+
+    def scheduler(self, start_time: float) -> dict[str, Any]:
+        """The Scheduler ad's own attributes (the agent's daemon ad adds the common ones)."""
+        t = self.queue.totals()
+        now = time.time()
+        window = self.counters.window(now)
+        cum = self.counters.cum
+        span = max(1.0, min(RATE_WINDOW, now - start_time))
         return {
-            **super().daemon_ad(),
             "ScheddName": self.name,
             "TotalIdleJobs": t[IDLE],
             "TotalRunningJobs": t[RUNNING],
@@ -50,14 +70,14 @@ class AdsMixin(ScheddParts):
             "JobSubmissionRate": window["JobsSubmitted"] / span,
             "JobStartRate": window["JobsStarted"] / span,
             "JobCompletionRate": window["JobsCompleted"] / span,
-            "JobsSubmittedCum": self.cum["JobsSubmitted"],
-            "JobsStartedCum": self.cum["JobsStarted"],
-            "JobsCompletedCum": self.cum["JobsCompleted"],
-            "JobsExitedCum": self.cum["JobsExited"],
+            "JobsSubmittedCum": cum["JobsSubmitted"],
+            "JobsStartedCum": cum["JobsStarted"],
+            "JobsCompletedCum": cum["JobsCompleted"],
+            "JobsExitedCum": cum["JobsExited"],
             "WindowedStatWidth": int(RATE_WINDOW),
         }
 
-    def submitter_ads(self) -> list[dict[str, Any]]:
+    def submitters(self) -> list[dict[str, Any]]:
         out = []
         for owner in self.queue.owners():
             t = self.queue.totals(owner)
@@ -72,6 +92,3 @@ class AdsMixin(ScheddParts):
                 "HeldJobs": t[HELD],
             })
         return out
-
-    def ads(self) -> list[dict[str, Any]]:
-        return [self.daemon_ad(), *self.submitter_ads()]

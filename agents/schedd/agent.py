@@ -1,83 +1,108 @@
-"""The schedd agent: the job queue, Submit/Query/actions, policy, ads and events.
+"""The schedd: a few objects with one job each, composed here and handed to one another.
 
-The job-state API the shadows (agents/schedd/shadows.py, ShadowMixin) use
---------------------------------------------------------------------------
-All on the `Schedd` instance, on the agent's event loop:
+::
 
-- ``self.queue.idle_jobs(owner: str | None) -> Iterator[dict]``: idle, materialized jobs in
-  JobPrio desc / QDate / ClusterId / ProcId order, each a full ad (cluster attributes merged, with
-  ClusterId, ProcId, Owner, GlobalJobId, JobStatus). Lazy: taking the first job is cheap.
-  ``self.queue.idle_procs(owner)`` yields the `Proc` records instead (``.cluster.id``, ``.id``).
-- ``self.queue.get(cluster, proc) -> dict | None``: a job's full ad.
-- ``await self.job_started(cluster, proc, *, remote_host, slot, claim_id)``: JobStatus 2,
-  RemoteHost (= slot, or remote_host without one), JobCurrentStartDate, NumJobStarts + 1, execute
-  event. The claim id is never put in the job ad (job ads are readable by their owner).
-- ``await self.job_exited(cluster, proc, report)``: ``report`` is a JobReports exit report
-  (ExitCode | ExitBySignal/ExitSignal, RemoteUserCpu, RemoteSysCpu, ImageSize, MemoryUsage,
-  ResidentSetSize, MemoryExceeded, or HoldReason/HoldReasonCode). Applies OnExitHold,
-  OnExitRemove and JobMaxRetries: the job completes (terminated event, history), is held
-  (held event), or goes back to Idle (evicted event).
-- ``await self.job_evicted(cluster, proc, reason)``: back to Idle, counts kept, evicted event.
-- ``await self.job_update(cluster, proc, attrs)``: usage (ImageSize, MemoryUsage, ...); an
-  image_size event when ImageSize grows.
-- The reverse hook: when Hold, Remove or a policy hits a running job, the schedd marks the job
-  (JobStatus 5 or 3) at once, answers, and then awaits ``self.stop_running_job(cluster, proc)``
-  (ShadowMixin's; skipped while it does not exist). When that returns, the job is taken as
-  stopped: a removed job leaves for the history, a held one loses its RemoteHost. A later
-  exit/evict report for a job that is no longer Running is recorded (usage) and otherwise ignored.
-- ``self.ads_changed()`` is called here after every change of the Submitter counts.
+                          gridbus submit / q / rm ...        negotiator          startds
+                                    |                          |                   |
+        Submission  Queries  JobActions  JobObjects     Negotiation           Reports  Leases
+        (Submit)    (Query,  (Hold, Rm,  (GetAd,        (GetResource-         (Job-    (Alive)
+                    History) SetAttr)    Fetch)          Requests, Match)      Reports)
+            |          |         |           |               |                   |       |
+            |          |         +--> JobState <------------ Shadows <-----------+-------+
+            |          |              (status, policy,       (activations, claim reuse,
+            |          |               events)  |             applying reports)
+            |          |                 |      |                  |
+            |          |       PeriodicPolicy   +--> JobEvents --> UserLogs --> owner shadows
+            |          |                 |           (bus events)   (per-owner    (processes
+            v          v                 v                           writers)      as owners)
+        JobQueue (jobqueue.py: in memory; store.py: SQLite) <-- Commits (commits.py: worker thread)
+                                                            <-- Claims  (claims.py: shadow_claims)
 
-These calls return after the change is made in memory; the SQLite commit follows within
-SCHEDD_WRITE_BEHIND seconds (default 5 ms), batched with every other change of that moment
-(the shadows' claim rows included: ``self.commit_soon()`` after a claim change). A Submit and a
-job action are answered only after their commit.
+- The job queue: ``JobQueue`` (jobqueue.py) holds the queue in memory; ``Commits`` (commits.py)
+  writes it to SQLite (store.py) in a worker thread, now (a Submit, an action, a JobReports
+  batch: answered only after it) or soon (the write-behind, SCHEDD_WRITE_BEHIND).
+- The job state: ``JobState`` (jobstate.py) makes every status change, applies the exit policy
+  (policy.py) and records the job's events (jobevents.py), whose user-log text the owners'
+  shadows write (userlogs.py, owner_shadow.py); ``PeriodicPolicy`` (policy_loop.py) runs the
+  periodic expressions; ``LocalUniverse`` (scheduniv.py) runs scheduler-universe jobs (DAGMan).
+- The shadows: ``Claims`` (claims.py) are the claimed slots, ``Shadows`` (shadows.py) the jobs'
+  lives on them, ``Negotiation`` (negotiation.py), ``Reports`` (reports.py) and ``Leases``
+  (leases.py) the calls that drive them.
+- The client calls: ``Submission`` (submitting.py, rules in submission.py), ``Queries``
+  (queries.py), ``JobActions`` (job_actions.py), ``JobObjects`` (job_objects.py); ``Ads``
+  (ads.py) the Scheduler and Submitter ads; ``Users`` (users.py) who may act on whose jobs.
+- File transfer: ``Transfers`` (transfers.py) opens a job's sandbox transfer for the startd that
+  runs it (OpenTransfer), through the owner's shadow; ``Spooling`` (spooling.py) keeps the input
+  and output of remotely submitted jobs in the spool and serves their transfers itself.
 
-Where the parts live: the Submit method in submitting.py, the API above and the status changes
-it shares with the actions in jobstate.py, Hold/Release/Remove/SetAttribute in job_actions.py,
-GetAd/Fetch and job objects in job_objects.py, Query/History in queries.py, the Scheduler and
-Submitter ads in ads.py, the periodic policy in policy_loop.py, the scheduler universe (jobs run on the submit host, DAGMan)
-in scheduniv.py, the shadows in shadows.py; the
-state they share is declared in parts.py. This module assembles them with the commits and the
-stop order.
+Each part is given what it uses in its constructor; the parts with @method handlers are listed
+in ``part_classes`` and served through ``Agent.add_parts`` (gridbus/agent/core.py). Two links go
+back up and are wired here, through this object, because both ends need the other: the job
+state stops a running job through ``stop_running_job`` (the scheduler universe's process, else
+the claim's startd), and the user-log writer holds the jobs of a log it cannot write through
+``JobState.hold_for_log``. docs/architecture.md follows a job through these parts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 import time
-from collections import deque
 from pathlib import Path
 from typing import Any
 
 from gridbus.agent import Agent
 from gridbus.agent.objects import ManagedObject
 from gridbus.agents.schedd import owner_shadow
-from gridbus.agents.schedd.ads import COUNTERS, AdsMixin
-from gridbus.agents.schedd.job_actions import JobActionsMixin
-from gridbus.agents.schedd.job_objects import JobObjectsMixin
+from gridbus.agents.schedd.ads import Ads, Counters
+from gridbus.agents.schedd.claims import Claims
+from gridbus.agents.schedd.commits import Commits
+from gridbus.agents.schedd.job_actions import JobActions
+from gridbus.agents.schedd.job_objects import JobObjects
+from gridbus.agents.schedd.jobattrs import RUNNING
 from gridbus.agents.schedd.jobevents import JobEvents
 from gridbus.agents.schedd.jobqueue import JobQueue, Proc
-from gridbus.agents.schedd.jobstate import JobStateMixin
-from gridbus.agents.schedd.policy_loop import PolicyLoopMixin
-from gridbus.agents.schedd.queries import QueriesMixin
-from gridbus.agents.schedd.scheduniv import SchedulerUniverseMixin
+from gridbus.agents.schedd.jobstate import JobState
+from gridbus.agents.schedd.leases import Leases
+from gridbus.agents.schedd.negotiation import Negotiation
+from gridbus.agents.schedd.policy_loop import PeriodicPolicy
+from gridbus.agents.schedd.queries import Queries
+from gridbus.agents.schedd.reports import Reports
+from gridbus.agents.schedd.scheduniv import LocalUniverse
 from gridbus.agents.schedd.settings import ScheddSettings
-from gridbus.agents.schedd.shadows import ShadowMixin
-from gridbus.agents.schedd.submitting import SubmitMixin
+from gridbus.agents.schedd.shadows import Shadows
+from gridbus.agents.schedd.spooling import Spooling
+from gridbus.agents.schedd.submitting import Submission
+from gridbus.agents.schedd.transfers import Transfers
+from gridbus.agents.schedd.userlogs import UserLogs
+from gridbus.agents.schedd.users import Users
+from gridbus.autocluster import AutoClusters
+from gridbus.rpc import MethodResult
+
+# The schedd's knobs a reconfig applies (SUBMIT_REQUIREMENT_<Name> too; besides those every agent
+# applies, Agent.RUNTIME_KNOBS, but for UPDATE_INTERVAL), and those that need a restart.
+SCHEDD_KNOBS = frozenset({
+    "SCHEDD_INTERVAL", "PERIODIC_EXPR_INTERVAL", "SCHEDD_HISTORY_RETENTION", "SCHEDD_HISTORY_MAX_JOBS",
+    "SCHEDD_WRITE_BEHIND", "SCHEDD_MAX_JOB_OBJECTS", "QUEUE_SUPER_USERS", "SUBMIT_REQUIREMENT_NAMES", "UID_DOMAIN",
+    "CLAIM_WORKLIFE", "JOB_LEASE_DURATION", "SHADOW_CALL_TIMEOUT", "SCHEDD_MAX_SCHEDULER_JOBS",
+    "SCHEDD_RUN_LOCAL_JOBS_AS_SELF", "SCHEDD_LOCAL_KILL_TIMEOUT", "OWNER_SHADOW_CHECK_INTERVAL",
+    "TRANSFER_STALL_TIMEOUT", "SPOOL_SWEEP_INTERVAL",
+})
+RESTART_KNOBS = frozenset({"SCHEDD_NAME", "SPOOL", "SCHEDD_QUEUE_SYNC", "SCHEDD_REQUEST_QUEUE_TYPE"})
 
 
-class Schedd(SubmitMixin, JobActionsMixin, JobObjectsMixin, QueriesMixin, SchedulerUniverseMixin, JobStateMixin,
-             PolicyLoopMixin, AdsMixin, ShadowMixin, Agent):
+class Schedd(Agent):
     kind = "schedd"
     # "job" is listed so getObjects(_class="job") reaches this agent (class.job binding); its
     # objects are made on demand by find_objects/resolve_object, never registered.
     classes = ("scheduler", "job")
     my_type = "Scheduler"
     durable_requests = True
+    part_classes = (Submission, Queries, JobActions, JobObjects, Negotiation, Reports, Transfers, Spooling)
 
     def __init__(self, name: str | None = None, url: str | None = None, *, settings: ScheddSettings | None = None,
-                 spool: str | Path | None = None, **kw: Any):
+                 spool: str | Path | None = None, owner_shadows: owner_shadow.OwnerShadows | None = None, **kw: Any):
         if settings is None:
             if spool is None:
                 raise ValueError("a Schedd needs a spool directory (settings.spool or spool=)")
@@ -93,17 +118,47 @@ class Schedd(SubmitMixin, JobActionsMixin, JobObjectsMixin, QueriesMixin, Schedu
         spool_dir = Path(settings.spool)
         spool_dir.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
+        # The job queue.
         self.queue = JobQueue(spool_dir / "job_queue.sqlite3", self.name, synchronous=settings.queue_sync)
         self.reload_seconds = time.monotonic() - started
-        self.events = JobEvents(self.publish_event, self.address)
+        self.commits = Commits(self.queue, settings.write_behind)
+        # The job state, its events and the user logs (through the owners' shadows, as the owners).
+        self.owner_shadows = owner_shadows or owner_shadow.for_schedd(lambda: self.config,
+                                                                      self.url.alternatives[0].url)
+        self.user_logs = UserLogs(self.owner_shadows, lambda owner, path, why: self.state.hold_for_log(owner, path, why))
+        self.events = JobEvents(self.publish_event, self.address, self.user_logs)
         self.queue.on_flush.append(self.events.write_logs)
-        owner_shadow.attach(self)  # user logs and Fetch go through the owners' shadows
-        self.super_users = frozenset(settings.super_users)
-        self._flush_handle: asyncio.TimerHandle | None = None
-        self._queue_closed = False
-        self._policy_clusters: set[int] = {c.id for c in self.queue.clusters.values() if self._cluster_has_policy(c)}
-        self._rates: deque[tuple[float, str, int]] = deque()
-        self.cum = dict.fromkeys(COUNTERS, 0)
+        self.counters = Counters()
+        self.users = Users(settings, self.is_admin)
+        self.state = JobState(self.queue, self.commits, self.events, self.counters,
+                              lambda cluster, proc: self.stop_running_job(cluster, proc),
+                              self.ads_changed, self.spawn)
+        self.policy = PeriodicPolicy(self.queue, self.state, self.commits, settings, self.ads_changed)
+        self.local = LocalUniverse(self.address, self.queue, self.state, self.spawn, settings)
+        # The shadows.
+        self.claims = Claims(self.queue, self.commits, self._call_daemon, self.spawn, settings)
+        self.shadows = Shadows(self.queue, self.claims, self.state, self.spawn, settings)
+        self.autoclusters = AutoClusters()
+        self.negotiation = Negotiation(self.address, self.queue, self.claims, self.shadows, self.autoclusters,
+                                       self.spawn, settings)
+        self.reports = Reports(self.claims, self.shadows, self.state, self.commits)
+        self.leases = Leases(self.address, self.queue, self.claims, self.state, self.spawn, settings)
+        # The client calls and the ads.
+        self.submission = Submission(self.name, self.address, self.queue, self.commits, self.events, self.user_logs,
+                                     self.counters, self.users, self.policy, settings, self.daemon_ad,
+                                     self.ads_changed)
+        self.queries = Queries(self.queue, self.commits, self.autoclusters)
+        self.actions = JobActions(self.queue, self.state, self.claims, self.events, self.users, self.policy,
+                                  self.commits, self.spawn, self.ads_changed)
+        self.job_objects = JobObjects(self.name, self.address, self.queue, self.owner_shadows, self.users, settings)
+        self.scheduler_ads = Ads(self.name, self.address, self.queue, self.counters)
+        # File transfer and spooling.
+        self.spooling = Spooling(self.address, self.queue, self.state, self.commits, self.users, settings,
+                                 lambda: self._connection, self.spawn, self.ads_changed)
+        self.transfers = Transfers(self.queue, self.claims, self.owner_shadows, self.spooling, settings)
+        self.commits.before.append(self._log_materialized)
+        self.add_parts(self.submission, self.queries, self.actions, self.job_objects, self.negotiation, self.reports,
+                       self.transfers, self.spooling)
 
     @classmethod
     def from_config(cls, cfg: Any, *, name: str | None = None, url: str | None = None, **overrides: Any) -> Schedd:
@@ -114,22 +169,29 @@ class Schedd(SubmitMixin, JobActionsMixin, JobObjectsMixin, QueriesMixin, Schedu
     async def setup(self) -> None:
         self.events.start()
         await super().setup()
+        if self._channel is not None:  # None: set up without a broker (unit tests)
+            await self.leases.listen(self._channel)
 
     async def on_start(self) -> None:
         self.spawn(self.events.pump(), "job-events")
-        self.spawn(owner_shadow.retain_loop(self), "owner-shadows")
-        self.spawn(self._periodic_loop(), "periodic-policy")
+        self.spawn(self._retain_shadows(), "owner-shadows")
+        self.spawn(self.policy.run(), "periodic-policy")
         await super().on_start()
+        self.spawn(self.local.run(), "scheduler-universe")
+        self.spawn(self.spooling.sweep_loop(), "spool-sweep")
+        await self.shadows.reconcile_after_restart()
+        self.spawn(self.leases.run(), "claim-leases")
 
     async def on_stop(self) -> None:
         # Runs first in Agent.stop, while the connection is up: commit what is there and
         # publish the events still queued. Handlers and tasks may still change jobs and claims
         # until stop() below has closed the connection; the last commit comes after that.
+        self.local.stop_all()
         try:
             await super().on_stop()
         finally:
             try:
-                self.commit()
+                await self.commits.now()
             except Exception:
                 self.log.exception("committing the job queue at stop failed (retried at the close)")
             await self.events.drain()
@@ -142,60 +204,91 @@ class Schedd(SubmitMixin, JobActionsMixin, JobObjectsMixin, QueriesMixin, Schedu
         try:
             await super().stop()
         finally:
-            self._close_queue()
-            await owner_shadow.close(self)
+            await self.commits.close()
+            await self.user_logs.close()
 
-    def _close_queue(self) -> None:
-        if self._queue_closed:
-            return
-        try:
-            self.commit()
-        except Exception:
-            self.log.exception("the last commit of the job queue failed")
-        finally:
-            self._queue_closed = True
-            self.queue.store.close()
+    async def _retain_shadows(self) -> None:
+        """Stop the shadows of owners without running jobs (nor file transfers), every
+        OWNER_SHADOW_CHECK_INTERVAL."""
+        while True:
+            await asyncio.sleep(self.settings.shadow_check_interval)
+            counts = self.queue.counts
+            await self.owner_shadows.retain(o for o, c in counts.items() if c[RUNNING] > 0)
 
-    # ------------------------------------------------------------------ commits
-    def commit(self) -> None:
-        """Write every pending change now, the shadows' claim rows in the same transaction, then
-        append the user logs."""
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()
-            self._flush_handle = None
-        if self._queue_closed:
-            raise RuntimeError(f"the job queue of {self.address} is closed (the schedd has stopped)")
-        made = self.queue.take_materialized()
+    # ------------------------------------------------------------------ wiring between parts
+    def _log_materialized(self) -> None:
+        """Before each commit: the submit events of the procs late materialization made."""
         by_cluster: dict[int, list[Proc]] = {}
-        for p in made:
+        for p in self.queue.take_materialized():
             by_cluster.setdefault(p.cluster.id, []).append(p)
         for procs in by_cluster.values():
-            self._log_submit(procs[0].cluster, procs)
-        self.queue.add_writes(self.take_claim_writes())
-        self.queue.flush()
+            self.submission.log_submit(procs[0].cluster, procs)
 
-    def _settle(self) -> None:
-        """Commit the changes waiting for the write-behind before reading the history from disk."""
-        if self.queue.dirty:
-            self.commit()
+    async def _call_daemon(self, address: str, method_name: str, args: dict[str, Any], timeout: float) -> MethodResult:
+        return await self.client.call(address, method_name, args, timeout=timeout)
 
-    def commit_soon(self) -> None:
-        """Batch the shadows' changes: one commit a few milliseconds after the first of them."""
-        if self._flush_handle is None and not self._queue_closed:
-            loop = asyncio.get_running_loop()
-            self._flush_handle = loop.call_later(self.settings.write_behind, self._flush_later)
+    async def stop_running_job(self, cluster: int, proc: int) -> bool:
+        """Stop a running job for a Hold or Remove: the scheduler universe's own, else on its claim."""
+        if await self.local.stop(cluster, proc):
+            return True
+        return await self.claims.stop_running_job(cluster, proc)
 
-    def _flush_later(self) -> None:
-        self._flush_handle = None
+    # ------------------------------------------------------------------ the framework's hooks
+    def daemon_ad(self) -> dict[str, Any]:
+        return {**super().daemon_ad(), **self.scheduler_ads.scheduler(self.start_time)}
+
+    def ads(self) -> list[dict[str, Any]]:
+        return [self.daemon_ad(), *self.scheduler_ads.submitters()]
+
+    def object_statistics(self) -> dict[str, Any]:
+        return {**self.stats, **self.scheduler_ads.statistics(), **self.claims.statistics()}
+
+    def is_super(self, user: str | None) -> bool:
+        return self.users.is_super(user)
+
+    def object_owner(self, class_name: str, name: str) -> str | None:
+        return self.job_objects.object_owner(class_name, name)
+
+    def resolve_object(self, name: str) -> str | None:
+        return self.job_objects.resolve_object(name)
+
+    async def find_objects(self, class_name: str | None, filters: dict[str, Any], user: str | None) -> list[dict]:
+        if class_name != "job":
+            return await super().find_objects(class_name, filters, user)
+        return self.job_objects.find_jobs(filters, self._method_names("job"))
+
+    # ------------------------------------------------------------------ reconfiguration
+    async def reconfig(self) -> list[str]:
+        """Re-read the configuration and apply the schedd's knobs that change without a restart;
+        returns (and so the runner logs) only the knobs applied. The schedd's ads follow
+        SCHEDD_INTERVAL, never UPDATE_INTERVAL, which the base would apply."""
+        interval, lifetime = self.update_interval, self.lifetime
+        changed = await super().reconfig()
+        self.update_interval, self.lifetime = interval, lifetime
         try:
-            self.commit()
-        except Exception:
-            self.log.exception("committing the job queue failed; retrying")
-            self.commit_soon()
+            new = ScheddSettings.from_config(self.config, spool=self.settings.spool)
+        except ValueError as exc:
+            self.log.warning("reconfig: the configuration was not applied: %s", exc)
+            return []
+        live = SCHEDD_KNOBS | (self.RUNTIME_KNOBS - {"UPDATE_INTERVAL"})
+        applied = [n for n in changed if n in live or n.startswith("SUBMIT_REQUIREMENT_")]
+        # Every part holds this settings object: it changes in place. What needs a restart keeps
+        # its value: the file, the queue's sync mode, the queue type.
+        for f in dataclasses.fields(new):
+            if f.name not in ("spool", "queue_sync", "request_queue_type"):
+                setattr(self.settings, f.name, getattr(new, f.name))
+        self.commits.write_behind = new.write_behind
+        if "SCHEDD_INTERVAL" in changed:
+            was_default_lifetime = self.lifetime == 3 * self.update_interval
+            self.update_interval = new.update_interval
+            if was_default_lifetime:
+                self.lifetime = 3 * self.update_interval
+            self.ads_changed()
+        later = [n for n in changed if n in RESTART_KNOBS]
+        if later:
+            self.log.warning("reconfig: %s changed but apply only at the schedd's restart", ", ".join(later))
+        if applied:
+            self.log.info("reconfig applied %s", ", ".join(applied))
+        return applied
 
     # ------------------------------------------------------------------ identity and authorization
-    def is_super(self, user: str | None) -> bool:
-        return bool(user) and (user in self.super_users or self.is_admin(user))
-
-    def may_act(self, user: str | None, p: Proc) -> bool:
-        return bool(user) and (user == p.cluster.owner or self.is_super(user))

@@ -10,12 +10,15 @@ eviction, puts it back to Idle with event 004."""
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from gridbus.agent import Call, method
-from gridbus.agents.schedd import policy
 from gridbus.agents.schedd.actions import Totals, parse_value
+from gridbus.agents.schedd.claims import Claims, Spawn
+from gridbus.agents.schedd.commits import Commits
 from gridbus.agents.schedd.jobattrs import (
     ATTR_NAME,
     COMPLETED,
@@ -28,11 +31,16 @@ from gridbus.agents.schedd.jobattrs import (
     HoldCode,
     parse_job_id,
 )
-from gridbus.agents.schedd.jobqueue import Proc
-from gridbus.agents.schedd.parts import ScheddParts
+from gridbus.agents.schedd.jobevents import JobEvents
+from gridbus.agents.schedd.jobqueue import JobQueue, Proc
+from gridbus.agents.schedd.jobstate import JobState
+from gridbus.agents.schedd.policy_loop import PeriodicPolicy
 from gridbus.agents.schedd.queries import compile_constraint
+from gridbus.agents.schedd.users import Users
 from gridbus.eventlog import writer
 from gridbus.status import MethodError, Status, forbidden, invalid
+
+log = logging.getLogger("gridbus.schedd.actions")
 
 # Actions carried out on the job's claim, after the queue's commit: (startd method, its arguments).
 CLAIM_ACTIONS = {
@@ -43,57 +51,69 @@ CLAIM_ACTIONS = {
 }
 
 
-class JobActionsMixin(ScheddParts):
+class JobActions:
+    def __init__(self, queue: JobQueue, state: JobState, claims: Claims, events: JobEvents, users: Users,
+                 policy: PeriodicPolicy, commits: Commits, spawn: Spawn, ads_changed: Callable[[], None]):
+        self.queue = queue
+        self.state = state
+        self.claims = claims
+        self.events = events
+        self.users = users
+        self.policy = policy
+        self.commits = commits
+        self._spawn = spawn
+        self._ads_changed = ads_changed
+
     @method("scheduler")
     async def Hold(self, call: Call, Ids: list, Constraint: Any, Reason: str) -> dict:
-        return self._act(call, "Hold", Ids, Constraint, Reason)
+        return await self._act(call, "Hold", Ids, Constraint, Reason)
 
     @method("scheduler")
     async def Release(self, call: Call, Ids: list, Constraint: Any, Reason: str) -> dict:
-        return self._act(call, "Release", Ids, Constraint, Reason)
+        return await self._act(call, "Release", Ids, Constraint, Reason)
 
     @method("scheduler")
     async def Remove(self, call: Call, Ids: list, Constraint: Any, Reason: str) -> dict:
-        return self._act(call, "Remove", Ids, Constraint, Reason)
+        return await self._act(call, "Remove", Ids, Constraint, Reason)
 
     @method("scheduler")
     async def Suspend(self, call: Call, Ids: list, Constraint: Any, Reason: str) -> dict:
-        return self._act(call, "Suspend", Ids, Constraint, Reason)
+        return await self._act(call, "Suspend", Ids, Constraint, Reason)
 
     @method("scheduler")
     async def Continue(self, call: Call, Ids: list, Constraint: Any, Reason: str) -> dict:
-        return self._act(call, "Continue", Ids, Constraint, Reason)
+        return await self._act(call, "Continue", Ids, Constraint, Reason)
 
     @method("scheduler")
     async def Vacate(self, call: Call, Ids: list, Constraint: Any, Reason: str) -> dict:
-        return self._act(call, "Vacate", Ids, Constraint, Reason)
+        return await self._act(call, "Vacate", Ids, Constraint, Reason)
 
     @method("scheduler")
     async def VacateFast(self, call: Call, Ids: list, Constraint: Any, Reason: str) -> dict:
-        return self._act(call, "VacateFast", Ids, Constraint, Reason)
+        return await self._act(call, "VacateFast", Ids, Constraint, Reason)
 
     @method("scheduler")
     async def SetAttribute(self, call: Call, Ids: list, Constraint: Any, Name: str, Value: Any) -> dict:
         name = _check_attr_name(Name)
-        return self._act(call, "SetAttribute", Ids, Constraint, "", (name, parse_value(Value, name)))
+        return await self._act(call, "SetAttribute", Ids, Constraint, "", (name, parse_value(Value, name)))
 
     # ---- the same on job objects (named by GlobalJobId or "c.p")
     @method("job", "Hold")
     async def JobHold(self, call: Call, Reason: str) -> dict:
-        return self._act(call, "Hold", [call.object], "", Reason)
+        return await self._act(call, "Hold", [call.object], "", Reason)
 
     @method("job", "Release")
     async def JobRelease(self, call: Call, Reason: str) -> dict:
-        return self._act(call, "Release", [call.object], "", Reason)
+        return await self._act(call, "Release", [call.object], "", Reason)
 
     @method("job", "Remove")
     async def JobRemove(self, call: Call, Reason: str) -> dict:
-        return self._act(call, "Remove", [call.object], "", Reason)
+        return await self._act(call, "Remove", [call.object], "", Reason)
 
     @method("job", "SetAttribute")
     async def JobSetAttribute(self, call: Call, Name: str, Value: Any) -> dict:
         name = _check_attr_name(Name)
-        return self._act(call, "SetAttribute", [call.object], "", "", (name, parse_value(Value, name)))
+        return await self._act(call, "SetAttribute", [call.object], "", "", (name, parse_value(Value, name)))
 
     # ------------------------------------------------------------------ the work
     def _select(self, ids: list, constraint: Any, totals: Totals, *, for_remove: bool = False) -> list[Proc]:
@@ -133,7 +153,7 @@ class JobActionsMixin(ScheddParts):
                     out.append(p)
         return out
 
-    def _act(self, call: Call, action: str, ids: list, constraint: Any, reason: str,
+    async def _act(self, call: Call, action: str, ids: list, constraint: Any, reason: str,
              attr: tuple[str, Any] | None = None) -> dict[str, Any]:
         user = call.require_user()
         totals = Totals()
@@ -146,10 +166,10 @@ class JobActionsMixin(ScheddParts):
         now = time.time()
         # A cluster removed whole stops materializing first, or each removal would make a new proc.
         for c in totals.factories:
-            if c.owner == user or self.is_super(user):
+            if c.owner == user or self.users.is_super(user):
                 self.queue.stop_factory(c)
         for p in procs:
-            if not self.may_act(user, p):
+            if not self.users.may_act(user, p):
                 totals.denied += 1
                 totals.denials.append(f"{p.cluster.id}.{p.id} (owner {p.cluster.owner})")
                 continue
@@ -163,15 +183,15 @@ class JobActionsMixin(ScheddParts):
             except MethodError:
                 raise
             except Exception:
-                self.log.exception("%s of %d.%d failed", action, p.cluster.id, p.id)
+                log.exception("%s of %d.%d failed", action, p.cluster.id, p.id)
                 totals.error += 1
                 continue
             totals.add(outcome)
-        self._commit_and_stop(stops)
+        await self.state.commit_and_stop(stops)
         for p in on_claims:
-            self.spawn(self._on_claim(action, p), f"{action.lower()}-job")
+            self._spawn(self._on_claim(action, p), f"{action.lower()}-job")
         if totals.changed:
-            self.ads_changed()
+            self._ads_changed()
         result = totals.as_ad()
         if totals.denied and not totals.success:
             who = ", ".join(totals.denials[:5]) + (" ..." if len(totals.denials) > 5 else "")
@@ -200,11 +220,10 @@ class JobActionsMixin(ScheddParts):
     async def _on_claim(self, action: str, p: Proc) -> None:
         """Carry out a Suspend, Continue or Vacate on the job's claim; the status follows the answer."""
         method_name, args = CLAIM_ACTIONS[action]
-        call = getattr(self, "call_job_claim", None)
-        result = await call(p.cluster.id, p.id, method_name, args) if call is not None else None
+        result = await self.claims.call_job_claim(p.cluster.id, p.id, method_name, args)
         if result is None or not result.ok:
             why = "no claim runs it" if result is None else result.text
-            self.log.info("%s of job %d.%d not carried out: %s", action, p.cluster.id, p.id, why)
+            log.info("%s of job %d.%d not carried out: %s", action, p.cluster.id, p.id, why)
             return
         if self.queue.proc(p.cluster.id, p.id) is not p:
             return
@@ -219,8 +238,8 @@ class JobActionsMixin(ScheddParts):
             self.events.emit("unsuspended", self.queue.ad(p), writer.unsuspended(p.cluster.id, p.id, now))
         else:
             return
-        self.commit_soon()
-        self.ads_changed()
+        self.commits.soon()
+        self._ads_changed()
 
     def _apply(self, action: str, p: Proc, reason: str, attr: tuple[str, Any] | None, now: float,
                stops: list[Proc]) -> str:
@@ -230,17 +249,17 @@ class JobActionsMixin(ScheddParts):
                 return "already_done"
             if p.status in (REMOVED, COMPLETED):
                 return "bad_status"
-            self._hold_job(p, reason, int(HoldCode.USER_REQUEST), 0, now, stops)
+            self.state.hold_job(p, reason, int(HoldCode.USER_REQUEST), 0, now, stops)
             return "success"
         if action == "Release":
             if p.status != HELD:
                 return "bad_status"
-            self._release_job(p, reason, now)
+            self.state.release_job(p, reason, now)
             return "success"
         if action == "Remove":
             if p.status == REMOVED:
                 return "already_done"
-            self._remove_job(p, reason, now, stops)
+            self.state.remove_job(p, reason, now, stops)
             return "success"
         if action == "SetAttribute":
             assert attr is not None
@@ -248,8 +267,7 @@ class JobActionsMixin(ScheddParts):
             if p.status in (REMOVED, COMPLETED):
                 return "bad_status"
             self.queue.update(p, {name: value})
-            if name.lower() in policy.POLICY_ATTRS_LOWER:
-                self._policy_clusters.add(p.cluster.id)
+            self.policy.attribute_set(p.cluster.id, name)
             return "success"
         raise invalid(f"unknown action {action}")
 

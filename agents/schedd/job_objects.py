@@ -4,25 +4,38 @@ on job objects, and the job objects themselves (getObjects(_class="job"), made o
 from __future__ import annotations
 
 import errno
+import logging
 import os
 from collections.abc import Iterable
 from typing import Any
 
 from gridbus.agent import Call, method
 from gridbus.agents.schedd.jobattrs import parse_job_id
-from gridbus.agents.schedd.jobqueue import Proc
-from gridbus.agents.schedd.owner_shadow import ShadowRefused
-from gridbus.agents.schedd.parts import ScheddParts
+from gridbus.agents.schedd.jobqueue import JobQueue, Proc
+from gridbus.agents.schedd.owner_shadow import OwnerShadows, ShadowRefused
+from gridbus.agents.schedd.settings import ScheddSettings
+from gridbus.agents.schedd.users import Users
 from gridbus.status import MethodError, Status, forbidden, invalid, unknown_object
+
+log = logging.getLogger("gridbus.schedd.objects")
 
 FETCH_MAX = 1 << 20  # bytes one Fetch answers at most
 FETCH_FILES = {"out": "Out", "stdout": "Out", "err": "Err", "stderr": "Err", "userlog": "UserLog", "log": "UserLog"}
 
 
-class JobObjectsMixin(ScheddParts):
+class JobObjects:
+    def __init__(self, name: str, address: str, queue: JobQueue, owner_shadows: OwnerShadows, users: Users,
+                 settings: ScheddSettings):
+        self.name = name
+        self.address = address
+        self.queue = queue
+        self.owner_shadows = owner_shadows
+        self.users = users
+        self.settings = settings
+
     @method("scheduler")
     async def GetAd(self, call: Call, Id: str) -> dict:
-        return {"JobAd": self._job_ad(Id)}
+        return {"JobAd": self.job_ad(Id)}
 
     @method("scheduler")
     async def Fetch(self, call: Call, Id: str, File: str, Start: int, End: int) -> dict:
@@ -30,31 +43,28 @@ class JobObjectsMixin(ScheddParts):
 
     @method("job", "GetAd")
     async def JobGetAd(self, call: Call) -> dict:
-        return {"JobAd": self._job_ad(call.object)}
+        return {"JobAd": self.job_ad(call.object)}
 
     @method("job", "Fetch")
     async def JobFetch(self, call: Call, File: str, Start: int, End: int) -> dict:
         return {"Data": await self._fetch(call, call.object, File, Start, End)}
 
-    def _job_ad(self, job: str) -> dict[str, Any]:
+    def job_ad(self, job: str) -> dict[str, Any]:
         try:
             cid, pid = parse_job_id(job)
         except ValueError as exc:
             raise invalid(str(exc)) from None
         if pid is None:
             raise invalid(f"{job!r} names a cluster; GetAd needs one job ('cluster.proc')")
-        ad = self.queue.get(cid, pid)
-        if ad is None:
-            self._settle()
-            ad = self.queue.store.history_ad(cid, pid)
+        ad = self.queue.get(cid, pid) or self.queue.finished_ad(cid, pid)
         if ad is None:
             raise unknown_object(f"{self.address} has no job {cid}.{pid} (not in the queue nor in the history)")
         return ad
 
     async def _fetch(self, call: Call, job: str, which: str, start: int, end: int) -> str:
         user = call.require_user()
-        ad = self._job_ad(job)
-        if user != ad.get("Owner") and not self.is_super(user):
+        ad = self.job_ad(job)
+        if user != ad.get("Owner") and not self.users.is_super(user):
             raise forbidden(f"{user} may not read the files of job {ad['ClusterId']}.{ad['ProcId']} "
                             f"(owner {ad.get('Owner')}): only its owner or a queue super user may")
         attr = FETCH_FILES.get(which.lower())
@@ -81,7 +91,7 @@ class JobObjectsMixin(ScheddParts):
         if class_name != "job":
             return None
         try:
-            return str(self._job_ad(name).get("Owner") or "") or "?"
+            return str(self.job_ad(name).get("Owner") or "") or "?"
         except MethodError:
             return "?"  # gone since it was resolved: nobody owns it, a super user may still ask
 
@@ -96,15 +106,12 @@ class JobObjectsMixin(ScheddParts):
             return None
         if self.queue.proc(cid, pid) is not None:
             return "job"
-        self._settle()
-        if self.queue.store.history_seq_of(cid, pid) is not None:
+        if self.queue.finished_ad(cid, pid) is not None:
             return "job"
         return None
 
-    async def find_objects(self, class_name: str | None, filters: dict[str, Any], user: str | None) -> list[dict]:
-        if class_name != "job":
-            return await super().find_objects(class_name, filters, user)
-        methods = self._method_names("job")
+    def find_jobs(self, filters: dict[str, Any], methods: dict[str, list[str]]) -> list[dict]:
+        """getObjects(_class="job"): the records of the jobs whose properties equal ``filters``."""
         out = []
         for p in self._filtered_procs(filters):
             ad = self.queue.ad(p)
@@ -114,7 +121,7 @@ class JobObjectsMixin(ScheddParts):
             out.append({"class": "job", "name": ad["GlobalJobId"], "agent": self.address, "properties": props,
                         "statistics": {}, "methods": methods})
             if len(out) >= self.settings.max_job_objects:
-                self.log.warning("getObjects(job) answered the first %d jobs only (SCHEDD_MAX_JOB_OBJECTS)", len(out))
+                log.warning("getObjects(job) answered the first %d jobs only (SCHEDD_MAX_JOB_OBJECTS)", len(out))
                 break
         return out
 

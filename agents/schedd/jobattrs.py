@@ -24,13 +24,16 @@ class HoldCode(IntEnum):
     UNSPECIFIED = 0
     USER_REQUEST = 1
     JOB_POLICY = 3
+    TRANSFER_OUTPUT_ERROR = 12
+    TRANSFER_INPUT_ERROR = 13
     SUBMITTED_ON_HOLD = 15
+    SPOOLING_INPUT = 16
     JOB_OUT_OF_RESOURCES = 34
 
 
 UNIVERSES = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
 
-# What a Submit must carry (seed 003): Owner comes from the caller's broker identity.
+# What a Submit must carry (the QMF submission interface of Condor in Red Hat MRG): Owner comes from the caller's broker identity.
 REQUIRED = ("Cmd", "Requirements", "JobUniverse", "Iwd")
 
 # Filled in when the submitter did not say (MRG's SubmitJob defaults and condor_submit's).

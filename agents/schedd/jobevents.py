@@ -16,7 +16,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from gridbus.eventlog import writer
+from gridbus.agents.schedd.userlogs import UserLogs
 
 log = logging.getLogger("gridbus.schedd.events")
 
@@ -74,18 +74,17 @@ def user_log_paths(ad: dict[str, Any]) -> list[str]:
 
 
 class JobEvents:
-    def __init__(self, publish: Publish, source_host: str):
+    def __init__(self, publish: Publish, source_host: str, user_logs: UserLogs):
         self._publish = publish
         self.host = source_host
         self._queue: asyncio.Queue[tuple[str, str, dict[str, Any]]] | None = None
         self._logs: dict[str, list[str]] = {}
         self._owners: dict[str, str] = {}  # user-log path -> the owner whose events go there
-        # Where user-log text goes instead of this process's own writes: the owners' shadows
-        # (owner_shadow.LogSink), so a log is written as its owner, never as the schedd.
-        self.sink: Any = None
+        # The only writer of user logs: the owners' shadows, so a log is written as its owner,
+        # never as the schedd, and never on the event loop.
+        self.user_logs = user_logs
         self.published = 0  # events
         self.messages = 0  # messages they went in
-        self.log_errors = 0
 
     # ------------------------------------------------------------------ recording
     def emit(self, event: str, ad: dict[str, Any], text: str | None, extra: dict[str, Any] | None = None) -> None:
@@ -126,19 +125,11 @@ class JobEvents:
             self._queue.put_nowait((event, owner, body))
 
     def write_logs(self) -> None:
-        """Append the recorded user-log text, one write per file (called after each commit)."""
+        """Hand the recorded user-log text to the user-log writer, one append per file (called
+        after each commit: a log never tells of a change that is not on disk)."""
         logs, self._logs = self._logs, {}
         owners, self._owners = self._owners, {}
-        if self.sink is not None:
-            self.sink.write([(owners.get(path, ""), path, "".join(texts)) for path, texts in logs.items()])
-            return
-        for path, texts in logs.items():
-            try:
-                writer.append(path, "".join(texts))
-            except OSError as exc:
-                # A user's unwritable log must not stop the schedd; HTCondor logs it and goes on.
-                self.log_errors += 1
-                log.warning("cannot append to user log %s: %s", path, exc)
+        self.user_logs.write((owners.get(path, ""), path, "".join(texts)) for path, texts in logs.items())
 
     # ------------------------------------------------------------------ the pump
     def start(self) -> None:

@@ -6,8 +6,10 @@ differences from the cluster ad (None for a proc that differs in nothing but its
 job ad is built on demand by `ad()`: the cluster ad, the proc's differences, and the attributes
 computed from ids (ProcId, JobStatus, GlobalJobId).
 
-Changes are made here and written to SQLite by `flush()` in one transaction; the agent decides
-when (see agent.py: at once for Submit and actions, a few milliseconds later for the shadows).
+Changes are made here; `take_batch()` hands them over as one batch, which commits.py writes to
+SQLite in one transaction in a worker thread (at once for a Submit, an action or a JobReports
+batch, a few milliseconds later for the rest). A listing takes a `Snapshot`: the jobs that change
+while it streams hand it their state from before the change.
 
 Late materialization: a cluster submitted with `JobMaterializeMaxIdle` (max_idle) or
 `JobMaterializeLimit` (max_materialize) keeps a factory (how many procs in all, the next proc id,
@@ -56,8 +58,79 @@ class Proc:
         return f"Proc({self.cluster.id}.{self.id}, status={self.status})"
 
 
+class JobView:
+    """One job of a listing, as it was when the listing began."""
+
+    __slots__ = ("attrs", "cluster_ad", "cluster_id", "global_job_id", "proc_id", "status")
+
+    def __init__(self, cluster_id: int, cluster_ad: dict[str, Any], proc_id: int, status: int,
+                 attrs: dict[str, Any] | None, global_job_id: str):
+        self.cluster_id = cluster_id
+        self.cluster_ad = cluster_ad
+        self.proc_id = proc_id
+        self.status = status
+        self.attrs = attrs
+        self.global_job_id = global_job_id
+
+    def ad(self) -> dict[str, Any]:
+        return _full_ad(self.cluster_ad, self.attrs, self.proc_id, self.status, self.global_job_id)
+
+
+class Snapshot:
+    """The queue as it was when a listing began, however its jobs change, or leave, while the
+    listing's chunks go out (a Query answer is streamed; other calls run between its chunks).
+
+    Taking one costs a list of references per cluster (a cluster's procs are held in ProcId order,
+    the order they were made in); the jobs' state is copied only when a job
+    changes while the snapshot is open (the queue hands it the state before the change, once per
+    job), so an open listing costs nothing to jobs that do not change. `close()` it at the end."""
+
+    def __init__(self, queue: JobQueue):
+        self._queue = queue
+        self._clusters = [(c, list(c.procs.values())) for _cid, c in sorted(queue.clusters.items())]
+        self._procs: dict[Proc, tuple[int, dict[str, Any] | None]] = {}
+        self._ads: dict[int, dict[str, Any]] = {}
+        queue._snapshots.append(self)
+
+    def keep(self, p: Proc) -> None:
+        """``p`` is about to change: keep its state as of the snapshot."""
+        if p not in self._procs:
+            self._procs[p] = (p.status, dict(p.attrs) if p.attrs else None)
+
+    def keep_cluster(self, c: Cluster) -> None:
+        if c.id not in self._ads:
+            self._ads[c.id] = dict(c.ad)
+
+    def jobs(self) -> Iterator[JobView]:
+        name = self._queue.name
+        for c, procs in self._clusters:
+            for p in procs:
+                status, attrs = self._procs.get(p) or (p.status, p.attrs)
+                yield JobView(c.id, self._ads.get(c.id, c.ad), p.id, status, attrs, f"{name}#{c.id}.{p.id}#{c.qdate}")
+
+    def close(self) -> None:
+        if self in self._queue._snapshots:
+            self._queue._snapshots.remove(self)
+
+
+def _full_ad(cluster_ad: dict[str, Any], attrs: dict[str, Any] | None, proc_id: int, status: int,
+             global_job_id: str) -> dict[str, Any]:
+    out = dict(cluster_ad)
+    if attrs:
+        for k, v in attrs.items():
+            if v is None:  # deleted for this proc (a cluster attribute it no longer has)
+                out.pop(k, None)
+            else:
+                out[k] = v
+    out["ProcId"] = proc_id
+    out["JobStatus"] = status
+    out["GlobalJobId"] = global_job_id
+    return out
+
+
 class Cluster:
-    __slots__ = ("ad", "factory", "id", "idle", "keys", "owner", "prio", "prio_procs", "procs", "qdate")
+    __slots__ = ("ad", "factory", "id", "idle", "idle_own", "keys", "owner", "prio", "prio_procs", "procs", "qdate",
+                 "reads_proc_id", "version")
 
     def __init__(self, cluster_id: int, owner: str, ad: dict[str, Any], factory: dict[str, Any] | None):
         self.id = cluster_id
@@ -66,7 +139,11 @@ class Cluster:
         self.factory = factory
         self.procs: dict[int, Proc] = {}
         self.idle: set[int] = set()
+        # Idle procs with attributes of their own: the others are their cluster ad with a ProcId,
+        # and a slot answers them all alike (the shadows' claim reuse tests one for all).
+        self.idle_own: set[int] = set()
         self.prio_procs = 0  # procs with a JobPrio of their own (rare: condor_prio on one proc)
+        self.version = 0
         self.reindex()
 
     def reindex(self) -> None:
@@ -75,6 +152,9 @@ class Cluster:
         self.prio = prio if is_number(prio) and isinstance(prio, int) else 0
         qdate = self.ad.get("QDate", 0)
         self.qdate = int(qdate) if is_number(qdate) else 0
+        # An expression that names what differs from proc to proc: its procs may match differently.
+        self.reads_proc_id = reads_proc_id(self.ad)
+        self.version += 1
 
     def pending(self) -> int:
         """Procs of the factory not materialized yet."""
@@ -92,7 +172,11 @@ class JobQueue:
         self._dirty: dict[tuple[int, int], Proc] = {}
         self._batch = Batch()
         self._materialized: list[Proc] = []
+        # Jobs retired since their history row was last taken to be written: found here until
+        # it is on disk (a GetAd between the retirement and the commit still finds the job).
+        self._retired: dict[tuple[int, int], dict[str, Any]] = {}
         self.on_flush: list[Callable[[], None]] = []
+        self._snapshots: list[Snapshot] = []  # open listings, told of a job before it changes
         self.load()
 
     # ------------------------------------------------------------------ loading
@@ -101,8 +185,12 @@ class JobQueue:
         self.clusters.clear()
         self.by_owner.clear()
         self.counts.clear()
+        progress = self.store.factory_progress()
         for cid, owner, blob, factory in self.store.clusters():
-            c = Cluster(cid, owner, unpack(blob), unpack(factory))
+            f = unpack(factory)
+            if f and cid in progress:  # the counters move on; the factory row keeps its first ones
+                f["Next"], f["Total"] = progress[cid]
+            c = Cluster(cid, owner, unpack(blob), f)
             self.clusters[cid] = c
             self.by_owner.setdefault(owner, {})[cid] = c
         for cid, pid, status, attrs in self.store.procs():
@@ -130,27 +218,28 @@ class JobQueue:
         p = self.proc(cluster, proc)
         return self.ad(p) if p else None
 
+    def finished_ad(self, cluster: int, proc: int) -> dict[str, Any] | None:
+        """The final ad of a job that left the queue (completed or removed), or None."""
+        ad = self._retired.get((cluster, proc))
+        return ad if ad is not None else self.store.history_ad(cluster, proc)
+
     def global_job_id(self, p: Proc) -> str:
         return f"{self.name}#{p.cluster.id}.{p.id}#{p.cluster.qdate}"
 
     def ad(self, p: Proc) -> dict[str, Any]:
-        out = dict(p.cluster.ad)
-        if p.attrs:
-            for k, v in p.attrs.items():
-                if v is None:  # deleted for this proc (a cluster attribute it no longer has)
-                    out.pop(k, None)
-                else:
-                    out[k] = v
-        out["ProcId"] = p.id
-        out["JobStatus"] = p.status
-        out["GlobalJobId"] = self.global_job_id(p)
-        return out
+        return _full_ad(p.cluster.ad, p.attrs, p.id, p.status, self.global_job_id(p))
+
+    def snapshot(self) -> Snapshot:
+        """Every materialized job as it is now, in ClusterId/ProcId order, for a listing."""
+        return Snapshot(self)
 
     def procs(self, owner: str | None = None) -> Iterator[Proc]:
         """Every materialized job, in ClusterId/ProcId order."""
         clusters = self.by_owner.get(owner, {}) if owner is not None else self.clusters
         for cid in sorted(clusters):
-            c = clusters[cid]
+            c = clusters.get(cid)
+            if c is None:  # left the queue while a caller paused between two jobs
+                continue
             for pid in sorted(c.procs):
                 p = c.procs.get(pid)
                 if p is not None:
@@ -180,6 +269,15 @@ class JobQueue:
                 p = c.procs.get(pid)
                 if p is not None and p.status == IDLE:
                     yield p
+
+    def idle_clusters(self, owner: str) -> list[Cluster]:
+        """The owner's clusters with idle procs, in the negotiator's order (JobPrio desc, QDate, ClusterId)."""
+        return sorted((c for c in self.by_owner.get(owner, {}).values() if c.idle),
+                      key=lambda c: (-c.prio, c.qdate, c.id))
+
+    def plain_ad(self, c: Cluster) -> dict[str, Any]:
+        """The ad of an idle proc of ``c`` with nothing of its own (ProcId -1: any of them)."""
+        return _full_ad(c.ad, None, -1, IDLE, f"{self.name}#{c.id}.-1#{c.qdate}")
 
     def idle_jobs(self, owner: str | None = None) -> Iterator[dict[str, Any]]:
         """Full ads of the idle jobs, in the order of `idle_procs` (the shadows' entry point)."""
@@ -250,6 +348,8 @@ class JobQueue:
 
     def set_status(self, p: Proc, status: int, attrs: dict[str, Any] | None = None, *, when: float | None = None) -> None:
         """Move a job to ``status`` (EnteredCurrentStatus, LastJobStatus kept) and set ``attrs``."""
+        for snap in self._snapshots:
+            snap.keep(p)
         old = p.status
         changes = dict(attrs or {})
         if status != old:
@@ -261,9 +361,10 @@ class JobQueue:
             p.status = status
             if old == IDLE:
                 p.cluster.idle.discard(p.id)
+                p.cluster.idle_own.discard(p.id)
             if status == IDLE:
                 p.cluster.idle.add(p.id)
-        self.update(p, changes)
+        self.update(p, changes)  # keeps idle_own
         if old == IDLE and status != IDLE and p.cluster.factory:
             self._materialize(p.cluster)
 
@@ -271,6 +372,8 @@ class JobQueue:
         """Set job attributes (a value None deletes one); only differences from the cluster ad are kept."""
         if not attrs:
             return
+        for snap in self._snapshots:
+            snap.keep(p)
         c = p.cluster
         for name, value in attrs.items():
             if name.lower() in ("procid", "jobstatus", "globaljobid"):
@@ -295,10 +398,19 @@ class JobQueue:
                 c.prio_procs += int(has_own) - int(had_own_prio)
         if p.attrs is not None and not p.attrs:
             p.attrs = None
+        if p.status == IDLE:
+            if p.attrs:
+                c.idle_own.add(p.id)
+            else:
+                c.idle_own.discard(p.id)
         self._dirty[p.key] = p
 
     def update_cluster(self, c: Cluster, attrs: dict[str, Any]) -> None:
         """Set attributes on a cluster ad (a whole-cluster SetAttribute)."""
+        for snap in self._snapshots:
+            snap.keep_cluster(c)
+            for p in c.procs.values():
+                snap.keep(p)
         for name, value in attrs.items():
             canon = c.keys.get(name.lower(), name)
             c.ad[canon] = value
@@ -309,6 +421,7 @@ class JobQueue:
                     del p.attrs[canon]
                     if not p.attrs:
                         p.attrs = None
+                        c.idle_own.discard(p.id)
                     self._dirty[p.key] = p
         c.reindex()
         self._batch.clusters[c.id] = (c.owner, pack(c.ad), pack(self._factory_state(c)) if c.factory else None)
@@ -322,6 +435,7 @@ class JobQueue:
         self._batch.procs.pop(p.key, None)
         self._batch.proc_deletes.add(p.key)
         self._batch.history.append((c.id, p.id, c.owner, when if when is not None else time.time(), pack(ad)))
+        self._retired[p.key] = ad
         if c.factory:
             self._materialize(c)
         self._drop_if_empty(c)
@@ -332,7 +446,7 @@ class JobQueue:
         pending = c.pending()
         if c.factory:
             c.factory["Total"] = c.factory["Next"]
-            self._batch.cluster_factories[c.id] = pack(self._factory_state(c))
+            self._batch.factory_progress[c.id] = (c.factory["Next"], c.factory["Total"])
         self._drop_if_empty(c)
         return pending
 
@@ -351,30 +465,45 @@ class JobQueue:
     def dirty(self) -> bool:
         return bool(self._dirty) or bool(self._batch)
 
-    def flush(self) -> int:
-        """Write every change since the last flush in one transaction; returns the rows written."""
+    def take_batch(self) -> Batch:
+        """Every change since the last take, as one batch to write (see commits.py); the caller
+        writes it, then calls `written()`, or `give_back()` should the write fail."""
         batch = self._batch
         for key, p in self._dirty.items():
             batch.procs[key] = (p.status, pack(p.attrs) if p.attrs else None)
-        if not batch:
-            return 0
         self._dirty = {}
         self._batch = Batch()
+        return batch
+
+    def give_back(self, batch: Batch) -> None:
+        """A batch whose write failed: its changes go into the next (memory stays the truth)."""
+        self._merge_back(batch)
+
+    def written(self, batch: Batch) -> None:
+        """``batch`` is on disk."""
+        for c, p, *_rest in batch.history:
+            self._retired.pop((c, p), None)
+        for hook in self.on_flush:
+            hook()
+
+    def flush(self) -> int:
+        """Write every change since the last flush in one transaction, on this thread (tools and
+        tests; the schedd commits through commits.Commits); returns the rows written."""
+        batch = self.take_batch()
+        if not batch:
+            return 0
         try:
             self.store.write(batch)
         except BaseException:
-            # Keep the changes for the next attempt: memory stays the truth until it is written.
-            self._merge_back(batch)
+            self.give_back(batch)
             raise
-        rows = len(batch.procs) + len(batch.proc_deletes) + len(batch.history) + len(batch.clusters)
-        for hook in self.on_flush:
-            hook()
-        return rows
+        self.written(batch)
+        return len(batch.procs) + len(batch.proc_deletes) + len(batch.history) + len(batch.clusters)
 
     # ------------------------------------------------------------------ internals
     def _merge_back(self, batch: Batch) -> None:
         new = self._batch
-        for name in ("clusters", "cluster_factories", "procs", "meta"):
+        for name in ("clusters", "factory_progress", "procs", "meta"):
             merged = dict(getattr(batch, name))
             merged.update(getattr(new, name))
             setattr(new, name, merged)
@@ -388,6 +517,8 @@ class JobQueue:
         c.procs[p.id] = p
         if p.status == IDLE:
             c.idle.add(p.id)
+            if p.attrs:
+                c.idle_own.add(p.id)
         if p.attrs and p.attrs.get("JobPrio") is not None:
             c.prio_procs += 1
         self.counts.setdefault(c.owner, [0] * 8)[p.status] += 1
@@ -395,6 +526,7 @@ class JobQueue:
     def _detach(self, c: Cluster, p: Proc) -> None:
         del c.procs[p.id]
         c.idle.discard(p.id)
+        c.idle_own.discard(p.id)
         if p.attrs and p.attrs.get("JobPrio") is not None:
             c.prio_procs -= 1
         self.counts[c.owner][p.status] -= 1
@@ -409,7 +541,7 @@ class JobQueue:
             if not owned:
                 del self.by_owner[c.owner]
         self._batch.clusters.pop(c.id, None)
-        self._batch.cluster_factories.pop(c.id, None)
+        self._batch.factory_progress.pop(c.id, None)
         self._batch.cluster_deletes.add(c.id)
 
     @staticmethod
@@ -439,7 +571,21 @@ class JobQueue:
             f["Next"] = pid + 1
             made += 1
         if made:
-            self._batch.cluster_factories[c.id] = pack(f)
+            self._batch.factory_progress[c.id] = (f["Next"], f["Total"])
+
+
+_PLAIN = (int, float, str, bool, type(None))
+
+
+def reads_proc_id(ad: dict[str, Any]) -> bool:
+    """Whether an expression of ``ad`` may name ProcId or GlobalJobId (the attributes that differ
+    between procs of a cluster that have nothing of their own): conservatively, by its text."""
+    for value in ad.values():
+        if not isinstance(value, _PLAIN):
+            text = str(value).lower()
+            if "procid" in text or "globaljobid" in text:
+                return True
+    return False
 
 
 def _same(a: Any, b: Any) -> bool:

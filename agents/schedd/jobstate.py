@@ -1,13 +1,31 @@
-"""The job-state API the shadows call (documented at the top of agent.py), and the status changes
-the job actions and the periodic policy share: hold, release, remove, and the stop of a running
-job through the shadows."""
+"""The job state: every change of a job's status, its attributes at each change, the policy at
+exit, and the job's events (to the bus and its user log, jobevents.py).
+
+The shadows (shadows.py) and the scheduler universe (scheduniv.py) call ``job_started``,
+``job_update``, ``job_exited`` (OnExitHold, OnExitRemove and JobMaxRetries decide: the job
+completes and leaves for the history, is held, or goes back to Idle), ``job_evicted`` and
+``job_report_failed``. The job actions (job_actions.py) and the periodic policy (policy_loop.py)
+call ``hold_job``, ``release_job`` and ``remove_job``, then ``commit_and_stop``: the changes are
+committed, answered, and a running job among them is stopped through ``stop`` (its claim's startd,
+or the scheduler universe's process); when that returns the job is taken as stopped (a removed
+job leaves for the history, a held one loses its RemoteHost). A later exit or evict report of a
+job that is no longer Running is recorded (usage) and otherwise ignored.
+
+Every change is made in memory and committed by the write-behind (commits.py) unless the caller
+awaits the commit (an action answers after it; JobReports too).
+"""
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from gridbus.agents.schedd import policy
+from gridbus.agents.schedd.ads import Counters
+from gridbus.agents.schedd.claims import Spawn
+from gridbus.agents.schedd.commits import Commits
 from gridbus.agents.schedd.jobattrs import (
     COMPLETED,
     HELD,
@@ -18,18 +36,34 @@ from gridbus.agents.schedd.jobattrs import (
     SUSPENDED,
     HoldCode,
 )
-from gridbus.agents.schedd.jobqueue import Proc
-from gridbus.agents.schedd.parts import ScheddParts
+from gridbus.agents.schedd.jobevents import JobEvents, user_log_paths
+from gridbus.agents.schedd.jobqueue import JobQueue, Proc
+from gridbus.agents.schedd.queries import compile_constraint
+from gridbus.agents.schedd.scheduniv import runs_on_submit_host
+from gridbus.agents.schedd.userlogs import HOLD_USER_LOG
 from gridbus.classad.values import is_number
 from gridbus.eventlog import writer
+from gridbus.transfer.spec import ACCOUNTING_ATTRS as TRANSFER_ACCOUNTING
+
+log = logging.getLogger("gridbus.schedd.jobstate")
 
 
-class JobStateMixin(ScheddParts):
+class JobState:
+    def __init__(self, queue: JobQueue, commits: Commits, events: JobEvents, counters: Counters,
+                 stop: Callable[[int, int], Awaitable[bool]], ads_changed: Callable[[], None], spawn: Spawn):
+        self.queue = queue
+        self.commits = commits
+        self.events = events
+        self.counters = counters
+        self._stop = stop
+        self._ads_changed = ads_changed
+        self._spawn = spawn
+
     # ------------------------------------------------------------------ the shadows' calls
     async def job_started(self, cluster: int, proc: int, *, remote_host: str, slot: str, claim_id: str) -> None:
         p = self.queue.proc(cluster, proc)
         if p is None:
-            self.log.warning("job_started for %d.%d, which is not in the queue", cluster, proc)
+            log.warning("job_started for %d.%d, which is not in the queue", cluster, proc)
             return
         now = time.time()
         attrs: dict[str, Any] = {
@@ -45,9 +79,9 @@ class JobStateMixin(ScheddParts):
         ad = self.queue.ad(p)
         self.events.emit("execute", ad, writer.execute(cluster, proc, now, remote_host, slot),
                          {"RemoteHost": attrs["RemoteHost"]})
-        self._count("JobsStarted")
-        self.commit_soon()
-        self.ads_changed()
+        self.counters.count("JobsStarted")
+        self.commits.soon()
+        self._ads_changed()
 
     async def job_update(self, cluster: int, proc: int, attrs: dict[str, Any]) -> None:
         p = self.queue.proc(cluster, proc)
@@ -64,38 +98,48 @@ class JobStateMixin(ScheddParts):
             text = writer.image_size(cluster, proc, time.time(), new_size,
                                      mem if isinstance(mem, int) else None, rss if isinstance(rss, int) else None)
             self.events.emit("image_size", ad, text, {"ImageSize": new_size})
-        self.commit_soon()
+        self.commits.soon()
+
+    async def job_report_failed(self, cluster: int, proc: int, reason: str) -> None:
+        """The job's exit report could not be applied: it is held (if it still ran) with ``reason``."""
+        p = self.queue.proc(cluster, proc)
+        if p is None or p.status not in (RUNNING, SUSPENDED):
+            return
+        now = time.time()
+        self.hold(p, reason, int(HoldCode.UNSPECIFIED), 0, self._run_end_attrs(p, now), now)
+        self.commits.soon()
+        self._ads_changed()
 
     async def job_evicted(self, cluster: int, proc: int, reason: str) -> None:
         p = self.queue.proc(cluster, proc)
         if p is None:
             return
         if p.status not in (RUNNING, SUSPENDED):
-            self._stopped(p)
+            self.stopped(p)
             return
         now = time.time()
         self._requeue(p, self._run_end_attrs(p, now), str(reason), now)
-        self.commit_soon()
-        self.ads_changed()
+        self.commits.soon()
+        self._ads_changed()
 
     async def job_exited(self, cluster: int, proc: int, report: dict[str, Any]) -> None:
         p = self.queue.proc(cluster, proc)
         if p is None:
-            self.log.info("exit report for %d.%d, which is no longer in the queue", cluster, proc)
+            log.info("exit report for %d.%d, which is no longer in the queue", cluster, proc)
             return
         now = float(report.get("Time") or time.time())
-        usage = {k: report[k] for k in ("ImageSize", "ResidentSetSize", "MemoryUsage", "DiskUsage", "CpusUsage")
-                 if isinstance(report.get(k), (int, float))}
+        usage = {k: report[k] for k in ("ImageSize", "ResidentSetSize", "MemoryUsage", "DiskUsage", "CpusUsage",
+                                        *TRANSFER_ACCOUNTING) if isinstance(report.get(k), (int, float))}
         # The report gives this run's CPU; the job's RemoteUserCpu/RemoteSysCpu add up every run.
         for k in ("RemoteUserCpu", "RemoteSysCpu"):
             if isinstance(report.get(k), (int, float)):
                 usage[k] = _num(p.get(k)) + float(report[k])
         if p.status not in (RUNNING, SUSPENDED):  # held or removed while running: the stop is already handled
             self.queue.update(p, usage)
-            self._stopped(p)
-            self.commit_soon()
+            self.stopped(p)
+            self.commits.soon()
             return
-        self._count("JobsExited")
+        self.counters.count("JobsExited")
         attrs = {**usage, **self._run_end_attrs(p, now)}
         if report.get("MemoryExceeded"):
             request = p.get("RequestMemory")
@@ -104,15 +148,15 @@ class JobStateMixin(ScheddParts):
             what = report.get("HoldReason") or (f"Job has gone over memory limit of {request} megabytes. "
                                                 f"Peak usage: {peak} megabytes.")
             reason = f"Error from {p.get('RemoteHost', 'the execute node')}: {what}"
-            self._hold(p, reason, int(HoldCode.JOB_OUT_OF_RESOURCES), 0, attrs, now)
+            self.hold(p, reason, int(HoldCode.JOB_OUT_OF_RESOURCES), 0, attrs, now)
         elif report.get("HoldReason"):
             code = report.get("HoldReasonCode")
-            self._hold(p, str(report["HoldReason"]), int(code) if isinstance(code, int) else 0,
+            self.hold(p, str(report["HoldReason"]), int(code) if isinstance(code, int) else 0,
                        int(report.get("HoldReasonSubCode") or 0), attrs, now)
         else:
             self._exit_by_policy(p, report, attrs, now)
-        self.commit_soon()
-        self.ads_changed()
+        self.commits.soon()
+        self._ads_changed()
 
     def _exit_by_policy(self, p: Proc, report: dict[str, Any], attrs: dict[str, Any], now: float) -> None:
         """A run that ended on its own: OnExitHold, OnExitRemove and JobMaxRetries decide whether
@@ -125,7 +169,7 @@ class JobStateMixin(ScheddParts):
         attrs["NumJobCompletions"] = int(p.get("NumJobCompletions", 0)) + 1
         decision = policy.at_exit({**self.queue.ad(p), **attrs})
         if decision.action == policy.HOLD:
-            self._hold(p, decision.reason, decision.code, decision.subcode, attrs, now)
+            self.hold(p, decision.reason, decision.code, decision.subcode, attrs, now)
             return
         if decision.action == policy.REQUEUE:
             self._requeue(p, attrs, decision.reason, now)
@@ -139,7 +183,7 @@ class JobStateMixin(ScheddParts):
                                  total_user_cpu=_num(ad.get("RemoteUserCpu")), total_sys_cpu=_num(ad.get("RemoteSysCpu")))
         extra = {"ExitCode": ad.get("ExitCode")} if not by_signal else {"ExitSignal": ad.get("ExitSignal")}
         self.events.emit("terminated", ad, text, extra)
-        self._count("JobsCompleted")
+        self.counters.count("JobsCompleted")
         if ad.get("LeaveJobInQueue") is not True:
             self.queue.retire(p, when=now)
 
@@ -160,7 +204,7 @@ class JobStateMixin(ScheddParts):
         return out
 
     # ------------------------------------------------------------------ hold, release, remove
-    def _hold(self, p: Proc, reason: str, code: int, subcode: int, attrs: dict[str, Any] | None = None,
+    def hold(self, p: Proc, reason: str, code: int, subcode: int, attrs: dict[str, Any] | None = None,
               now: float | None = None) -> None:
         now = now if now is not None else time.time()
         changes = dict(attrs or {})
@@ -170,13 +214,13 @@ class JobStateMixin(ScheddParts):
         self.events.emit("held", ad, writer.held(p.cluster.id, p.id, now, reason, code, subcode),
                          {"HoldReason": reason, "HoldReasonCode": code})
 
-    def _hold_job(self, p: Proc, reason: str, code: int, subcode: int, now: float, stops: list[Proc]) -> None:
-        """Hold by an action or a policy; a running job is added to ``stops`` (see `_commit_and_stop`)."""
+    def hold_job(self, p: Proc, reason: str, code: int, subcode: int, now: float, stops: list[Proc]) -> None:
+        """Hold by an action or a policy; a running job is added to ``stops`` (see `commit_and_stop`)."""
         if p.status in (RUNNING, SUSPENDED):
             stops.append(p)
-        self._hold(p, reason, code, subcode, None, now)
+        self.hold(p, reason, code, subcode, None, now)
 
-    def _release_job(self, p: Proc, reason: str, now: float) -> None:
+    def release_job(self, p: Proc, reason: str, now: float) -> None:
         """A held job back to Idle; its hold is remembered as LastHoldReason(Code)."""
         last = {"LastHoldReason": p.get("HoldReason"), "LastHoldReasonCode": p.get("HoldReasonCode"),
                 "ReleaseReason": reason, "HoldReason": None, "HoldReasonCode": None, "HoldReasonSubCode": None}
@@ -184,7 +228,7 @@ class JobStateMixin(ScheddParts):
         ad = self.queue.ad(p)
         self.events.emit("released", ad, writer.released(p.cluster.id, p.id, now, reason), {"Reason": reason})
 
-    def _remove_job(self, p: Proc, reason: str, now: float, stops: list[Proc]) -> None:
+    def remove_job(self, p: Proc, reason: str, now: float, stops: list[Proc]) -> None:
         """Removed: a job that does not run leaves for the history now, a running one once stopped."""
         was_running = p.status in (RUNNING, SUSPENDED)
         self.queue.set_status(p, REMOVED, {"RemoveReason": reason}, when=now)
@@ -194,34 +238,69 @@ class JobStateMixin(ScheddParts):
             stops.append(p)
         else:
             self.queue.retire(p, when=now)
-            self._count("JobsRemoved")
+            self.counters.count("JobsRemoved")
+        self._remove_dependents(p, ad, reason, now, stops)
 
-    def _commit_and_stop(self, stops: list[Proc]) -> None:
+    def _remove_dependents(self, p: Proc, ad: dict[str, Any], reason: str, now: float, stops: list[Proc]) -> None:
+        """The jobs a scheduler universe job (DAGMan) submitted go with it: those whose
+        DAGManJobId is its cluster, and those its OtherJobRemoveRequirements names."""
+        if not runs_on_submit_host(ad):
+            return
+        tests = [lambda other: other.get("DAGManJobId") == p.cluster.id]
+        extra = ad.get("OtherJobRemoveRequirements")
+        if isinstance(extra, str) and extra.strip():
+            try:
+                tests.append(compile_constraint(extra))
+            except Exception:
+                log.warning("%d.%d: OtherJobRemoveRequirements %r does not parse", p.cluster.id, p.id, extra)
+        for q in list(self.queue.procs()):
+            if q is p or q.status == REMOVED:
+                continue
+            other = self.queue.ad(q)
+            if any(t(other) for t in tests):
+                self.remove_job(q, f"{reason} (removed with DAGMan job {p.cluster.id}.{p.id})", now, stops)
+
+    async def commit_and_stop(self, stops: list[Proc]) -> None:
         """Commit the changes, then stop the running jobs among them through the shadows."""
-        self.commit()
+        await self.commits.now()
         for p in stops:
-            self.spawn(self._stop_then(p), "stop-job")
+            self._spawn(self._stop_then(p), "stop-job")
 
     async def _stop_then(self, p: Proc) -> None:
         """Stop a running job through the shadows, then finish the hold or removal."""
-        stop = getattr(self, "stop_running_job", None)
-        if stop is not None:
-            try:
-                await stop(p.cluster.id, p.id)
-            except Exception:
-                self.log.exception("stopping job %d.%d failed", p.cluster.id, p.id)
+        try:
+            await self._stop(p.cluster.id, p.id)
+        except Exception:
+            log.exception("stopping job %d.%d failed", p.cluster.id, p.id)
         if self.queue.proc(p.cluster.id, p.id) is p:
-            self._stopped(p)
-            self.commit_soon()
+            self.stopped(p)
+            self.commits.soon()
 
-    def _stopped(self, p: Proc) -> None:
+    def stopped(self, p: Proc) -> None:
         """A held or removed job's run has ended (stop_running_job returned, or a late report)."""
         if p.status == REMOVED:
             self.queue.retire(p)
-            self._count("JobsRemoved")
+            self.counters.count("JobsRemoved")
         elif p.status == HELD and p.get("RemoteHost") is not None:
             self.queue.update(p, {"LastRemoteHost": p.get("RemoteHost"), "RemoteHost": None})
-        self.ads_changed()
+        self._ads_changed()
+
+
+    def hold_for_log(self, owner: str, path: str, sentence: str) -> None:
+        """The owner's shadow cannot write user log ``path``: hold the owner's jobs that log
+        there and are not held or done (HTCondor's UnableToInitUserLog)."""
+        now = time.time()
+        stops: list[Proc] = []
+        reason = f"Cannot write the user log: {sentence}"
+        for cluster in list(self.queue.by_owner.get(owner, {}).values()):
+            for p in list(cluster.procs.values()):
+                if p.status in (HELD, COMPLETED, REMOVED) or path not in user_log_paths(self.queue.ad(p)):
+                    continue
+                self.hold_job(p, reason, HOLD_USER_LOG, 0, now, stops)
+        if stops:
+            self._spawn(self.commit_and_stop(stops), "hold for a user log")
+        else:
+            self.commits.soon()
 
 
 def _num(value: Any) -> float:

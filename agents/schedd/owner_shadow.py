@@ -14,6 +14,11 @@ running jobs, or after IDLE_SECONDS without a request.
 
 The interface the schedd uses: ``await shadows.read(owner, path, start, end, most)`` and
 ``await shadows.append(owner, path, text)``; both raise :class:`ShadowRefused` with a sentence.
+The schedd's user-log writer (userlogs.py) queues the appends.
+For file transfer, ``await shadows.expect(owner, token, direction, spec)`` connects the owner's
+shadow to the broker if it is not (the URL with the daemon's credentials goes over the pipe, never
+into a file or the environment) and answers the shadow's queue, where the starter opens the
+transfer with the token.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from gridbus.agents.startd.accounts import Account, RunAsPolicy, RunAsRefused, UserMap, _current
+from gridbus.config import Config
 
 log = logging.getLogger("gridbus.schedd.shadow")
 
@@ -101,6 +107,7 @@ class _Shadow:
         self.lock = asyncio.Lock()
         self.used = time.monotonic()
         self.starts = 0
+        self.queue = ""  # its exclusive queue on the broker, once connected (file transfer)
 
     async def start(self) -> None:
         kwargs: dict[str, Any] = {}
@@ -115,6 +122,7 @@ class _Shadow:
             limit=64 << 20, **kwargs,
         )
         self.starts += 1
+        self.queue = ""
         log.info("started the shadow of %s (uid %d, pid %d)", self.owner, self.account.uid, self.proc.pid)
 
     async def request(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -163,12 +171,33 @@ class _Shadow:
         self.proc = None
 
 
+def _tls_material(url: str) -> dict[str, Any] | None:
+    """For amqps: the CA, the client certificate and its key as PEM text, read by the schedd, for
+    the shadow to use from memory (it may not read the schedd's files, and must not keep them)."""
+    from gridbus import tls
+
+    if not tls.is_tls(url):
+        return None
+    s = tls.settings(Config.load(daemon="schedd"))
+
+    def text(name: str) -> str:
+        path = s[name]
+        if not path:
+            return ""
+        with open(path, encoding="ascii") as fh:
+            return fh.read()
+
+    return {"ca": text("TLS_CA_FILE"), "cert": text("TLS_CERT_FILE"), "key": text("TLS_KEY_FILE"),
+            "verify": bool(s["TLS_VERIFY"])}
+
+
 class OwnerShadows:
     """The shadows of all owners of one schedd."""
 
-    def __init__(self, policy: RunAsPolicy | Callable[[str], Account]):
+    def __init__(self, policy: RunAsPolicy | Callable[[str], Account], bus_url: str = ""):
         self._account_for = policy.account_for if isinstance(policy, RunAsPolicy) else policy
         self._shadows: dict[str, _Shadow] = {}
+        self.bus_url = bus_url  # the broker the shadows connect to for file transfer
 
     def _shadow(self, owner: str) -> _Shadow:
         sh = self._shadows.get(owner)
@@ -183,7 +212,8 @@ class OwnerShadows:
     async def _call(self, owner: str, req: dict[str, Any], doing: str) -> dict[str, Any]:
         answer = await self._shadow(owner).request(req)
         if not answer.get("ok"):
-            raise ShadowRefused(f"{owner} cannot {doing} {req.get('path')}: {answer.get('error')}",
+            what = f"{owner} cannot {doing} {req['path']}" if req.get("path") else f"the shadow of {owner} cannot {doing}"
+            raise ShadowRefused(f"{what}: {answer.get('error')}",
                                 int(answer.get("errno") or 0))
         return answer
 
@@ -196,19 +226,52 @@ class OwnerShadows:
         """Append ``text`` to ``path`` (created if missing) as ``owner``."""
         await self._call(owner, {"op": "append", "path": path, "text": text}, "write")
 
+    async def expect(self, owner: str, token: str, direction: str, spec: dict[str, Any]) -> str:
+        """Let one transfer of a job in (``in``: the shadow sends the input; ``out``: it receives
+        the output) and answer the shadow's queue, where the starter opens it with ``token``."""
+        if not self.bus_url:
+            raise ShadowRefused("the owner's shadow has no broker to transfer files over")
+        sh = self._shadow(owner)
+        # A shadow that died, or whose broker connection went, is started and connected again.
+        for _attempt in (1, 2):
+            if not sh.queue or sh.proc is None or sh.proc.returncode is not None:
+                paths = [p for p in sys.path if p and os.path.isabs(p)]
+                answer = await self._call(owner, {"op": "connect", "url": self.bus_url, "paths": paths,
+                                                  "name": f"gridbus shadow of {owner}", "tls": _tls_material(self.bus_url)},
+                                          "connect to the broker")
+                sh.queue = str(answer["queue"])
+            queue = sh.queue
+            answer = await sh.request({"op": "expect", "token": token, "direction": direction, "spec": spec})
+            if answer.get("ok") and sh.queue == queue:  # (a restart in between would have lost it)
+                return queue
+            if not answer.get("ok") and not answer.get("connect"):
+                raise ShadowRefused(f"the shadow of {owner} cannot expect a transfer: {answer.get('error')}")
+            sh.queue = ""
+        raise ShadowRefused(f"the shadow of {owner} lost its broker connection twice while a transfer was being set up")
+
     async def uid_of(self, owner: str) -> int:
         return int((await self._call(owner, {"op": "whoami"}, "be"))["uid"])
 
     async def retain(self, owners: Iterable[str]) -> None:
         """Stop the shadows of owners not in ``owners`` (those with no running jobs) and of any
-        owner idle for IDLE_SECONDS."""
+        owner idle for IDLE_SECONDS, unless a file transfer of theirs is under way or expected
+        (an input transfer runs before its job counts as running)."""
         keep = set(owners)
         now = time.monotonic()
         for owner, sh in list(self._shadows.items()):
             if owner not in keep or now - sh.used > IDLE_SECONDS:
-                if not sh.lock.locked():
-                    del self._shadows[owner]
-                    await sh.stop()
+                if sh.lock.locked() or await self._busy(owner, sh):
+                    continue
+                del self._shadows[owner]
+                await sh.stop()
+
+    async def _busy(self, owner: str, sh: _Shadow) -> bool:
+        if not sh.queue or sh.proc is None or sh.proc.returncode is not None:
+            return False  # never connected to the broker: it transfers nothing
+        try:
+            return int((await self._call(owner, {"op": "busy"}, "count its transfers"))["count"]) > 0
+        except ShadowRefused:
+            return False
 
     async def stop_all(self) -> None:
         shadows, self._shadows = self._shadows, {}
@@ -219,118 +282,18 @@ class OwnerShadows:
         return {o: sh.proc.pid for o, sh in self._shadows.items() if sh.proc and sh.proc.returncode is None}
 
 
-# HTCondor's HoldReasonCode UnableToInitUserLog: the user log cannot be opened or written.
-HOLD_USER_LOG = 22
-
-
-class LogSink:
-    """User-log text on its way to the owners' shadows, in order; a log its owner cannot write
-    calls ``on_error(owner, path, sentence)`` (the schedd holds the jobs that log there)."""
-
-    def __init__(self, shadows: OwnerShadows, on_error: Callable[[str, str, str], None]):
-        self.shadows = shadows
-        self.on_error = on_error
-        self._batches: list[list[tuple[str, str, str]]] = []
-        self._task: asyncio.Task | None = None
-        self.errors = 0
-
-    def write(self, batch: list[tuple[str, str, str]]) -> None:
-        if not batch:
-            return
-        self._batches.append(batch)
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # a commit outside the event loop: the next write or drain takes it
-            return
-        if self._task is None or self._task.done():
-            self._task = loop.create_task(self._run())
-
-    async def _run(self) -> None:
-        while self._batches:
-            batch = self._batches.pop(0)
-            for owner, path, text in batch:
-                try:
-                    await self.shadows.append(owner, path, text)
-                except ShadowRefused as exc:
-                    self.errors += 1
-                    log.warning("user log %s: %s", path, exc.sentence)
-                    try:
-                        self.on_error(owner, path, exc.sentence)
-                    except Exception:
-                        log.exception("holding the jobs of user log %s failed", path)
-                except Exception:
-                    self.errors += 1
-                    log.exception("writing user log %s as %s failed", path, owner)
-
-    async def drain(self) -> None:
-        if self._batches and (self._task is None or self._task.done()):
-            self._task = asyncio.get_running_loop().create_task(self._run())
-        while self._task is not None and not self._task.done():
-            await asyncio.shield(self._task)
-
-
-def attach(schedd: Any) -> OwnerShadows:
-    """Route the schedd's user-log writes through the owners' shadows (its Fetch asks
-    ``schedd.owner_shadows``). The run-as policy is read from the schedd's configuration at first use."""
+def for_schedd(config: Callable[[], Any], bus_url: str = "") -> OwnerShadows:
+    """The shadows of a schedd's owners (its user logs, Fetch and file transfers go through them);
+    the run-as policy is read from ``config()``, the schedd's configuration, at first use;
+    ``bus_url`` is the broker the shadows connect to for file transfer (with its credentials)."""
     policy: list[RunAsPolicy] = []
 
     def account_for(owner: str) -> Account:
         if not policy:
-            policy.append(policy_from_config(getattr(schedd, "config", None)))
+            policy.append(policy_from_config(config()))
         me = _current()
         if policy[0].user_map.account_name(owner) == me.name:
             return me  # the owner is the schedd's own account (a personal pool, even as root)
         return policy[0].account_for(owner)
 
-    shadows = OwnerShadows(account_for)
-    schedd.owner_shadows = shadows
-    schedd.events.sink = LogSink(shadows, lambda owner, path, sentence: hold_for_log(schedd, owner, path, sentence))
-    return shadows
-
-
-async def retain_loop(schedd: Any, every: float = 30.0) -> None:
-    """Stop the shadows of owners without running jobs, now and then."""
-    from gridbus.jobstatus import JobStatus
-
-    running = int(JobStatus.RUNNING)
-    while True:
-        await asyncio.sleep(every)
-        counts = schedd.queue.counts
-        await schedd.owner_shadows.retain(o for o, c in counts.items() if len(c) > running and c[running] > 0)
-
-
-async def logs_written(schedd: Any, timeout: float = 10.0) -> None:
-    """Wait (a bounded time) until the user-log text recorded so far is written, as HTCondor's
-    submit has written the submit events when it returns."""
-    try:
-        await asyncio.wait_for(schedd.events.sink.drain(), timeout)
-    except TimeoutError:
-        log.warning("user-log writes still pending after %.0f s", timeout)
-
-
-async def close(schedd: Any) -> None:
-    """At the schedd's stop: the user-log text still on its way, then the shadows."""
-    try:
-        await schedd.events.sink.drain()
-    finally:
-        await schedd.owner_shadows.stop_all()
-
-
-def hold_for_log(schedd: Any, owner: str, path: str, sentence: str) -> None:
-    """Hold the owner's jobs that are not held or done and whose user log is ``path``."""
-    from gridbus.agents.schedd.jobevents import user_log_paths
-    from gridbus.jobstatus import JobStatus
-
-    done = {int(JobStatus.HELD), int(JobStatus.COMPLETED), int(JobStatus.REMOVED)}
-    now = time.time()
-    stops: list[Any] = []
-    reason = f"Cannot write the user log: {sentence}"
-    for cluster in list(schedd.queue.by_owner.get(owner, {}).values()):
-        for p in list(cluster.procs.values()):
-            if int(p.status) in done or path not in user_log_paths(schedd.queue.ad(p)):
-                continue
-            schedd._hold_job(p, reason, HOLD_USER_LOG, 0, now, stops)
-    if stops:
-        schedd._commit_and_stop(stops)
-    else:
-        schedd.commit_soon()
+    return OwnerShadows(account_for, bus_url)

@@ -12,11 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gridbus import attrs
 from gridbus.agents.schedd.jobattrs import HoldCode, JobStatus
 from gridbus.classad.values import is_number
 
 PERIODIC_ATTRS = ("PeriodicHold", "PeriodicRelease", "PeriodicRemove")
 POLICY_ATTRS_LOWER = frozenset(a.lower() for a in (*PERIODIC_ATTRS, "OnExitHold", "OnExitRemove", "JobMaxRetries"))
+# Every name this module reads from a job ad: a job may spell them in any case.
+_NAMES = (*PERIODIC_ATTRS, "PeriodicHoldReason", "PeriodicHoldSubCode", "OnExitHold", "OnExitHoldReason",
+          "OnExitHoldSubCode", "OnExitRemove", "JobMaxRetries", "SuccessExitCode", "ExitBySignal", "ExitCode",
+          "NumJobCompletions")
 
 HOLD = "hold"
 RELEASE = "release"
@@ -88,6 +93,7 @@ def _subcode(ad: dict[str, Any], attr: str) -> int:
 
 def periodic(ad: dict[str, Any]) -> Decision | None:
     """What the periodic policy says about a job now, or None."""
+    ad = attrs.spelled(ad, _NAMES)
     status = ad.get("JobStatus")
     if status in (JobStatus.REMOVED, JobStatus.COMPLETED):
         return None
@@ -103,6 +109,7 @@ def periodic(ad: dict[str, Any]) -> Decision | None:
 
 def at_exit(ad: dict[str, Any]) -> Decision:
     """What happens to a job that exited (``ad`` carries ExitCode/ExitBySignal and the new counts)."""
+    ad = attrs.spelled(ad, _NAMES)
     if _test(ad, "OnExitHold"):
         return Decision(HOLD, _reason(ad, "OnExitHold", "OnExitHoldReason"), int(HoldCode.JOB_POLICY),
                         _subcode(ad, "OnExitHoldSubCode"))

@@ -3,14 +3,17 @@ the autocluster ads; and the constraint and projection rules every listing share
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 from gridbus.agent import Call, method
+from gridbus.agent.pacing import Pacer
+from gridbus.agents.schedd.commits import Commits
 from gridbus.agents.schedd.jobattrs import STATUS_NAMES, parse_job_id
-from gridbus.agents.schedd.parts import ScheddParts
-from gridbus.agents.schedd.store import unpack
+from gridbus.agents.schedd.jobqueue import JobQueue
+from gridbus.autocluster import AutoClusters
 from gridbus.classad.limits import prefix
 from gridbus.status import invalid
 
@@ -20,24 +23,33 @@ QUERY_SUMMARY = 8
 AUTOCLUSTER_JOB_IDS = 100  # job ids an autocluster ad lists at most
 
 
-class QueriesMixin(ScheddParts):
+class Queries:
+    def __init__(self, queue: JobQueue, commits: Commits, autoclusters: AutoClusters):
+        self.queue = queue
+        self.commits = commits
+        self.autoclusters = autoclusters
+
     @method("scheduler")
     async def Query(self, call: Call, Constraint: Any, Projection: list, Limit: int, Opts: int,
                     Compact: bool) -> AsyncIterator[dict]:
         test = None if _trivial(Constraint) else compile_constraint(Constraint)
         projection = _projection(Projection)
         if Opts & QUERY_SUMMARY:
-            yield {"Jobs": self._summary(test)}
+            yield {"Jobs": await self._summary(test)}
             return
         if Opts & QUERY_AUTOCLUSTER:
-            yield {"Jobs": self._autocluster_rows(test, Limit)}
+            yield {"Jobs": await self._autocluster_rows(test, Limit)}
             return
         if Compact:
             async for part in self._query_compact(test, projection, Limit):
                 yield part
             return
-        for part in _chunks((self.queue.ad(p) for p in self.queue.procs()), test, projection, Limit):
-            yield part
+        snapshot = self.queue.snapshot()
+        try:
+            async for part in _chunks((job.ad() for job in snapshot.jobs()), test, projection, Limit):
+                yield part
+        finally:
+            snapshot.close()
 
     async def _query_compact(self, test: Any, projection: list[str] | None, limit: int) -> AsyncIterator[dict]:
         """Each cluster ad once, each job as its own attributes: a listing of 100,000 jobs of a few
@@ -46,39 +58,53 @@ class QueriesMixin(ScheddParts):
         clusters: list[list[Any]] = []
         sent_clusters: set[int] = set()
         sent = 0
-        for p in self.queue.procs():
-            if test is not None and not test(self.queue.ad(p)):
-                continue
-            c = p.cluster
-            if c.id not in sent_clusters:
-                sent_clusters.add(c.id)
-                clusters.append([c.id, _project(c.ad, projection)])
-            own: dict[str, Any] = {"ProcId": p.id, "JobStatus": p.status, "GlobalJobId": self.queue.global_job_id(p)}
-            deleted = []
-            if p.attrs:
-                for k, v in p.attrs.items():
-                    if v is None:
-                        deleted.append(k)
-                    else:
-                        own[k] = v
-            chunk.append([c.id, _project(own, projection)] + ([deleted] if deleted else []))
-            sent += 1
-            if len(chunk) >= QUERY_CHUNK:
+        pacer = Pacer()
+        snapshot = self.queue.snapshot()
+        try:
+            for job in snapshot.jobs():
+                if pacer.due():  # the caller's constraint over the whole queue: in slices
+                    await pacer.pause()
+                if test is not None and not test(job.ad()):
+                    continue
+                if job.cluster_id not in sent_clusters:
+                    sent_clusters.add(job.cluster_id)
+                    clusters.append([job.cluster_id, _project(job.cluster_ad, projection)])
+                own: dict[str, Any] = {"ProcId": job.proc_id, "JobStatus": job.status, "GlobalJobId": job.global_job_id}
+                deleted = []
+                if job.attrs:
+                    for k, v in job.attrs.items():
+                        if v is None:
+                            deleted.append(k)
+                        else:
+                            own[k] = v
+                chunk.append([job.cluster_id, _project(own, projection)] + ([deleted] if deleted else []))
+                sent += 1
+                if len(chunk) >= QUERY_CHUNK:
+                    yield {"Jobs": chunk, "ClusterAds": clusters}
+                    chunk, clusters = [], []
+                if 0 <= limit <= sent:
+                    break
+            if chunk or not sent:
                 yield {"Jobs": chunk, "ClusterAds": clusters}
-                chunk, clusters = [], []
-            if 0 <= limit <= sent:
-                break
-        if chunk or not sent:
-            yield {"Jobs": chunk, "ClusterAds": clusters}
+        finally:
+            snapshot.close()
 
-    def _summary(self, test: Any) -> list[dict[str, Any]]:
+    async def _summary(self, test: Any) -> list[dict[str, Any]]:
         per_owner: dict[str, list[int]] = {}
         if test is None:
             per_owner = {o: self.queue.totals(o) for o in self.queue.owners()}
-        else:
-            for p in self.queue.procs():
-                if test(self.queue.ad(p)):
-                    per_owner.setdefault(p.cluster.owner, [0] * 8)[p.status] += 1
+        else:  # the caller's constraint over the whole queue: on a snapshot, in slices
+            pacer = Pacer()
+            snapshot = self.queue.snapshot()
+            try:
+                for job in snapshot.jobs():
+                    if pacer.due():
+                        await pacer.pause()
+                    ad = job.ad()
+                    if test(ad):
+                        per_owner.setdefault(str(ad.get("Owner", "")), [0] * 8)[job.status] += 1
+            finally:
+                snapshot.close()
         out = [_summary_ad(counts, owner) for owner, counts in sorted(per_owner.items())]
         total = [0] * 8
         for counts in per_owner.values():
@@ -86,15 +112,22 @@ class QueriesMixin(ScheddParts):
         out.append(_summary_ad(total, None))
         return out
 
-    def _autocluster_rows(self, test: Any, limit: int) -> list[dict[str, Any]]:
+    async def _autocluster_rows(self, test: Any, limit: int) -> list[dict[str, Any]]:
         """The idle jobs by autocluster (condor_q -autocluster), grouped by the very AutoClusters
-        object GetResourceRequests uses (shadows.py), so these ids are the ones the negotiator is
+        object GetResourceRequests uses (negotiation.py), so these ids are the ones the negotiator is
         offered and the match log names. A row is the autocluster's matchmaking attributes with
         AutoClusterId, JobCount and the first job ids, in the queue's JobPrio/QDate order."""
-        self._shadow_init()  # the shadows' state, AutoClusters among it (made at setup)
-        jobs = (ad for ad in self.queue.idle_jobs(None) if test is None or test(ad))
+        jobs = list(self.queue.idle_jobs(None))  # copies: the constraint below runs in slices
+        if test is not None:
+            pacer, kept = Pacer(), []
+            for ad in jobs:
+                if pacer.due():
+                    await pacer.pause()
+                if test(ad):
+                    kept.append(ad)
+            jobs = kept
         rows = []
-        for acid, ad, ids in self._autoclusters.group(jobs):
+        for acid, ad, ids in self.autoclusters.group(jobs):
             rows.append({**ad, "AutoClusterId": acid, "JobCount": len(ids),
                          "JobIds": [f"{c}.{p}" for c, p in ids[:AUTOCLUSTER_JOB_IDS]]})
         return rows if limit < 0 else rows[:limit]
@@ -103,7 +136,10 @@ class QueriesMixin(ScheddParts):
     async def History(self, call: Call, Constraint: Any, Projection: list, Limit: int, Since: str) -> AsyncIterator[dict]:
         test = None if _trivial(Constraint) else compile_constraint(Constraint)
         projection = _projection(Projection)
-        self._settle()
+        # The history is read from disk: what waits for the write-behind first, and for a
+        # write under way (its batch left the queue, which is no longer dirty, but is not on disk).
+        if self.queue.dirty or self.commits.writing:
+            await self.commits.now()
         since_seq = 0
         if Since:
             try:
@@ -114,29 +150,76 @@ class QueriesMixin(ScheddParts):
             if found is None:
                 raise invalid(f"History: Since names job {Since}, which is not in the history")
             since_seq = found
-        ads = (unpack(blob) for _seq, _c, _p, blob in self.queue.store.history(since_seq))
-        for part in _chunks(ads, test, projection, Limit):
-            yield part
+        # Read and decoded a page at a time in a worker thread, from one read transaction: the
+        # loop stays free for other calls however long the history, and the listing is a
+        # snapshot however the history changes while it streams.
+        reader = self.queue.store.history_reader(since_seq)
+        loop = asyncio.get_running_loop()
+        try:
+            parts = _Parts(test, projection, Limit)
+            while not parts.done:
+                page = await loop.run_in_executor(None, reader.page, QUERY_CHUNK)
+                if not page:
+                    break
+                for ad in page:
+                    part = parts.take(ad)
+                    if part is not None:
+                        yield part
+                    if parts.done:
+                        break
+            last = parts.last()
+            if last is not None:
+                yield last
+        finally:
+            await loop.run_in_executor(None, reader.close)
 
 
-def _chunks(ads: Iterable[dict[str, Any]], test: Callable[[Any], bool] | None, projection: list[str] | None,
-            limit: int) -> Iterator[dict[str, Any]]:
+class _Parts:
     """The ads that pass ``test``, projected, ``QUERY_CHUNK`` to an answer part, at most ``limit``
-    (negative: all). An empty listing is still one part, ``Jobs = []``."""
-    chunk: list[dict[str, Any]] = []
-    sent = 0
+    (negative: all): ``take`` each ad (a full part comes back when one is), then send ``last()``
+    (the rest, if any: an empty listing is still one part, ``Jobs = []``)."""
+
+    def __init__(self, test: Callable[[Any], bool] | None, projection: list[str] | None, limit: int):
+        self.test = test
+        self.projection = projection
+        self.limit = limit
+        self.chunk: list[dict[str, Any]] = []
+        self.sent = 0
+
+    @property
+    def done(self) -> bool:
+        return 0 <= self.limit <= self.sent
+
+    def take(self, ad: dict[str, Any]) -> dict[str, Any] | None:
+        if self.test is not None and not self.test(ad):
+            return None
+        self.chunk.append(_project(ad, self.projection))
+        self.sent += 1
+        if len(self.chunk) < QUERY_CHUNK:
+            return None
+        part, self.chunk = {"Jobs": self.chunk}, []
+        return part
+
+    def last(self) -> dict[str, Any] | None:
+        return {"Jobs": self.chunk} if self.chunk or not self.sent else None
+
+
+async def _chunks(ads: Iterable[dict[str, Any]], test: Callable[[Any], bool] | None, projection: list[str] | None,
+                  limit: int) -> AsyncIterator[dict[str, Any]]:
+    """`_Parts` over a listing of the whole queue, the caller's constraint tested in slices."""
+    parts = _Parts(test, projection, limit)
+    pacer = Pacer()
     for ad in ads:
-        if test is not None and not test(ad):
-            continue
-        chunk.append(_project(ad, projection))
-        sent += 1
-        if len(chunk) >= QUERY_CHUNK:
-            yield {"Jobs": chunk}
-            chunk = []
-        if 0 <= limit <= sent:
+        if parts.done:
             break
-    if chunk or not sent:
-        yield {"Jobs": chunk}
+        if pacer.due():
+            await pacer.pause()
+        part = parts.take(ad)
+        if part is not None:
+            yield part
+    last = parts.last()
+    if last is not None:
+        yield last
 
 
 def _trivial(constraint: Any) -> bool:

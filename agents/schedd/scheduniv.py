@@ -18,26 +18,24 @@ those its OtherJobRemoveRequirements names.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from gridbus.agents.schedd.claims import Spawn
 from gridbus.agents.schedd.jobattrs import IDLE, REMOVED
-from gridbus.agents.schedd.jobqueue import Proc
-from gridbus.agents.schedd.parts import ScheddParts
-from gridbus.agents.schedd.queries import compile_constraint
-from gridbus.config import knob
+from gridbus.agents.schedd.jobqueue import JobQueue, Proc
+from gridbus.agents.schedd.settings import ScheddSettings
 from gridbus.jobargs import ArgumentError, job_argv, job_environment
 
+if TYPE_CHECKING:  # jobstate.py imports runs_on_submit_host from here
+    from gridbus.agents.schedd.jobstate import JobState
+
+log = logging.getLogger("gridbus.schedd.local")
+
 LOCAL_UNIVERSES = frozenset({7, 12})  # scheduler, local
-
-knob("SCHEDD_MAX_SCHEDULER_JOBS", 200, "scheduler/local universe jobs the schedd runs at once (0: no limit)")
-knob("SCHEDD_RUN_LOCAL_JOBS_AS_SELF", False,
-     "a root schedd runs scheduler universe jobs whose Owner has no account here as its own user "
-     "(a personal pool run as root); otherwise they are held")
-knob("SCHEDD_LOCAL_KILL_TIMEOUT", 10.0, "seconds a scheduler universe job has to exit after its kill signal")
-
 
 def runs_on_submit_host(ad: dict[str, Any]) -> bool:
     """True for jobs the schedd runs itself: never offered to the negotiator or a claim."""
@@ -56,56 +54,53 @@ def _signal(value: Any, default: int) -> int:
     return default
 
 
-class SchedulerUniverseMixin(ScheddParts):
-    """Mixed in before ShadowMixin: its stop_running_job comes first for the jobs it runs."""
+class LocalUniverse:
+    def __init__(self, address: str, queue: JobQueue, state: JobState, spawn: Spawn, settings: ScheddSettings):
+        self.address = address
+        self.queue = queue
+        self.state = state
+        self._spawn = spawn
+        self.settings = settings
+        self._jobs: dict[tuple[int, int], asyncio.subprocess.Process] = {}
+        self._wake = asyncio.Event()
 
-    def _local_init(self) -> None:
-        if getattr(self, "_local_jobs", None) is None:
-            from gridbus.config import Config
-
-            cfg = Config.load(daemon="schedd")
-            self._local_jobs: dict[tuple[int, int], asyncio.subprocess.Process] = {}
-            self._local_max = int(cfg.get("SCHEDD_MAX_SCHEDULER_JOBS"))
-            self._local_kill_timeout = float(cfg.get("SCHEDD_LOCAL_KILL_TIMEOUT"))
-            self._local_as_self = bool(cfg.get("SCHEDD_RUN_LOCAL_JOBS_AS_SELF"))
-            self._local_wake = asyncio.Event()
-
-    async def on_start(self) -> None:
-        await super().on_start()  # type: ignore[misc]
-        self._local_init()
-        self.spawn(self._local_loop(), "scheduler-universe")  # type: ignore[attr-defined]
-
-    async def on_stop(self) -> None:
-        # The jobs stay Running in the queue; a restarted schedd finds no process, puts them back
-        # to Idle and starts them again (DAGMan then recovers from its nodes log).
-        for proc in list(getattr(self, "_local_jobs", {}).values()):
+    def stop_all(self) -> None:
+        """At the schedd's stop. The jobs stay Running in the queue; a restarted schedd finds no
+        process, puts them back to Idle and starts them again (DAGMan then recovers from its
+        nodes log)."""
+        for proc in list(self._jobs.values()):
             try:
                 proc.send_signal(signal.SIGTERM)
             except ProcessLookupError:
                 pass
-        await super().on_stop()  # type: ignore[misc]
 
-    def wake_local(self) -> None:
-        if getattr(self, "_local_wake", None) is not None:
-            self._local_wake.set()
+    def wake(self) -> None:
+        self._wake.set()
 
-    async def _local_loop(self) -> None:
+    async def run(self) -> None:
+        """Start the idle jobs this schedd runs itself, at each wake and every half second."""
         while True:
             try:
-                await asyncio.wait_for(self._local_wake.wait(), 0.5)
+                await asyncio.wait_for(self._wake.wait(), 0.5)
             except TimeoutError:
                 pass
-            self._local_wake.clear()
+            self._wake.clear()
             try:
                 await self._start_local_jobs()
             except Exception:
-                self.log.exception("starting scheduler universe jobs failed")
+                log.exception("starting scheduler universe jobs failed")
 
     async def _start_local_jobs(self) -> None:
+        # The universe is a cluster attribute: a queue of 40,000 vanilla jobs is not walked twice
+        # a second when no cluster with idle jobs is of a local universe.
+        if not any(c.idle and c.ad.get("JobUniverse") in LOCAL_UNIVERSES for c in self.queue.clusters.values()):
+            return
         for p in list(self.queue.idle_procs(None)):
-            if self._local_max and len(self._local_jobs) >= self._local_max:
+            if self.settings.max_local_jobs and len(self._jobs) >= self.settings.max_local_jobs:
                 return
-            if p.status != IDLE or (p.cluster.id, p.id) in self._local_jobs:
+            if p.status != IDLE or (p.cluster.id, p.id) in self._jobs:
+                continue
+            if p.get("JobUniverse") not in LOCAL_UNIVERSES:  # most idle jobs: never build their ads
                 continue
             ad = self.queue.ad(p)
             if runs_on_submit_host(ad):
@@ -119,7 +114,7 @@ class SchedulerUniverseMixin(ScheddParts):
             try:
                 account = RunAsPolicy(allow_runas_owner=True).account_for(str(ad.get("Owner") or ""))
             except RunAsRefused:
-                if not self._local_as_self:
+                if not self.settings.local_jobs_as_self:
                     raise
                 account = None  # SCHEDD_RUN_LOCAL_JOBS_AS_SELF: as the schedd's own user
             iwd = str(ad.get("Iwd") or "/")
@@ -145,9 +140,9 @@ class SchedulerUniverseMixin(ScheddParts):
         finally:
             for f in files:
                 f.close()
-        self._local_jobs[key] = proc
-        await self.job_started(key[0], key[1], remote_host=self.address, slot="", claim_id="")  # type: ignore[attr-defined]
-        self.spawn(self._wait_local(key, proc), f"local-{key[0]}.{key[1]}")  # type: ignore[attr-defined]
+        self._jobs[key] = proc
+        await self.state.job_started(key[0], key[1], remote_host=self.address, slot="", claim_id="")
+        self._spawn(self._wait_local(key, proc), f"local-{key[0]}.{key[1]}")
 
     @staticmethod
     def _local_file(ad: dict[str, Any], attr: str, iwd: str, write: bool) -> Any:
@@ -160,34 +155,34 @@ class SchedulerUniverseMixin(ScheddParts):
     def _local_hold(self, p: Proc, reason: str) -> None:
         from gridbus.agents.schedd.jobattrs import HoldCode
 
-        self.log.warning("%d.%d: %s", p.cluster.id, p.id, reason)
-        self._hold(p, reason, int(HoldCode.UNSPECIFIED), 0, None, time.time())  # type: ignore[attr-defined]
-        self.commit_soon()  # type: ignore[attr-defined]
+        log.warning("%d.%d: %s", p.cluster.id, p.id, reason)
+        self.state.hold(p, reason, int(HoldCode.UNSPECIFIED), 0, None, time.time())
+        self.state.commits.soon()
 
     async def _wait_local(self, key: tuple[int, int], proc: asyncio.subprocess.Process) -> None:
         code = await proc.wait()
-        self._local_jobs.pop(key, None)
+        self._jobs.pop(key, None)
         report: dict[str, Any] = {"Time": time.time()}
         if code < 0:
             report.update({"ExitBySignal": True, "ExitSignal": -code})
         else:
             report["ExitCode"] = code
-        await self.job_exited(key[0], key[1], report)  # type: ignore[attr-defined]
-        self.wake_local()  # a job put back to Idle (OnExitRemove false) starts again
+        await self.state.job_exited(key[0], key[1], report)
+        self.wake()  # a job put back to Idle (OnExitRemove false) starts again
 
     # ------------------------------------------------------------------ Hold / Remove
-    async def stop_running_job(self, cluster: int, proc: int) -> bool:
-        self._local_init()
-        running = self._local_jobs.get((cluster, proc))
+    async def stop(self, cluster: int, proc: int) -> bool:
+        """Stop a job this schedd runs itself (Hold, Remove); False if it runs none such."""
+        running = self._jobs.get((cluster, proc))
         if running is None:
-            return await super().stop_running_job(cluster, proc)  # type: ignore[misc]
+            return False
         p = self.queue.proc(cluster, proc)
         ad = self.queue.ad(p) if p is not None else {}
         removing = p is not None and p.status == REMOVED
         sig = _signal(ad.get("RemoveKillSig") if removing else None, _signal(ad.get("KillSig"), signal.SIGTERM))
         try:
             running.send_signal(sig)
-            await asyncio.wait_for(running.wait(), self._local_kill_timeout)
+            await asyncio.wait_for(running.wait(), self.settings.local_kill_timeout)
         except ProcessLookupError:
             pass
         except TimeoutError:
@@ -196,24 +191,3 @@ class SchedulerUniverseMixin(ScheddParts):
             except ProcessLookupError:
                 pass
         return True
-
-    def _remove_job(self, p: Proc, reason: str, now: float, stops: list[Proc]) -> None:
-        super()._remove_job(p, reason, now, stops)  # type: ignore[misc]
-        ad = self.queue.ad(p)
-        if not runs_on_submit_host(ad):
-            return
-        # The jobs a scheduler universe job (DAGMan) submitted go with it: those whose DAGManJobId
-        # is its cluster, and those its OtherJobRemoveRequirements names.
-        tests = [lambda other: other.get("DAGManJobId") == p.cluster.id]
-        extra = ad.get("OtherJobRemoveRequirements")
-        if isinstance(extra, str) and extra.strip():
-            try:
-                tests.append(compile_constraint(extra))
-            except Exception:
-                self.log.warning("%d.%d: OtherJobRemoveRequirements %r does not parse", p.cluster.id, p.id, extra)
-        for q in list(self.queue.procs()):
-            if q is p or q.status == REMOVED:
-                continue
-            other = self.queue.ad(q)
-            if any(t(other) for t in tests):
-                self._remove_job(q, f"{reason} (removed with DAGMan job {p.cluster.id}.{p.id})", now, stops)

@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import gridbus.transfer.knobs  # noqa: F401 - registers TRANSFER_STALL_TIMEOUT
 from gridbus.config import Config, knob
+from gridbus.transfer.stream import STALL_TIMEOUT
 
 knob("SCHEDD_NAME", "", "the schedd's name (its address is schedd@<name>); empty means the host name")
 knob("SCHEDD_INTERVAL", 300.0, "seconds between the schedd's Scheduler/Submitter ad updates")
@@ -22,6 +24,18 @@ knob("SCHEDD_REQUEST_QUEUE_TYPE", "auto",
      "existing queue needs the queue deleted first)")
 knob("SCHEDD_MAX_JOB_OBJECTS", 10_000, "at most this many job objects in one getObjects(_class='job') answer")
 knob("QUEUE_SUPER_USERS", [], "broker users (besides the daemon account) who may change anyone's jobs")
+knob("CLAIM_WORKLIFE", 1200.0, "seconds a claim may be reused for further jobs; then it is released")
+knob("JOB_LEASE_DURATION", 2400.0, "seconds a claim lives without word from its startd (Alive); also the lease given to RequestClaim")
+knob("SHADOW_CALL_TIMEOUT", 10.0, "seconds the schedd waits for a startd's answer to RequestClaim, ActivateClaims, Alive")
+knob("SCHEDD_MAX_SCHEDULER_JOBS", 200, "scheduler/local universe jobs the schedd runs at once (0: no limit)")
+knob("SCHEDD_RUN_LOCAL_JOBS_AS_SELF", False,
+     "a root schedd runs scheduler universe jobs whose Owner has no account here as its own user "
+     "(a personal pool run as root); otherwise they are held")
+knob("SCHEDD_LOCAL_KILL_TIMEOUT", 10.0, "seconds a scheduler universe job has to exit after its kill signal")
+knob("OWNER_SHADOW_CHECK_INTERVAL", 30.0, "seconds between the schedd's checks for owners' shadows to stop "
+     "(owners without running jobs or file transfers)")
+knob("SPOOL_SWEEP_INTERVAL", 60.0, "seconds between the schedd's removals of the spool directories of jobs "
+     "no longer in its queue (a spooled job removed before its output was retrieved)")
 knob("SUBMIT_REQUIREMENT_NAMES", [], "names of SUBMIT_REQUIREMENT_<NAME> expressions a submitted job must satisfy")
 
 
@@ -48,6 +62,15 @@ class ScheddSettings:
     max_job_objects: int = 10_000
     request_queue_type: str = "auto"
     uid_domain: str = field(default_factory=socket.getfqdn)
+    claim_worklife: float = 1200.0
+    lease_duration: float = 2400.0  # JOB_LEASE_DURATION: also the claim lease given to RequestClaim
+    shadow_call_timeout: float = 10.0
+    max_local_jobs: int = 200  # SCHEDD_MAX_SCHEDULER_JOBS
+    local_jobs_as_self: bool = False  # SCHEDD_RUN_LOCAL_JOBS_AS_SELF
+    local_kill_timeout: float = 10.0  # SCHEDD_LOCAL_KILL_TIMEOUT
+    shadow_check_interval: float = 30.0  # OWNER_SHADOW_CHECK_INTERVAL
+    spool_sweep_interval: float = 60.0  # SPOOL_SWEEP_INTERVAL
+    transfer_stall: float = STALL_TIMEOUT  # TRANSFER_STALL_TIMEOUT, given to the owners' shadows' transfers
 
     @classmethod
     def from_config(cls, cfg: Config, **overrides: Any) -> ScheddSettings:
@@ -70,6 +93,15 @@ class ScheddSettings:
             "max_job_objects": cfg.get("SCHEDD_MAX_JOB_OBJECTS"),
             "request_queue_type": str(cfg.get("SCHEDD_REQUEST_QUEUE_TYPE")).lower(),
             "uid_domain": cfg.get("UID_DOMAIN") or socket.getfqdn(),
+            "claim_worklife": float(cfg.get("CLAIM_WORKLIFE")),
+            "lease_duration": float(cfg.get("JOB_LEASE_DURATION")),
+            "shadow_call_timeout": float(cfg.get("SHADOW_CALL_TIMEOUT")),
+            "max_local_jobs": int(cfg.get("SCHEDD_MAX_SCHEDULER_JOBS")),
+            "local_jobs_as_self": bool(cfg.get("SCHEDD_RUN_LOCAL_JOBS_AS_SELF")),
+            "local_kill_timeout": float(cfg.get("SCHEDD_LOCAL_KILL_TIMEOUT")),
+            "shadow_check_interval": float(cfg.get("OWNER_SHADOW_CHECK_INTERVAL")),
+            "transfer_stall": float(cfg.get("TRANSFER_STALL_TIMEOUT")),
+            "spool_sweep_interval": float(cfg.get("SPOOL_SWEEP_INTERVAL")),
         }
         values.update(overrides)
         return cls(**values)

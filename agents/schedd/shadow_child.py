@@ -1,19 +1,37 @@
 """The owner's shadow: the process that touches a user's files for the schedd, as that user.
 
 Started by ``owner_shadow.py`` under the owner's Unix account and fed over a pipe: one JSON
-request a line on stdin, one JSON answer a line on stdout. It imports nothing of gridbus (it is
-run as ``python -I -c <this file>``, so the owner need not read the schedd's installation) and
-knows nothing the schedd knows: no configuration, no broker credentials, only the requests.
+request a line on stdin, one JSON answer a line on stdout, in order. It is run as
+``python -I -c <this file>`` (the owner need not read the schedd's configuration) and knows
+nothing the schedd knows but what the requests say.
 
 Requests: ``{"op": "read", "path", "start", "end", "max"}`` answers ``{"ok": true, "data"}``;
 ``{"op": "append", "path", "text"}`` answers ``{"ok": true}``; ``{"op": "whoami"}`` answers the
 uid. A failure answers ``{"ok": false, "errno", "error"}``: the operating system's word, as the
 owner.
+
+File transfer (gridbus/transfer): ``{"op": "connect", "url", "paths"}`` makes the shadow connect
+to the broker (the URL, with the credentials, comes over the pipe and is kept in memory only; the
+process makes itself non-dumpable first, so the owner cannot read it out of its memory either)
+and answers its own exclusive queue; for amqps the request carries the CA, client certificate and
+key as text, used from memory; ``{"op": "expect", "token", "direction", "spec"}`` lets
+one transfer of one job in (``in``: this shadow sends the job's input; ``out``: it receives the
+output and writes it where the job's ad says); ``{"op": "busy"}`` answers how many transfers are
+under way or expected (the schedd does not stop a shadow that has some). A starter opens an expected transfer by sending
+``open`` with the token to the shadow's queue; an unknown token is refused, and a token opens
+once. Transfers run concurrently with the pipe's requests, on one event loop.
 """
 
+import asyncio
+import ctypes
 import json
 import os
 import sys
+import time
+
+EXPECT_SECONDS = 600  # an expected transfer nobody opened within this is forgotten
+_transfers = {}  # token -> (direction, spec, when): what the schedd let in
+_bus = {}  # "connection", "queue" once connected
 
 
 def _read(req):
@@ -44,26 +62,153 @@ def _append(req):
     return {"ok": True}
 
 
-def serve(stdin, stdout):
-    for line in stdin:
+def _not_dumpable():
+    """No core file and no ptrace by the owner: the broker credentials stay out of their reach."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass
+
+
+async def _connect(req):
+    if _connected():
+        return {"ok": True, "queue": _bus["queue"]}
+    for path in req.get("paths") or []:
+        if path not in sys.path:
+            sys.path.append(path)
+    try:
+        import aio_pika
+
+        import gridbus.transfer.serve  # noqa: F401 - fails here, with a sentence, rather than mid-transfer
+    except ImportError as exc:
+        return {"ok": False, "errno": 0, "error": f"cannot load the transfer code as this user: {exc}"}
+    extra = {"ssl_context": _tls_context(req["tls"])} if req.get("tls") else {}
+    connection = await aio_pika.connect(req["url"], client_properties={"connection_name": req.get("name") or "shadow"},
+                                        **extra)
+    channel = await connection.channel()
+    queue = await channel.declare_queue("", exclusive=True, auto_delete=True)
+    await queue.consume(_on_open, no_ack=True)
+    _bus.update(connection=connection, queue=queue.name, channel=channel, closed=False)
+    # (aio-pika's is_closed stays false when the broker closes the connection: its callbacks tell.)
+    connection.close_callbacks.add(lambda *_: _bus.update(closed=True))
+    return {"ok": True, "queue": queue.name}
+
+
+def _connected():
+    return _bus.get("connection") is not None and not _bus.get("closed")
+
+
+def _tls_context(material):
+    """amqps with the schedd's CA and client certificate, given as PEM text over the pipe: the
+    certificate and key go through an anonymous in-memory file (memfd), never onto a disk."""
+    import ssl
+
+    ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cadata=material.get("ca") or None)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if material.get("cert"):
+        fd = os.memfd_create("gridbus-shadow-tls", os.MFD_CLOEXEC)
         try:
-            req = json.loads(line)
-            op = req.get("op")
-            if op == "read":
-                answer = _read(req)
-            elif op == "append":
-                answer = _append(req)
-            elif op == "whoami":
-                answer = {"ok": True, "uid": os.geteuid()}
-            else:
-                answer = {"ok": False, "errno": 0, "error": f"unknown request {op!r}"}
+            os.write(fd, (material["cert"] + "\n" + (material.get("key") or "")).encode("ascii"))
+            ctx.load_cert_chain(f"/proc/self/fd/{fd}")
+        finally:
+            os.close(fd)
+    if not material.get("verify", True):
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+async def _on_open(message):
+    headers = message.headers or {}
+    token = headers.get("tok")
+    if headers.get("t") != "open" or not isinstance(token, str) or not message.reply_to:
+        return
+    expected = _transfers.pop(token, None)
+    expected = expected[:2] if expected else None
+    task = asyncio.get_running_loop().create_task(_serve_transfer(token, expected, message.reply_to))
+    _tasks.add(task)
+    task.add_done_callback(_tasks.discard)
+
+
+_tasks = set()
+
+
+async def _serve_transfer(token, expected, peer):
+    from gridbus.transfer import stream
+    from gridbus.transfer.serve import serve
+
+    ep = stream.Endpoint(_bus["connection"], token, stall=float((expected or (0, {}))[1].get("stall", stream.STALL_TIMEOUT)))
+    try:
+        await ep.open()
+        ep.peer = peer
+        if expected is None:
+            await stream.send_error(ep, stream.TransferError("the owner's shadow expects no transfer with this token", link=True))
+            return
+        await serve(ep, *expected)
+    except Exception as exc:  # never the shadow's end: the other end gives up at its stall timeout
+        sys.stderr.write(f"transfer {token[:8]}: {exc!r}\n")
+    finally:
+        await ep.close()
+
+
+async def _handle(req):
+    op = req.get("op")
+    if op == "read":
+        return _read(req)
+    if op == "append":
+        return _append(req)
+    if op == "whoami":
+        return {"ok": True, "uid": os.geteuid()}
+    if op == "connect":
+        return await _connect(req)
+    if op == "expect":
+        if req.get("direction") not in ("in", "out") or not isinstance(req.get("spec"), dict):
+            return {"ok": False, "errno": 0, "error": "expect needs direction in or out and a spec"}
+        if _bus.get("connection") is not None and not _connected():
+            # The broker connection went (closed, broker restarted): the schedd connects us again.
+            return {"ok": False, "errno": 0, "error": "the shadow's broker connection is closed", "connect": True}
+        _transfers[str(req["token"])] = (req["direction"], req["spec"], time.monotonic())
+        return {"ok": True}
+    if op == "busy":  # transfers under way or expected: the schedd does not stop a busy shadow
+        now = time.monotonic()
+        for token, (_d, _s, when) in list(_transfers.items()):
+            if now - when > EXPECT_SECONDS:
+                del _transfers[token]
+        return {"ok": True, "count": len(_tasks) + len(_transfers)}
+    if op == "forget":
+        _transfers.pop(str(req.get("token")), None)
+        return {"ok": True}
+    return {"ok": False, "errno": 0, "error": f"unknown request {op!r}"}
+
+
+async def serve_async(reader, write):
+    while True:
+        line = await reader.readline()
+        if not line:
+            break
+        try:
+            answer = await _handle(json.loads(line))
         except OSError as exc:
             answer = {"ok": False, "errno": exc.errno or 0, "error": exc.strerror or str(exc)}
         except Exception as exc:  # a bad request must not end the shadow
             answer = {"ok": False, "errno": 0, "error": f"{type(exc).__name__}: {exc}"}
-        stdout.write(json.dumps(answer) + "\n")
-        stdout.flush()
+        write(json.dumps(answer) + "\n")
+    if _bus.get("connection") is not None:
+        await _bus["connection"].close()
+
+
+async def _main():
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=64 << 20)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+
+    def write(text):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    await serve_async(reader, write)
 
 
 if __name__ == "__main__":
-    serve(sys.stdin, sys.stdout)
+    _not_dumpable()
+    asyncio.run(_main())

@@ -34,6 +34,8 @@ CREATE TABLE IF NOT EXISTS history (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, cluster_id INTEGER NOT NULL, proc_id INTEGER NOT NULL,
     owner TEXT NOT NULL, recorded REAL NOT NULL, ad BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS history_recorded ON history (recorded);
+CREATE TABLE IF NOT EXISTS factory_progress (
+    cluster_id INTEGER PRIMARY KEY, next INTEGER NOT NULL, total INTEGER NOT NULL);
 """
 
 
@@ -50,7 +52,9 @@ class Batch:
     """Changes to write in one transaction."""
 
     clusters: dict[int, tuple[str, bytes, bytes | None]] = field(default_factory=dict)  # upserts
-    cluster_factories: dict[int, bytes | None] = field(default_factory=dict)  # factory-only updates
+    # A late-materialization factory's counters (Next, Total): what changes as its procs are
+    # made, a row of two integers, never the factory whose item list may be megabytes.
+    factory_progress: dict[int, tuple[int, int]] = field(default_factory=dict)
     cluster_deletes: set[int] = field(default_factory=set)
     procs: dict[tuple[int, int], tuple[int, bytes | None]] = field(default_factory=dict)  # upserts
     proc_deletes: set[tuple[int, int]] = field(default_factory=set)
@@ -63,7 +67,7 @@ class Batch:
 
     def __bool__(self) -> bool:
         return bool(
-            self.clusters or self.cluster_factories or self.cluster_deletes or self.procs
+            self.clusters or self.factory_progress or self.cluster_deletes or self.procs
             or self.proc_deletes or self.history or self.submissions or self.meta or self.writes
         )
 
@@ -78,9 +82,16 @@ class Store:
         # FULL: a commit is on disk before Submit is answered, even across a power cut.
         self.db.execute(f"PRAGMA synchronous={synchronous}")
         self.db.executescript(SCHEMA)
+        # Writes run in a worker thread (commits.py) on `db`; what the event loop reads goes
+        # through a connection of its own, which WAL lets read the last commit meanwhile.
+        self.reader = self._connect()
         self.writes = 0  # transactions committed (for statistics and tests)
 
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+
     def close(self) -> None:
+        self.reader.close()
         self.db.close()
 
     # ------------------------------------------------------------------ reading
@@ -91,6 +102,9 @@ class Store:
     def clusters(self) -> Iterator[tuple[int, str, bytes, bytes | None]]:
         yield from self.db.execute("SELECT cluster_id, owner, ad, factory FROM clusters ORDER BY cluster_id")
 
+    def factory_progress(self) -> dict[int, tuple[int, int]]:
+        return {cid: (n, t) for cid, n, t in self.db.execute("SELECT cluster_id, next, total FROM factory_progress")}
+
     def procs(self) -> Iterator[tuple[int, int, int, bytes | None]]:
         yield from self.db.execute("SELECT cluster_id, proc_id, status, attrs FROM procs ORDER BY cluster_id, proc_id")
 
@@ -99,28 +113,26 @@ class Store:
         return int(row[0] or 0)
 
     def submission(self, owner: str, submission_id: str) -> tuple[str, Any] | None:
-        row = self.db.execute(
+        row = self.reader.execute(
             "SELECT digest, answer FROM submissions WHERE owner = ? AND submission_id = ?", (owner, submission_id)
         ).fetchone()
         return None if row is None else (row[0], unpack(row[1]))
 
-    def history(self, since_seq: int = 0) -> Iterator[tuple[int, int, int, bytes]]:
-        """(seq, cluster, proc, ad blob), newest first, recorded after ``since_seq``."""
-        yield from self.db.execute(
-            "SELECT seq, cluster_id, proc_id, ad FROM history WHERE seq > ? ORDER BY seq DESC", (since_seq,)
-        )
+    def history_reader(self, since_seq: int = 0) -> HistoryReader:
+        """The history recorded after ``since_seq``, newest first, as of now (see HistoryReader)."""
+        return HistoryReader(self._connect(), since_seq)
 
     def history_seq_of(self, cluster: int, proc: int | None) -> int | None:
         if proc is None:
-            row = self.db.execute("SELECT MAX(seq) FROM history WHERE cluster_id = ?", (cluster,)).fetchone()
+            row = self.reader.execute("SELECT MAX(seq) FROM history WHERE cluster_id = ?", (cluster,)).fetchone()
         else:
-            row = self.db.execute(
+            row = self.reader.execute(
                 "SELECT MAX(seq) FROM history WHERE cluster_id = ? AND proc_id = ?", (cluster, proc)
             ).fetchone()
         return None if row is None or row[0] is None else int(row[0])
 
     def history_ad(self, cluster: int, proc: int) -> Any:
-        row = self.db.execute(
+        row = self.reader.execute(
             "SELECT ad FROM history WHERE cluster_id = ? AND proc_id = ? ORDER BY seq DESC LIMIT 1", (cluster, proc)
         ).fetchone()
         return None if row is None else unpack(row[0])
@@ -138,10 +150,10 @@ class Store:
                     "INSERT OR REPLACE INTO clusters (cluster_id, owner, ad, factory) VALUES (?, ?, ?, ?)",
                     [(cid, *row) for cid, row in batch.clusters.items()],
                 )
-            if batch.cluster_factories:
+            if batch.factory_progress:
                 db.executemany(
-                    "UPDATE clusters SET factory = ? WHERE cluster_id = ?",
-                    [(f, cid) for cid, f in batch.cluster_factories.items()],
+                    "INSERT OR REPLACE INTO factory_progress (cluster_id, next, total) VALUES (?, ?, ?)",
+                    [(cid, n, t) for cid, (n, t) in batch.factory_progress.items()],
                 )
             if batch.procs:
                 db.executemany(
@@ -151,7 +163,9 @@ class Store:
             if batch.proc_deletes:
                 db.executemany("DELETE FROM procs WHERE cluster_id = ? AND proc_id = ?", list(batch.proc_deletes))
             if batch.cluster_deletes:
-                db.executemany("DELETE FROM clusters WHERE cluster_id = ?", [(c,) for c in batch.cluster_deletes])
+                deletes = [(c,) for c in batch.cluster_deletes]
+                db.executemany("DELETE FROM clusters WHERE cluster_id = ?", deletes)
+                db.executemany("DELETE FROM factory_progress WHERE cluster_id = ?", deletes)
             if batch.history:
                 db.executemany(
                     "INSERT INTO history (cluster_id, proc_id, owner, recorded, ad) VALUES (?, ?, ?, ?, ?)", batch.history
@@ -190,3 +204,40 @@ class Store:
             raise
         return removed
 
+
+
+class HistoryReader:
+    """A History listing: one read transaction on a connection of its own (a snapshot: jobs
+    that finish or are pruned meanwhile change nothing in it), read and decoded a page at a time
+    by `page()`, which the caller runs in a worker thread, so a listing of a million rows neither
+    blocks the event loop nor sees a half-changed table."""
+
+    def __init__(self, db: sqlite3.Connection, since_seq: int):
+        self.db = db
+        self._cursor: sqlite3.Cursor | None = None
+        self._since = since_seq
+        self._closed = False
+
+    def page(self, size: int) -> list[Any]:
+        """The next ``size`` ads, decoded; [] at the end (the connection is closed then)."""
+        if self._closed:
+            return []
+        if self._cursor is None:
+            self.db.execute("BEGIN")
+            self._cursor = self.db.execute(
+                "SELECT ad FROM history WHERE seq > ? ORDER BY seq DESC", (self._since,))
+        rows = self._cursor.fetchmany(size)
+        if not rows:
+            self.close()
+        return [unpack(blob) for (blob,) in rows]
+
+    def close(self) -> None:
+        """Idempotent (the listing's end closes it, and its handler's finally again)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.db.in_transaction:
+                self.db.execute("COMMIT")
+        finally:
+            self.db.close()

@@ -20,6 +20,8 @@ from gridbus.agents.schedd.jobattrs import (
     JobStatus,
 )
 from gridbus.agents.schedd.settings import SubmitRequirement
+from gridbus.attrs import canonical
+from gridbus.attrs import get as lookup
 from gridbus.status import MethodError, app_error, forbidden, invalid
 
 # Submit refusals that are not about argument shapes (QMF's application errors, USER + n).
@@ -68,19 +70,6 @@ def normalize_ad(ad: Any, what: str = "Ad") -> dict[str, Any]:
 
 def _is_expr(value: Any) -> bool:
     return type(value).__name__ == "ExprTree"
-
-
-def canonical(ad: dict[str, Any], name: str) -> str | None:
-    """The spelling ``ad`` uses for attribute ``name`` (ClassAd names are case-insensitive)."""
-    if name in ad:
-        return name
-    low = name.lower()
-    return next((k for k in ad if k.lower() == low), None)
-
-
-def lookup(ad: dict[str, Any], name: str, default: Any = None) -> Any:
-    key = canonical(ad, name)
-    return ad[key] if key is not None else default
 
 
 _REQUIRED_LOWER = frozenset(a.lower() for a in REQUIRED)
@@ -162,7 +151,9 @@ def build_cluster_ad(
     )
     if on_hold:
         out["HoldReason"] = hold_reason if isinstance(hold_reason, str) and hold_reason else SUBMITTED_ON_HOLD
-        out["HoldReasonCode"] = int(HoldCode.SUBMITTED_ON_HOLD)
+        # A job submitted for spooling waits for its input (HTCondor's SpoolingInput), not a user.
+        spooling = lookup(ad, "HoldReasonCode") == HoldCode.SPOOLING_INPUT
+        out["HoldReasonCode"] = int(HoldCode.SPOOLING_INPUT if spooling else HoldCode.SUBMITTED_ON_HOLD)
         out["HoldReasonSubCode"] = 0
         return out, int(JobStatus.HELD)
     return out, int(JobStatus.IDLE)

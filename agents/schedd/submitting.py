@@ -8,33 +8,63 @@ a proc template that this schedd fills in per proc (gridbus.submit.materialize),
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
+from gridbus import attrs
 from gridbus.agent import Call, method
-from gridbus.agents.schedd import owner_shadow, submission
-from gridbus.agents.schedd.jobqueue import Cluster, Proc
-from gridbus.agents.schedd.parts import ScheddParts
+from gridbus.agents.schedd import submission
+from gridbus.agents.schedd.ads import Counters
+from gridbus.agents.schedd.commits import Commits
+from gridbus.agents.schedd.jobevents import JobEvents
+from gridbus.agents.schedd.jobqueue import Cluster, JobQueue, Proc
+from gridbus.agents.schedd.policy_loop import PeriodicPolicy
+from gridbus.agents.schedd.settings import ScheddSettings
+from gridbus.agents.schedd.userlogs import UserLogs
+from gridbus.agents.schedd.users import Users
 from gridbus.eventlog import writer
 from gridbus.status import MethodError, Status, forbidden, invalid
 
+log = logging.getLogger("gridbus.schedd.submission")
+
 # Cluster ids handed out by NewCluster and not yet used that the schedd remembers (per schedd).
 MAX_RESERVED = 10_000
+SUBMIT_LOG_WAIT = 10.0  # seconds a Submit waits at most for its submit events to be in the user log
 
 
-class SubmitMixin(ScheddParts):
+class Submission:
+    def __init__(self, name: str, address: str, queue: JobQueue, commits: Commits, events: JobEvents,
+                 user_logs: UserLogs, counters: Counters, users: Users, policy: PeriodicPolicy,
+                 settings: ScheddSettings, daemon_ad: Callable[[], dict[str, Any]], ads_changed: Callable[[], None]):
+        self.name = name
+        self.address = address
+        self.queue = queue
+        self.commits = commits
+        self.events = events
+        self.user_logs = user_logs
+        self.counters = counters
+        self.users = users
+        self.policy = policy
+        self.settings = settings
+        self._daemon_ad = daemon_ad
+        self._ads_changed = ads_changed
+        # Cluster ids NewCluster handed out and no Submit used yet: id -> the user it went to.
+        self._new_clusters: dict[int, str] = {}
+
     @method("scheduler")
     async def NewCluster(self, call: Call) -> dict:
         """HTCondor's NewCluster: a cluster id for the caller's next Submit (an unused one is harmless)."""
         caller = call.require_user()
         cluster_id = self.queue.new_cluster_id()
-        reserved = self._reserved_clusters()
+        reserved = self._new_clusters
         reserved[cluster_id] = caller
         while len(reserved) > MAX_RESERVED:  # the oldest ids handed out and never used are forgotten
             del reserved[next(iter(reserved))]
         # Written with the next batch, not at once: an id a crashed schedd hands out again is harmless,
         # since its reservation is gone too (a Submit naming it is refused and the client asks anew).
-        self.commit_soon()
+        self.commits.soon()
         return {"ClusterId": cluster_id}
 
     @method("scheduler")
@@ -42,7 +72,7 @@ class SubmitMixin(ScheddParts):
                      ClusterId: int) -> dict:
         caller = call.require_user()
         ad = submission.normalize_ad(Ad)
-        owner = submission.resolve_owner(ad, caller, self.is_super(caller))
+        owner = submission.resolve_owner(ad, caller, self.users.is_super(caller))
         late = submission.check_late(Submit)
         digest = ""
         if SubmissionId:
@@ -76,7 +106,7 @@ class SubmitMixin(ScheddParts):
                                                      cluster_id=cluster_id, qdate=qdate)
         if self.settings.submit_requirements:
             first = {**probe, **first_diff, "ProcId": 0, "JobStatus": _status}
-            submission.check_requirements(self.settings.submit_requirements, first, self.daemon_ad())
+            submission.check_requirements(self.settings.submit_requirements, first, self._daemon_ad())
         max_idle = _int_attr(ad, "JobMaterializeMaxIdle")
         limit = _int_attr(ad, "JobMaterializeLimit")
         if late is not None and not (max_idle or limit):
@@ -85,7 +115,7 @@ class SubmitMixin(ScheddParts):
         if not ClusterId:
             cluster_id = self.queue.new_cluster_id()
         else:
-            self._reserved_clusters().pop(ClusterId, None)
+            self._new_clusters.pop(ClusterId, None)
         cluster_ad, status = submission.build_cluster_ad(ad, owner=owner, uid_domain=self.settings.uid_domain,
                                                          cluster_id=cluster_id, qdate=qdate)
         c = self.queue.add_cluster(cluster_id, owner, cluster_ad, diffs or None, count, status=status,
@@ -94,38 +124,32 @@ class SubmitMixin(ScheddParts):
         answer = {"ClusterId": cluster_id, "FirstProc": 0, "NumProcs": count, "Id": f"{self.name}#{cluster_id}.0"}
         if SubmissionId:
             self.queue.record_submission(owner, SubmissionId, digest, answer)
-        if self._cluster_has_policy(c):
-            self._policy_clusters.add(cluster_id)
+        self.policy.watch(c)
         try:
-            self.commit()  # answered only after this commit
+            await self.commits.now()  # answered only after this commit
         except Exception:
-            self.log.exception("committing cluster %d failed", cluster_id)
+            log.exception("committing cluster %d failed", cluster_id)
             raise MethodError(Status.EXCEPTION, f"Submit: the job queue could not be written ({cluster_id} not created)") from None
         if c.factory is None:
-            self._log_submit(c, list(c.procs.values()))
+            self.log_submit(c, list(c.procs.values()))
             self.events.write_logs()
-            await owner_shadow.logs_written(self)  # the submit events are in the log when answered
-        self._count("JobsSubmitted", count)
-        self.ads_changed()
+            # The submit events are in the log when answered, as condor_submit's are; but an
+            # owner's hung log never holds the answer for long (nor anyone else's).
+            await self.user_logs.written([owner], timeout=SUBMIT_LOG_WAIT)
+        self.counters.count("JobsSubmitted", count)
+        self._ads_changed()
         return answer
-
-    def _reserved_clusters(self) -> dict[int, str]:
-        """Cluster ids NewCluster handed out and no Submit used yet: id -> the user it went to."""
-        reserved = self.__dict__.get("_new_clusters")
-        if reserved is None:
-            reserved = self.__dict__["_new_clusters"] = {}
-        return reserved
 
     def _take_reserved(self, cluster_id: int, caller: str) -> None:
         if cluster_id in self.queue.clusters:
             raise invalid(f"Submit: cluster {cluster_id} already exists; ask NewCluster for a new cluster id")
-        given_to = self._reserved_clusters().get(cluster_id)
+        given_to = self._new_clusters.get(cluster_id)
         if given_to is None:
             raise submission.unknown_cluster_id(cluster_id)
         if given_to != caller:
             raise forbidden(f"{caller} may not submit to cluster {cluster_id}: NewCluster gave that id to {given_to}")
 
-    def _log_submit(self, c: Cluster, procs: list[Proc]) -> None:
+    def log_submit(self, c: Cluster, procs: list[Proc]) -> None:
         """The submit event of ``procs`` (all of a cluster, or those a late materialization made)."""
         if not procs:
             return
@@ -137,7 +161,7 @@ class SubmitMixin(ScheddParts):
 
 
 def _int_attr(ad: dict[str, Any], name: str) -> int:
-    value = submission.lookup(ad, name)
+    value = attrs.get(ad, name)
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:

@@ -49,12 +49,12 @@ def test_run_and_exit_write_htcondor_readable_user_log_and_events(schedd, sessio
 
     c = submit(session, Iwd=str(tmp_path), UserLog="job.log", RequestMemory=64)
     agent = schedd.agent
-    schedd.call(agent.job_started(c, 0, remote_host="startd@node1", slot="slot1@node1", claim_id="secret"))
-    schedd.call(agent.job_update(c, 0, {"ImageSize": 2500, "MemoryUsage": 3, "ResidentSetSize": 2400}))
+    schedd.call(agent.state.job_started(c, 0, remote_host="startd@node1", slot="slot1@node1", claim_id="secret"))
+    schedd.call(agent.state.job_update(c, 0, {"ImageSize": 2500, "MemoryUsage": 3, "ResidentSetSize": 2400}))
     ad = agent.queue.get(c, 0)
     assert (ad["JobStatus"], ad["RemoteHost"], ad["NumJobStarts"]) == (2, "slot1@node1", 1)
     assert "secret" not in str(ad)
-    schedd.call(agent.job_exited(c, 0, {"ExitCode": 3, "RemoteUserCpu": 61.0, "RemoteSysCpu": 1.0}))
+    schedd.call(agent.state.job_exited(c, 0, {"ExitCode": 3, "RemoteUserCpu": 61.0, "RemoteSysCpu": 1.0}))
     assert agent.queue.get(c, 0) is None  # completed: left the queue for the history
     hist = session.call("schedd@s1", "History", {"Constraint": f"ClusterId == {c}"}).Jobs
     assert hist[0]["JobStatus"] == 4 and hist[0]["ExitCode"] == 3 and hist[0]["CompletionDate"] > 0
@@ -87,8 +87,8 @@ def test_hold_release_remove_and_eviction_events_in_the_user_log(schedd, session
     assert (ad["HoldReason"], ad["HoldReasonCode"]) == ("checking (by user guest)", 1)
     session.call("schedd@s1", "Release", {"Ids": [f"{c}.0"]}).check()
     assert "HoldReason" not in agent.queue.get(c, 0) and agent.queue.get(c, 0)["JobStatus"] == 1
-    schedd.call(agent.job_started(c, 0, remote_host="startd@n", slot="slot2@n", claim_id="x"))
-    schedd.call(agent.job_evicted(c, 0, "the slot was vacated"))
+    schedd.call(agent.state.job_started(c, 0, remote_host="startd@n", slot="slot2@n", claim_id="x"))
+    schedd.call(agent.state.job_evicted(c, 0, "the slot was vacated"))
     ad = agent.queue.get(c, 0)
     assert ad["JobStatus"] == 1 and ad["NumJobStarts"] == 1 and "RemoteHost" not in ad
     session.call("schedd@s1", "Remove", {"Ids": [f"{c}.0"]}).check()
@@ -114,13 +114,13 @@ def test_hold_of_a_running_job_asks_the_shadows_to_stop_it(schedd, session):
 
     agent.stop_running_job = stop_running_job
     c = submit(session, Count=1)
-    schedd.call(agent.job_started(c, 0, remote_host="startd@n", slot="slot1@n", claim_id="x"))
+    schedd.call(agent.state.job_started(c, 0, remote_host="startd@n", slot="slot1@n", claim_id="x"))
     session.call("schedd@s1", "Hold", {"Ids": [f"{c}.0"]}).check()
     wait_for(lambda: stopped == [(c, 0)], 5, "stop_running_job to be called")
     wait_for(lambda: "RemoteHost" not in agent.queue.get(c, 0), 5, "RemoteHost to be cleared")
     assert agent.queue.get(c, 0)["JobStatus"] == 5
     # The late exit report of the stopped job changes nothing but usage.
-    schedd.call(agent.job_exited(c, 0, {"ExitBySignal": True, "ExitSignal": 15, "RemoteUserCpu": 2.0}))
+    schedd.call(agent.state.job_exited(c, 0, {"ExitBySignal": True, "ExitSignal": 15, "RemoteUserCpu": 2.0}))
     assert agent.queue.get(c, 0)["JobStatus"] == 5
 
 
@@ -128,8 +128,8 @@ def test_exit_policy_on_exit_hold_max_retries_and_memory(schedd, session):
     agent = schedd.agent
 
     def run_and_exit(c, report):
-        schedd.call(agent.job_started(c, 0, remote_host="startd@n", slot="slot1@n", claim_id="x"))
-        schedd.call(agent.job_exited(c, 0, report))
+        schedd.call(agent.state.job_started(c, 0, remote_host="startd@n", slot="slot1@n", claim_id="x"))
+        schedd.call(agent.state.job_exited(c, 0, report))
         return agent.queue.get(c, 0)
 
     held = submit(session, OnExitHold=ExprTree("ExitCode =!= 0"))
@@ -165,7 +165,7 @@ def test_periodic_policy_holds_releases_and_removes(schedd, session):
 
 
 async def _evaluate(agent):
-    return agent.evaluate_periodic()
+    return await agent.policy.evaluate_periodic()
 
 
 def test_scheduler_and_submitter_ads_are_advertised(schedd, session, amqp_url, user_url):

@@ -24,10 +24,10 @@ def test_graceful_stop_keeps_the_last_claim_change_and_logs_no_error(make_schedd
     async def claim_then_change() -> None:
         schedd = t.agent
         c = Claim("c-last", "startd@x", "slot1@x", "guest", {"Requirements": True}, time.time() + 600)
-        schedd._claims[c.claim_id] = c
-        schedd._claim_changed(c)
+        schedd.claims.by_id[c.claim_id] = c
+        schedd.claims.changed(c)
         c.jobs_run = 7  # changed again just before the stop, inside the write-behind window
-        schedd._claim_changed(c)
+        schedd.claims.changed(c)
 
     t.call(claim_then_change())
     t.stop()

@@ -12,8 +12,8 @@ from tests.integration.schedd.conftest import job_ad
 STRING_TYPE, INTEGER_TYPE, EXPR_TYPE = "STRING_TYPE", "INTEGER_TYPE", "EXPR_TYPE"
 
 
-def test_seed_003_program_submits_and_finds_the_job_with_get_objects(schedd, amqp_url):
-    # The program of seed 003 in Python 3, with gridbus's import (and the type names defined).
+def test_the_qmf_submission_program_submits_and_finds_the_job_with_get_objects(schedd, amqp_url):
+    # The program of the QMF submission interface of Condor in Red Hat MRG in Python 3, with gridbus's import (and the type names defined).
     UNIVERSE = {"VANILLA": 5, "SCHEDULER": 7, "GRID": 9, "JAVA": 10, "PARALLEL": 11, "LOCAL": 12, "VM": 13}
     JOB_STATUS = ("", "Idle", "Running", "Removed", "Completed", "Held", "")
     ad = {"Cmd": {"TYPE": STRING_TYPE, "VALUE": "/bin/sleep"},

@@ -5,40 +5,103 @@ again and is recorded once, and an activation nobody confirms goes by ActivateCl
 from __future__ import annotations
 
 import asyncio
-import logging
 import sqlite3
 import time
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from gridbus.agents.schedd.shadows import ACTIVATING, RUNNING_JOB, Claim, ShadowMixin
+from gridbus.agents.schedd.claims import ACTIVATING, RUNNING_JOB, Claim, Claims
+from gridbus.agents.schedd.leases import Leases
+from gridbus.agents.schedd.negotiation import Negotiation
+from gridbus.agents.schedd.reports import Reports
+from gridbus.agents.schedd.settings import ScheddSettings
+from gridbus.agents.schedd.shadows import Shadows as ShadowParts
+from gridbus.autocluster import AutoClusters
 from gridbus.rpc import MethodResult
 
 IDLE, RUNNING, COMPLETED = 1, 2, 4
 
 
-class Shadows(ShadowMixin):
-    """The mixin over a dict of job ads and a recording client."""
+class FakeQueue:
+    """The job queue's reading side over a dict of job ads (every job its own: no cluster-wide
+    match answers)."""
+
+    def __init__(self, jobs: dict[tuple[int, int], dict]) -> None:
+        self.jobs = jobs
+        self.store = SimpleNamespace(db=sqlite3.connect(":memory:"))
+
+    def get(self, cluster: int, proc: int) -> dict | None:
+        return self.jobs.get((cluster, proc))
+
+    def idle_jobs(self, owner: str) -> list[dict]:
+        return [a for a in self.jobs.values() if a["JobStatus"] == IDLE and a["Owner"] == owner]
+
+    def idle_clusters(self, owner: str) -> list[SimpleNamespace]:
+        by_cluster: dict[int, set[int]] = {}
+        for ad in self.idle_jobs(owner):
+            by_cluster.setdefault(ad["ClusterId"], set()).add(ad["ProcId"])
+        return [SimpleNamespace(id=c, idle=ids, idle_own=ids, version=1, reads_proc_id=True,
+                                procs={p: SimpleNamespace(key=(c, p), attrs={}) for p in ids})
+                for c, ids in sorted(by_cluster.items())]
+
+    def ad(self, p: SimpleNamespace) -> dict:
+        return self.jobs[p.key]
+
+    def add_writes(self, writes: list) -> None:
+        for sql, rows in writes:
+            self.store.db.executemany(sql, rows)
+
+    @property
+    def counts(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for ad in self.jobs.values():
+            out.setdefault(ad["Owner"], [0] * 8)[ad["JobStatus"]] += 1
+        return out
+
+
+class FakeCommits:
+    """The schedd's commits, at once: the changed claim rows go to the table."""
+
+    def __init__(self, queue: FakeQueue) -> None:
+        self.queue = queue
+        self.before: list = []
+
+    def soon(self) -> None:
+        for hook in self.before:
+            hook()
+
+    async def now(self) -> None:
+        self.soon()
+
+
+class Shadows:
+    """The schedd's shadow parts (claims, shadows, negotiation, reports, leases) over a dict of
+    job ads standing for the job queue and the job state, and a recording startd."""
 
     def __init__(self) -> None:
-        self.claim_worklife = 1e9
-        self.lease_duration = 600.0
-        self.shadow_call_timeout = 0.05
-        self.address = "schedd@t"
-        self.log = logging.getLogger("test.shadows")
+        self.settings = ScheddSettings(spool=Path("/nonexistent"), claim_worklife=1e9, lease_duration=600.0,
+                                       shadow_call_timeout=0.05)
         self.jobs = {(1, p): {"ClusterId": 1, "ProcId": p, "Owner": "alice", "JobStatus": IDLE, "Requirements": True}
                      for p in range(4)}
-        db = sqlite3.connect(":memory:")
-        self.queue = SimpleNamespace(
-            get=lambda c, p: self.jobs.get((c, p)),
-            idle_jobs=lambda owner: [a for a in self.jobs.values() if a["JobStatus"] == IDLE and a["Owner"] == owner],
-            store=SimpleNamespace(db=db),
-        )
+        self.queue = FakeQueue(self.jobs)
         self.calls: list[tuple[str, str, dict]] = []
-        self.client = SimpleNamespace(call=self._call)
         self.exits: list[tuple[int, int]] = []
-        self._shadow_init()
-        self._load_claims()
+        commits = FakeCommits(self.queue)
+        self.claims = Claims(self.queue, commits, self._call, self.spawn, self.settings)  # type: ignore[arg-type]
+        self.shadows = ShadowParts(self.queue, self.claims, self, self.spawn, self.settings)  # type: ignore[arg-type]
+        self.negotiation = Negotiation("schedd@t", self.queue, self.claims, self.shadows,  # type: ignore[arg-type]
+                                       AutoClusters(), self.spawn, self.settings)
+        self.reports = Reports(self.claims, self.shadows, self, commits)  # type: ignore[arg-type]
+        self.leases = Leases("schedd@t", self.queue, self.claims, self, self.spawn, self.settings)  # type: ignore[arg-type]
+        self.JobReports = self.reports.JobReports
+        self.GetResourceRequests = self.negotiation.GetResourceRequests
+        self.Match = self.negotiation.Match
+        self.check_leases = self.leases.check_leases
+        self._claims = self.claims.by_id
+        self._by_job = self.claims.by_job
+        self._reserved = self.claims.reserved
+        self.shadow_stats = self.claims.stats
 
     async def _call(self, address: str, method: str, args: dict, timeout: float) -> MethodResult:
         self.calls.append((address, method, args))
@@ -46,11 +109,6 @@ class Shadows(ShadowMixin):
             return MethodResult(0, "OK", {"Results": [{"ClaimId": a["ClaimId"], "Status": 0, "Text": "OK"}
                                                       for a in args["Activations"]]})
         return MethodResult(0, "OK", {})
-
-    def commit_soon(self) -> None:
-        # The schedd's write-behind commit, at once: the changed claim rows go to the table.
-        for sql, rows in self.take_claim_writes():
-            self.queue.store.db.executemany(sql, rows)
 
     def spawn(self, coro: Any, name: str = "") -> asyncio.Task:
         return asyncio.get_running_loop().create_task(coro)
@@ -67,6 +125,9 @@ class Shadows(ShadowMixin):
 
     async def job_evicted(self, cluster: int, proc: int, reason: str) -> None:
         self.jobs[(cluster, proc)]["JobStatus"] = IDLE
+
+    async def job_report_failed(self, cluster: int, proc: int, reason: str) -> None:
+        self.jobs[(cluster, proc)]["JobStatus"] = 5
 
 
 def report(event: str, proc: int, **extra: Any) -> dict:

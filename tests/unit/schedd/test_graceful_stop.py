@@ -36,8 +36,8 @@ def test_claim_changes_made_while_stopping_are_in_the_last_commit(tmp_path: Path
         schedd = Schedd("t", "amqp://guest:guest@127.0.0.1:1/", settings=ScheddSettings(spool=tmp_path))
         await schedd.setup()
         first = claim("c1")
-        schedd._claims["c1"] = first
-        schedd._claim_changed(first)  # waits for the write-behind commit
+        schedd.claims.by_id["c1"] = first
+        schedd.claims.changed(first)  # waits for the write-behind commit
         cancelled = asyncio.Event()
 
         async def ends_while_stopping() -> None:
@@ -47,16 +47,16 @@ def test_claim_changes_made_while_stopping_are_in_the_last_commit(tmp_path: Path
                 await asyncio.Future()
             finally:
                 cancelled.set()
-                schedd._drop_claim(first)
+                schedd.claims.drop(first)
                 late = claim("c2")
-                schedd._claims["c2"] = late
-                schedd._claim_changed(late)
+                schedd.claims.by_id["c2"] = late
+                schedd.claims.changed(late)
 
         schedd.spawn(ends_while_stopping(), "ends-while-stopping")
         await asyncio.sleep(0)  # let it start
         await schedd.stop()
         assert cancelled.is_set()
-        assert schedd._flush_handle is None
+        assert not schedd.commits.pending
         # Give a timer the stop might have left behind the time to fire: it would log the error.
         await asyncio.sleep(max(0.05, 5 * schedd.settings.write_behind))
         await schedd.stop()  # a second stop is harmless
@@ -74,10 +74,10 @@ def test_a_commit_after_the_close_is_refused_not_lost_silently(tmp_path: Path):
         schedd = Schedd("t", "amqp://guest:guest@127.0.0.1:1/", settings=ScheddSettings(spool=tmp_path))
         await schedd.setup()
         await schedd.stop()
-        schedd.commit_soon()  # a stray change after the stop schedules nothing
-        assert schedd._flush_handle is None
+        schedd.commits.soon()  # a stray change after the stop schedules nothing
+        assert not schedd.commits.pending
         with pytest.raises(RuntimeError, match="closed"):
-            schedd.commit()
+            await schedd.commits.now()
 
     asyncio.run(main())
 
@@ -90,10 +90,10 @@ def test_claim_rows_and_the_job_queue_commit_in_one_transaction(tmp_path: Path):
         cid = schedd.queue.new_cluster_id()
         schedd.queue.add_cluster(cid, "alice", {"Owner": "alice", "ClusterId": cid, "Cmd": "/bin/true"}, None, 2)
         c = claim("c1")
-        schedd._claims["c1"] = c
-        schedd._claim_changed(c)
-        assert schedd._flush_handle is not None  # one write-behind timer for both
-        schedd.commit()
+        schedd.claims.by_id["c1"] = c
+        schedd.claims.changed(c)
+        assert schedd.commits.pending  # one write-behind timer for both
+        await schedd.commits.now()
         assert schedd.queue.store.writes == writes_before + 1
         assert stored_claims(tmp_path) == {"c1"}
         db = sqlite3.connect(str(tmp_path / "job_queue.sqlite3"))

@@ -102,3 +102,30 @@ def test_an_owner_without_an_account_gets_no_shadow():
             await shadows.read("alice", "/etc/hostname", 0, 0, 10)
 
     asyncio.run(go())
+
+
+def test_a_shadow_with_a_transfer_expected_is_not_stopped_and_one_without_a_broker_refuses_transfers():
+    def me(owner: str) -> Account:
+        return Account("me", os.geteuid(), os.getegid(), (), "/")
+
+    async def go() -> None:
+        shadows = OwnerShadows(me)  # no broker URL: no transfer
+        try:
+            with pytest.raises(ShadowRefused, match="no broker"):
+                await shadows.expect("alice", "tok", "in", {"Iwd": "/"})
+            sh = shadows._shadow("alice")
+            answer = await sh.request({"op": "expect", "token": "tok", "direction": "in", "spec": {"Iwd": "/"}})
+            assert answer["ok"]
+            assert (await sh.request({"op": "busy"}))["count"] == 1
+            bad = await sh.request({"op": "expect", "token": "t2", "direction": "sideways", "spec": {}})
+            assert not bad["ok"] and "direction in or out" in bad["error"]
+            sh.queue = "amq.gen-pretend"  # as if connected: retain asks the shadow whether it is busy
+            await shadows.retain([])
+            assert "alice" in shadows.running()  # a transfer is expected: kept
+            await sh.request({"op": "forget", "token": "tok"})
+            await shadows.retain([])
+            assert shadows.running() == {}
+        finally:
+            await shadows.stop_all()
+
+    asyncio.run(go())

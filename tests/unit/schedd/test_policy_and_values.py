@@ -56,3 +56,30 @@ def test_job_ids():
     for bad in ("", "a.b", "1.2.3", None):
         with pytest.raises(ValueError):
             parse_job_id(bad)
+
+
+def test_policy_attribute_names_are_case_insensitive(tmp_path):
+    """`gridbus edit 12 periodicremove true` fires PeriodicRemove: ClassAd names have no case."""
+    import asyncio
+
+    from tests.unit.schedd.inproc import call, make_schedd, submit
+
+    async def main() -> None:
+        schedd = make_schedd(tmp_path)
+        await schedd.setup()
+        removed, held = submit(schedd), submit(schedd)
+        for cid, name in ((removed, "periodicremove"), (held, "PERIODICHOLD")):
+            await schedd.actions.SetAttribute(call("SetAttribute"), Ids=[f"{cid}.0"], Constraint="", Name=name, Value="true")
+        assert await schedd.policy.evaluate_periodic() == 2
+        assert schedd.queue.get(removed, 0) is None
+        assert schedd.queue.get(held, 0)["JobStatus"] == 5
+        await schedd.commits.close()
+
+    asyncio.run(main())
+
+
+def test_exit_policy_names_are_case_insensitive():
+    from gridbus.agents.schedd import policy
+
+    assert policy.at_exit({"onexithold": True, "ExitCode": 0}).action == policy.HOLD
+    assert policy.at_exit({"jobmaxretries": 2, "exitcode": 1, "NumJobCompletions": 1}).action == policy.REQUEUE

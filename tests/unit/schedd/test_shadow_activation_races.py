@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-from gridbus.agents.schedd.shadows import ACTIVATING, IDLE, RUNNING_JOB
+from gridbus.agents.schedd.claims import ACTIVATING, IDLE, RUNNING_JOB
 from gridbus.rpc import CallTimeout, MethodResult
 from tests.unit.schedd.test_activations_in_answers import (
     RUNNING,
@@ -156,13 +156,13 @@ def test_an_unanswered_activation_is_retried_and_the_claim_kept():
 def test_an_activation_unanswered_for_a_whole_lease_loses_the_claim_and_the_job_goes_back():
     async def main() -> None:
         s = GatedStartd()
-        s.lease_duration = 0.3
+        s.settings.lease_duration = 0.3
         claim, call = running_claim(s)
         claim.in_reports = False
         s.unanswered["ActivateClaims"] = s.unanswered["Alive"] = 10**6
         await s.JobReports(call, Reports=[report("exit", 0, ExitCode=0)])
         await until(lambda: len(s.sent("ActivateClaims")) >= 2)
-        await asyncio.sleep(s.lease_duration)
+        await asyncio.sleep(s.settings.lease_duration)
         await s.check_leases()  # the startd is silent: its claims' lease runs out
         assert "c1" not in s._claims and claim.state in (ACTIVATING, IDLE)
         assert s.jobs[(1, 1)]["JobStatus"] == 1 and (1, 1) not in s._reserved and (1, 1) not in s._by_job

@@ -1,0 +1,221 @@
+"""The schedd's claims: one `Claim` per claimed slot, by id and by the job it runs, kept in memory
+and in a table of their own (``shadow_claims``) in the job queue's SQLite file, so a restarted
+schedd reconnects to its running jobs inside the lease; and the calls to the startds that hold
+them (ReleaseClaim, DeactivateClaim for a Hold or Remove, Suspend/Continue/Vacate on a claim).
+
+A claim change is written by the next commit of the job queue (commits.py), in the same
+transaction as the job changes of that moment: a job and its claim agree on disk, and the last
+commit at the stop carries the last claim change.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+
+from gridbus import wire
+from gridbus.agents.schedd.commits import Commits
+from gridbus.agents.schedd.jobqueue import JobQueue, reads_proc_id
+from gridbus.agents.schedd.settings import ScheddSettings
+from gridbus.rpc import CallTimeout, MethodResult
+
+log = logging.getLogger("gridbus.schedd.claims")
+
+# Claim states.
+CLAIMING = "claiming"  # RequestClaim sent
+ACTIVATING = "activating"  # ActivateClaims sent for claim.job
+RUNNING_JOB = "running"  # claim.job runs
+IDLE = "idle"  # claimed, no job (between jobs, or after a deactivation)
+
+_CLAIMS_TABLE = """
+CREATE TABLE IF NOT EXISTS shadow_claims (
+    claim_id TEXT PRIMARY KEY,
+    record BLOB NOT NULL
+)
+"""
+
+# How the schedd calls a daemon: (address, method, arguments, timeout) -> its answer.
+DaemonCall = Callable[[str, str, dict[str, Any], float], Awaitable[MethodResult]]
+Spawn = Callable[..., Any]
+
+
+@dataclass
+class Claim:
+    """One claimed slot and the job on it: the shadow's state."""
+
+    claim_id: str
+    startd: str
+    slot: str
+    owner: str
+    slot_ad: dict[str, Any]
+    worklife_end: float  # time.time() after which the claim is not reused
+    state: str = IDLE
+    job: tuple[int, int] | None = None
+    stopping: bool = False  # the job is being stopped for a Hold or Remove
+    last_alive: float = field(default_factory=time.monotonic)  # last time the startd vouched for it
+    buffered: list[dict[str, Any]] = field(default_factory=list)  # reports that beat the activation
+    jobs_run: int = 0
+    in_reports: bool = False  # the startd takes this claim's next activations in JobReports answers
+    reply_sent: float = 0.0  # monotonic time claim.job's activation went out in a JobReports answer
+    asked: bool = False  # claim.job's activation went out already: a further one is a repeat
+    _slot_ad_wire: bytes | None = field(default=None, repr=False)  # slot_ad encoded once: it never changes
+    # Claim reuse: whether the procs of a cluster with nothing of their own fit this slot, by
+    # cluster id: (the cluster ad's version when tested, the answer, time.monotonic() then).
+    fits: dict[int, tuple[int, bool, float]] = field(default_factory=dict, repr=False)
+    reads_proc_id: bool = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.reads_proc_id = reads_proc_id(self.slot_ad)
+
+    def record(self) -> bytes:
+        # Written at every job start and end: the slot ad, the bulk of it, is encoded only once.
+        if self._slot_ad_wire is None:
+            self._slot_ad_wire = wire.encode(self.slot_ad)
+        return msgpack.packb(
+            {
+                "claim_id": self.claim_id, "startd": self.startd, "slot": self.slot, "owner": self.owner,
+                "slot_ad": self._slot_ad_wire, "worklife_end": self.worklife_end,
+                "job": list(self.job) if self.job else None, "jobs_run": self.jobs_run,
+                "in_reports": self.in_reports,
+            }
+        )
+
+    @classmethod
+    def from_record(cls, blob: bytes) -> Claim:
+        raw = msgpack.unpackb(blob)
+        claim = cls(raw["claim_id"], raw["startd"], raw["slot"], raw["owner"], wire.decode(raw["slot_ad"]),
+                    float(raw["worklife_end"]), jobs_run=int(raw.get("jobs_run", 0)),
+                    in_reports=bool(raw.get("in_reports", False)))
+        if raw.get("job"):
+            claim.job = (int(raw["job"][0]), int(raw["job"][1]))
+            claim.state = RUNNING_JOB
+        return claim
+
+
+class Claims:
+    def __init__(self, queue: JobQueue, commits: Commits, call: DaemonCall, spawn: Spawn,
+                 settings: ScheddSettings):
+        self.queue = queue
+        self.commits = commits
+        self._call = call
+        self._spawn = spawn
+        self.settings = settings
+        self.by_id: dict[str, Claim] = {}
+        self.by_job: dict[tuple[int, int], Claim] = {}
+        self.reserved: set[tuple[int, int]] = set()  # matched jobs not running yet
+        self._dirty: set[str] = set()
+        self.stats = {"Matches": 0, "ClaimsRequested": 0, "ClaimsRefused": 0, "Activations": 0,
+                      "ActivationBatches": 0, "ClaimReuses": 0, "ClaimsReleased": 0, "ClaimsLost": 0,
+                      "ExitReports": 0, "ActivationsInAnswers": 0}
+        commits.before.append(self._put_writes)
+        self._load()
+
+    # ------------------------------------------------------------------ persistence
+    def _load(self) -> None:
+        db = self.queue.store.db
+        db.execute(_CLAIMS_TABLE)
+        for cid, blob in db.execute("SELECT claim_id, record FROM shadow_claims").fetchall():
+            try:
+                claim = Claim.from_record(blob)
+            except Exception:
+                log.warning("dropping an unreadable claim record %s", cid)
+                continue
+            self.add(claim)
+
+    def add(self, claim: Claim) -> None:
+        self.by_id[claim.claim_id] = claim
+        if claim.job:
+            self.by_job[claim.job] = claim
+
+    def changed(self, claim: Claim) -> None:
+        """``claim`` changed: written by the next commit, one for every change of this moment."""
+        self._dirty.add(claim.claim_id)
+        self.commits.soon()
+
+    def take_writes(self) -> list[tuple[str, list[tuple[Any, ...]]]]:
+        """The claim rows changed since the last call, as (SQL, rows) for the job queue's commit
+        (JobQueue.add_writes); a failed commit keeps them for its next attempt."""
+        if not self._dirty:
+            return []
+        dirty, self._dirty = self._dirty, set()
+        upserts = [(cid, self.by_id[cid].record()) for cid in dirty if cid in self.by_id]
+        deletes = [(cid,) for cid in dirty if cid not in self.by_id]
+        writes: list[tuple[str, list[tuple[Any, ...]]]] = []
+        if upserts:
+            writes.append(("INSERT OR REPLACE INTO shadow_claims (claim_id, record) VALUES (?, ?)", upserts))
+        if deletes:
+            writes.append(("DELETE FROM shadow_claims WHERE claim_id = ?", deletes))
+        return writes
+
+    def _put_writes(self) -> None:
+        self.queue.add_writes(self.take_writes())
+
+    # ------------------------------------------------------------------ ending claims
+    def drop(self, claim: Claim) -> None:
+        """Forget ``claim`` (it ended)."""
+        self.by_id.pop(claim.claim_id, None)
+        if claim.job is not None and self.by_job.get(claim.job) is claim:
+            del self.by_job[claim.job]
+        self.changed(claim)
+
+    def release(self, claim: Claim) -> None:
+        """Give ``claim`` back to its startd."""
+        self.drop(claim)
+        self.stats["ClaimsReleased"] += 1
+        self._spawn(self.call_startd(claim.startd, "ReleaseClaim", {"ClaimId": claim.claim_id}), "release")
+
+    def free(self, claim: Claim, job: tuple[int, int]) -> None:
+        """``claim`` no longer waits to run ``job`` (nor is ``job`` reserved)."""
+        self.reserved.discard(job)
+        if self.by_job.get(job) is claim:
+            del self.by_job[job]
+        if claim.job == job:
+            claim.job, claim.state = None, IDLE
+            claim.buffered.clear()
+
+    # ------------------------------------------------------------------ calls to startds
+    async def call_startd(self, startd: str, method_name: str, args: dict[str, Any]) -> MethodResult | None:
+        """A startd's answer, or None when it gave none within SHADOW_CALL_TIMEOUT."""
+        try:
+            result = await self._call(startd, method_name, args, self.settings.shadow_call_timeout)
+        except CallTimeout:
+            log.info("%s did not answer %s", startd, method_name)
+            return None
+        if not result.ok:
+            log.info("%s refused %s: %s", startd, method_name, result.text)
+        return result
+
+    async def call(self, startd: str, method_name: str, args: dict[str, Any], timeout: float) -> MethodResult:
+        """The daemon call itself (raises CallTimeout): for callers that handle no answer themselves."""
+        return await self._call(startd, method_name, args, timeout)
+
+    async def stop_running_job(self, cluster: int, proc: int) -> bool:
+        """Stop a running job for a Hold or Remove: deactivate its claim (the claim stays, and is
+        reused when the startd reports the job gone). Returns False if no claim runs the job."""
+        claim = self.by_job.get((cluster, proc))
+        if claim is None:
+            return False
+        claim.stopping = True
+        if claim.state == ACTIVATING:
+            # The activation's outcome finds the job no longer idle: the claim passes to the next
+            # job, or, should the startd have started it, the job is stopped (Shadows.stop_unwanted_job).
+            return True
+        await self.call_startd(claim.startd, "DeactivateClaim", {"ClaimId": claim.claim_id, "Graceful": True})
+        return True
+
+    async def call_job_claim(self, cluster: int, proc: int, method_name: str,
+                             args: dict[str, Any] | None = None) -> MethodResult | None:
+        """Call a startd method on the claim that runs a job (SuspendClaim, ContinueClaim,
+        DeactivateClaim for Suspend, Continue, Vacate); None if no claim runs it."""
+        claim = self.by_job.get((cluster, proc))
+        if claim is None or claim.state != RUNNING_JOB:
+            return None
+        return await self.call_startd(claim.startd, method_name, {"ClaimId": claim.claim_id, **(args or {})})
+
+    def statistics(self) -> dict[str, Any]:
+        return {**self.stats, "Claims": len(self.by_id), "JobsRunningOnClaims": len(self.by_job)}

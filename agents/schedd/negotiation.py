@@ -1,0 +1,178 @@
+"""The negotiator's side of the schedd (docs/protocols.md, "Negotiation"): GetResourceRequests
+answers one request per autocluster of an owner's idle jobs; Match takes the negotiator's matches,
+reserves one idle job per match, claims the slots in the background (RequestClaim), and hands
+each claim to the shadows (shadows.py) to activate."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from typing import Any
+
+from gridbus.agent import Call, method
+from gridbus.agents.schedd.claims import Claim, Claims, Spawn
+from gridbus.agents.schedd.jobqueue import JobQueue
+from gridbus.agents.schedd.scheduniv import runs_on_submit_host
+from gridbus.agents.schedd.settings import ScheddSettings
+from gridbus.agents.schedd.shadows import Shadows
+from gridbus.autocluster import AutoClusters
+from gridbus.rpc import CallTimeout
+from gridbus.status import invalid
+
+log = logging.getLogger("gridbus.schedd.negotiation")
+
+IDLE_STATUS = 1
+
+
+class Negotiation:
+    def __init__(self, address: str, queue: JobQueue, claims: Claims, shadows: Shadows, autoclusters: AutoClusters,
+                 spawn: Spawn, settings: ScheddSettings):
+        self.address = address
+        self.queue = queue
+        self.claims = claims
+        self.shadows = shadows
+        self.autoclusters = autoclusters
+        self._spawn = spawn
+        self.settings = settings
+        # Per owner: the autoclusters of the last full grouping (GetResourceRequests pages are cut
+        # from it) and, per autocluster, the job ids a Match takes from.
+        self._ac_snapshot: dict[str, dict[int, deque[tuple[int, int]]]] = {}
+        self._ac_pages: dict[str, list[tuple[int, dict[str, Any], list[tuple[int, int]]]]] = {}
+
+    @property
+    def owners_paged(self) -> set[str]:
+        """The owners whose request pages are held."""
+        return set(self._ac_pages)
+
+    @method("scheduler")
+    async def GetResourceRequests(self, call: Call, Owner: str, Limit: int, After: int,
+                                  AutoClusterAttrs: list, WholeAds: bool) -> dict[str, Any]:
+        if not Owner:
+            raise invalid("GetResourceRequests: Owner must name the submitter whose requests are wanted")
+        if Limit < 1:
+            raise invalid(f"GetResourceRequests: Limit must be at least 1, got {Limit}")
+        bad = next((a for a in AutoClusterAttrs if not isinstance(a, str) or not a), None)
+        if bad is not None:
+            raise invalid(f"GetResourceRequests: AutoClusterAttrs must be attribute names, got {bad!r}")
+        groups = self._ac_pages.get(Owner)
+        if After < 0 or groups is None:
+            # The pool's slots read these job attributes: the requests carry them (a page after
+            # the first keeps the grouping the first page was cut from).
+            self.autoclusters.set_pool_attrs(None if WholeAds else AutoClusterAttrs)
+            jobs = (j for j in self.queue.idle_jobs(Owner)
+                    if (j.get("ClusterId"), j.get("ProcId")) not in self.claims.reserved and not runs_on_submit_host(j))
+            groups = self.autoclusters.group(jobs, owner=Owner)
+            self._ac_pages[Owner] = groups
+            self._ac_snapshot[Owner] = {acid: deque(ids) for acid, _ad, ids in groups}
+            self._prune_autoclusters()
+        return {"Requests": self.autoclusters.page(groups, Limit, After)}
+
+    def _prune_autoclusters(self) -> None:
+        """Forget the autoclusters, attribute lists and request pages of owners with no idle job
+        (the negotiator asks only owners that have some: theirs would never be dropped)."""
+        idle = {o for o, counts in self.queue.counts.items() if counts[IDLE_STATUS] > 0}
+        self.autoclusters.retain(idle)
+        for owner in [o for o in self._ac_pages if o not in idle]:
+            del self._ac_pages[owner]
+            self._ac_snapshot.pop(owner, None)
+
+    @method("scheduler")
+    async def Match(self, call: Call, Matches: list) -> dict[str, Any]:
+        checked = []
+        for i, m in enumerate(Matches):
+            if not isinstance(m, dict):
+                raise invalid(f"Match: Matches[{i}] must be a map, got {type(m).__name__}")
+            for key, kind in (("AutoClusterId", int), ("ClaimId", str), ("Slot", str), ("Startd", str), ("SlotAd", dict)):
+                if not isinstance(m.get(key), kind):
+                    raise invalid(f"Match: Matches[{i}] needs {key} ({kind.__name__})")
+            checked.append(m)
+        accepted = 0
+        for m in checked:
+            job = self._take_matched_job(m["AutoClusterId"])
+            if job is None:
+                continue
+            accepted += 1
+            self.claims.reserved.add(job)
+            self.claims.stats["Matches"] += 1
+            self._spawn(self._claim_and_run(m, job), "claim")
+        return {"Accepted": accepted}
+
+    def _take_matched_job(self, acid: int) -> tuple[int, int] | None:
+        for members in self._ac_snapshot.values():
+            ids = members.get(acid)
+            while ids:
+                job = ids.popleft()
+                if job in self.claims.reserved or job in self.claims.by_job:
+                    continue
+                ad = self.queue.get(*job)
+                if ad is not None and ad.get("JobStatus") == 1:
+                    return job
+        return None
+
+    async def _claim_and_run(self, match: dict[str, Any], job: tuple[int, int]) -> None:
+        ad = self.queue.get(*job)
+        if ad is None or ad.get("JobStatus") != 1:
+            self.claims.reserved.discard(job)
+            return
+        self.claims.stats["ClaimsRequested"] += 1
+        args = {"ClaimId": match["ClaimId"], "JobAd": ad, "Schedd": self.address,
+                "LeaseDuration": int(self.settings.lease_duration)}
+        try:
+            result = await self.claims.call(match["Startd"], "RequestClaim", args, timeout=self.settings.shadow_call_timeout)
+        except CallTimeout:
+            result = None
+            # The startd may still grant the claim after we stopped waiting: release whatever it
+            # grants, so the slot is never left Claimed by a schedd that forgot it.
+            self._spawn(self._release_late_claim(match, args), "release a late claim")
+        if result is None or not result.ok:
+            self.claims.stats["ClaimsRefused"] += 1
+            self.claims.reserved.discard(job)
+            why = "no answer" if result is None else f"{result.text} (status {result.status})"
+            log.info("claim of %s for job %d.%d refused: %s", match["Slot"], *job, why)
+            return
+        out = result.outArgs
+        claim = Claim(
+            claim_id=str(out.get("ClaimId") or match["ClaimId"]),
+            startd=match["Startd"],
+            slot=str(out.get("Slot") or match["Slot"]),
+            owner=str(ad.get("Owner", "")),
+            slot_ad=out.get("SlotAd") if isinstance(out.get("SlotAd"), dict) else match["SlotAd"],
+            worklife_end=time.time() + self.settings.claim_worklife,
+            in_reports=out.get("ReportActivations") is True,
+        )
+        self.claims.by_id[claim.claim_id] = claim
+        self.claims.changed(claim)
+        self.shadows.activate(claim, job)
+        self.shadows.flush_activations_now()
+
+    async def _release_late_claim(self, match: dict[str, Any], args: dict[str, Any]) -> None:
+        """Release the claim a timed-out RequestClaim may have made.
+
+        RequestClaim is idempotent (the same claim id, or the same job on a partitionable slot,
+        gets the same claim back), so asking again, patiently, names the claim the first call
+        made, or makes one that is released just the same; ReleaseClaim of an ended claim is
+        refused harmlessly. Tried for as long as the startd would keep the claim (the lease).
+        """
+        deadline = time.monotonic() + self.settings.lease_duration
+        while time.monotonic() < deadline:
+            try:
+                result = await self.claims.call(match["Startd"], "RequestClaim", args,
+                                                timeout=max(self.settings.shadow_call_timeout, 60.0))
+            except CallTimeout:
+                continue
+            except Exception:  # the broker is away: try again shortly
+                await asyncio.sleep(1)
+                continue
+            if not result.ok:
+                return  # refused: no claim was made (or it ended)
+            claim_id = str(result.outArgs.get("ClaimId") or match["ClaimId"])
+            if claim_id in self.claims.by_id:
+                return  # claimed again meanwhile for another job of ours: in use, not stranded
+            self.claims.stats["ClaimsReleased"] += 1
+            log.info("releasing the claim on %s granted after its request timed out",
+                          result.outArgs.get("Slot") or match["Slot"])
+            await self.claims.call_startd(match["Startd"], "ReleaseClaim", {"ClaimId": claim_id})
+            return
+

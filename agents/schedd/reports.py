@@ -1,0 +1,100 @@
+"""JobReports: the startds' reports on the jobs they run for this schedd (usage, exits, and the
+outcomes of activations sent in earlier answers), batched. Each report is applied by the shadows
+(shadows.py) and fails alone; the answer carries the next activations of the calling startd's
+claims, and goes only once the batch's changes are on disk: the startd forgets a report it has
+an answer to, so a schedd that dies before its commit leaves the startd the report to send again."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from gridbus.agent import Call, method
+from gridbus.agents.schedd.claims import ACTIVATING, IDLE, Claim, Claims
+from gridbus.agents.schedd.commits import Commits
+from gridbus.agents.schedd.shadows import JobStateCalls, Shadows, job_of
+from gridbus.status import Status, invalid
+
+log = logging.getLogger("gridbus.schedd.reports")
+
+
+class Reports:
+    def __init__(self, claims: Claims, shadows: Shadows, state: JobStateCalls, commits: Commits):
+        self.claims = claims
+        self.shadows = shadows
+        self.state = state
+        self.commits = commits
+
+    @method("scheduler")
+    async def JobReports(self, call: Call, Reports: list) -> dict[str, Any]:
+        unknown: list[str] = []
+        for i, report in enumerate(Reports):
+            if not isinstance(report, dict) or not isinstance(report.get("ClaimId"), str):
+                raise invalid(f"JobReports: Reports[{i}] must be a map with a ClaimId")
+        now = time.monotonic()
+        callers: set[str] = set()  # startds that take activations in this answer
+        resend: list[Claim] = []
+        failed: list[dict[str, Any]] = []
+        for report in Reports:
+            claim = self.claims.by_id.get(report["ClaimId"])
+            if claim is None:
+                unknown.append(report["ClaimId"])
+                continue
+            claim.last_alive = now
+            if claim.in_reports:
+                callers.add(claim.startd)
+            try:
+                await self._take_report(claim, report, resend)
+            except Exception as exc:
+                # One report that cannot be applied fails alone: the batch's others are, and
+                # the answer is still OK, so the startd does not send this one again for ever.
+                log.exception("report %s of job %s on %s could not be applied",
+                                   report.get("Event"), job_of(report), claim.slot)
+                failed.append({"ClaimId": claim.claim_id, "ClusterId": report.get("ClusterId"),
+                               "ProcId": report.get("ProcId"), "Status": int(Status.EXCEPTION),
+                               "Text": f"{type(exc).__name__}: {exc}"})
+                await self._report_failed(claim, report, exc)
+        out: dict[str, Any] = {"Unknown": unknown}
+        if failed:
+            out["Failed"] = failed
+        activations = self.shadows.activations_for_answer(callers, resend)
+        if activations:
+            out["Activations"] = activations
+        # The rest of the next jobs chosen for this batch go out in one ActivateClaims per startd.
+        self.shadows.flush_activations_now()
+        # Answered only once the exits are on disk: the startd forgets a report it has an answer
+        # to, so a crash before this commit must leave it the report to send again.
+        await self.commits.now()
+        return out
+
+    async def _take_report(self, claim: Claim, report: dict[str, Any], resend: list[Claim]) -> None:
+        job = job_of(report)
+        if report.get("Event") == "activated":
+            await self.shadows.activation_reported(claim, report)
+            return
+        if claim.state == ACTIVATING and job == claim.job:
+            claim.buffered.append(report)  # the activation's answer is still on its way
+            return
+        if claim.state == ACTIVATING and claim.reply_sent and report.get("Event") == "exit" and job != claim.job:
+            # A repeated exit report of the claim's previous job: the startd never got the
+            # answer that carried the next activation, so it goes again in this one.
+            resend.append(claim)
+        await self.shadows.handle_report(claim, report)
+
+    async def _report_failed(self, claim: Claim, report: dict[str, Any], exc: Exception) -> None:
+        """An exit report that could not be applied must not leave its job Running on a claim
+        that has ended: the job is held with the reason (its owner sees it, and may release it),
+        and the claim, whose state is unknown now, goes back to its startd."""
+        job = job_of(report)
+        if report.get("Event") != "exit" or job is None or claim.job != job:
+            return
+        try:
+            self.claims.by_job.pop(job, None)
+            claim.job, claim.state, claim.stopping = None, IDLE, False
+            self.claims.release(claim)
+            await self.state.job_report_failed(job[0], job[1], f"the schedd could not apply the job's exit report: "
+                                                         f"{type(exc).__name__}: {exc}")
+        except Exception:
+            log.exception("putting job %d.%d on hold after its failed report failed too", *job)
+

@@ -1,0 +1,55 @@
+"""The schedd's side of file transfer: OpenTransfer, called by the startd that runs a job.
+
+The schedd itself never reads or writes a file of the job's owner: it checks that the calling
+claim runs the job, hands the job's owner's shadow (owner_shadow.py) what the transfer needs from
+the job's ad (Iwd, TransferInput, TransferOutput, TransferOutputRemaps, Cmd, In, Out, Err, ...)
+with a fresh token, and answers the shadow's queue and the token. The shadow, as the owner, sends
+the input or writes the output; the startd reports the outcome with the job's exit. A spooled
+job's files are the schedd's own (spooling.py): the schedd serves its transfers itself.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from gridbus.agent import Call, method
+from gridbus.agents.schedd.claims import Claims
+from gridbus.agents.schedd.jobqueue import JobQueue
+from gridbus.agents.schedd.owner_shadow import OwnerShadows, ShadowRefused
+from gridbus.agents.schedd.settings import ScheddSettings
+from gridbus.agents.schedd.spooling import Spooling
+from gridbus.status import app_error, forbidden, invalid
+from gridbus.transfer import OPEN_REFUSED, spec
+
+
+class Transfers:
+    def __init__(self, queue: JobQueue, claims: Claims, owner_shadows: OwnerShadows, spooling: Spooling,
+                 settings: ScheddSettings):
+        self.queue = queue
+        self.claims = claims
+        self.owner_shadows = owner_shadows
+        self.spooling = spooling
+        self.settings = settings
+
+    @method("scheduler")
+    async def OpenTransfer(self, call: Call, ClaimId: str, ClusterId: int, ProcId: int, Direction: str) -> dict[str, Any]:
+        if Direction not in ("in", "out"):
+            raise invalid(f"OpenTransfer: Direction must be in or out, not {Direction[:20]!r}")
+        claim = self.claims.by_job.get((ClusterId, ProcId))
+        if claim is None or claim.claim_id != ClaimId:
+            raise forbidden(f"OpenTransfer: claim {ClaimId[:6]}... does not run job {ClusterId}.{ProcId} here")
+        ad = self.queue.get(ClusterId, ProcId)
+        if ad is None:
+            raise forbidden(f"OpenTransfer: job {ClusterId}.{ProcId} is not in the queue")
+        stall = self.settings.transfer_stall
+        token = secrets.token_hex(16)
+        if self.spooling.is_spooled(ad):
+            return {"Queue": await self.spooling.open_transfer(ad, Direction, token, stall), "Token": token}
+        wanted = {k: ad[k] for k in spec.SPEC_ATTRS if isinstance(ad.get(k), str | bool | int | float)}
+        try:
+            queue = await self.owner_shadows.expect(str(ad.get("Owner") or ""), token, Direction,
+                                                    {**wanted, "stall": stall})
+        except ShadowRefused as exc:
+            raise app_error(OPEN_REFUSED, f"OpenTransfer: {exc.sentence}") from None
+        return {"Queue": queue, "Token": token}

@@ -1,0 +1,86 @@
+"""The schedd's file-transfer parts as composed in agent.py: OpenTransfer (transfers.py) answers only
+the claim that runs the job and goes through the owner's shadow; spooling (spooling.py) keeps a
+spooled job's input, releases the job through the job state and answers once that is on disk."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from gridbus.agents.schedd.jobattrs import HELD, IDLE, HoldCode
+from gridbus.status import MethodError, Status
+from gridbus.transfer import OPEN_REFUSED
+from tests.unit.schedd.inproc import call, make_schedd, run_on_claim, submit
+
+
+def test_open_transfer_answers_only_the_claim_that_runs_the_job_and_asks_the_owner_s_shadow(tmp_path: Path):
+    async def main() -> None:
+        schedd = make_schedd(tmp_path)
+        await schedd.setup()
+        try:
+            cid = submit(schedd, ShouldTransferFiles="YES", Iwd=str(tmp_path))
+            await run_on_claim(schedd, cid, 0, "c1")
+            args = {"ClusterId": cid, "ProcId": 0, "Direction": "in"}
+            with pytest.raises(MethodError) as wrong:
+                await schedd.transfers.OpenTransfer(call("OpenTransfer", user="startd"), ClaimId="c2", **args)
+            assert wrong.value.status == Status.FORBIDDEN and "does not run job" in wrong.value.text
+            # The right claim reaches the owner's shadow, which has no broker here: refused so that
+            # the startd holds the job (USER + OPEN_REFUSED), with the shadow's sentence.
+            with pytest.raises(MethodError) as refused:
+                await schedd.transfers.OpenTransfer(call("OpenTransfer", user="startd"), ClaimId="c1", **args)
+            assert refused.value.status == Status.USER + OPEN_REFUSED and "no broker" in refused.value.text
+            with pytest.raises(MethodError) as bad:
+                await schedd.transfers.OpenTransfer(call("OpenTransfer", user="startd"), ClaimId="c1",
+                                                    **{**args, "Direction": "sideways"})
+            assert bad.value.status == Status.INVALID_PARAMETER
+        finally:
+            await schedd.owner_shadows.stop_all()
+            await schedd.commits.close()
+
+    asyncio.run(main())
+
+
+def test_spool_done_releases_the_job_to_run_from_the_spool_and_answers_once_committed(tmp_path: Path):
+    spool = tmp_path / "spool"
+
+    async def main() -> None:
+        schedd = make_schedd(spool)
+        await schedd.setup()
+        try:
+            submitter = tmp_path / "laptop"
+            cid = submit(schedd, Iwd=str(submitter), Cmd=str(submitter / "job.sh"), Out=str(submitter / "job.out"),
+                         ShouldTransferFiles="YES", HoldReasonCode=int(HoldCode.SPOOLING_INPUT), LeaveJobInQueue=True)
+            schedd.queue.set_status(schedd.queue.proc(cid, 0), HELD, when=time.time())
+            job = f"{cid}.0"
+            with pytest.raises(MethodError) as other:
+                await schedd.spooling.SpoolInput(call("SpoolInput", user="mallory"), Id=job, Name="in.txt", Kind="file",
+                                                 Mode=0o644, Offset=0, Data=b"x", Last=True)
+            assert other.value.status == Status.FORBIDDEN
+            for name, data in (("job.sh", b"#!/bin/sh\ncat in.txt\n"), ("in.txt", b"spooled\n")):
+                await schedd.spooling.SpoolInput(call("SpoolInput"), Id=job, Name=name, Kind="file", Mode=0o755,
+                                                 Offset=0, Data=data, Last=True)
+            assert (await schedd.spooling.SpoolDone(call("SpoolDone"), Id=job)) == {"Files": 2}
+            ad = schedd.queue.get(cid, 0)
+            where = spool / "jobs" / str(cid) / "0"
+            assert ad["JobStatus"] == IDLE and ad["Iwd"] == str(where) and ad["SUBMIT_Iwd"] == str(submitter)
+            assert ad["Cmd"] == str(where / "job.sh") and ad["TransferInput"] == "in.txt" and ad["Out"] == "job.out"
+            assert (where / "in.txt").read_bytes() == b"spooled\n"
+            assert schedd.spooling.is_spooled(ad)
+            # Answered after the commit: the file already holds the released job.
+            db = sqlite3.connect(str(spool / "job_queue.sqlite3"))
+            try:
+                (status,) = db.execute("SELECT status FROM procs WHERE cluster_id = ? AND proc_id = 0", (cid,)).fetchone()
+            finally:
+                db.close()
+            assert status == IDLE
+            with pytest.raises(MethodError) as early:
+                await schedd.spooling.RetrieveDone(call("RetrieveDone"), Id=job)
+            assert early.value.status == Status.USER + 1 and "not completed" in early.value.text
+        finally:
+            await schedd.commits.close()
+
+    asyncio.run(main())
