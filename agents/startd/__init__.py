@@ -2,10 +2,12 @@
 
 ``python -m gridbus.agents.startd`` runs it (see `main`); its address is ``startd@<name>``.
 Modules: `detect` (the machine's attributes), `settings` (knobs), `slots` (static, partitionable
-and dynamic slots, claims), `starter` (job processes), `arguments` (HTCondor's argument and
-environment syntax), `accounts` (the run-as policy), `proctree` (a job's processes from /proc),
-`cgroups` (job cgroups: kill, memory limit, usage, freezer), `reports` (batched JobReports to the
-schedds), `agent` (the agent and its methods).
+and dynamic slots, claims, the drain), `ads` (slot ads and the match test), `claims` (granting,
+keeping and ending claims), `activation` (jobs on claims through the starter), `starter` (job
+processes), `arguments` (HTCondor's argument and environment syntax), `accounts` (the run-as
+policy), `proctree` (a job's processes from /proc), `cgroups` (job cgroups: kill, memory limit,
+usage, freezer), `limits` (the requests as numbers at activation), `reports` (batched JobReports
+to the schedds), `agent` (the startd composed of those parts).
 """
 
 from __future__ import annotations

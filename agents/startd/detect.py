@@ -53,6 +53,8 @@ class Machine:
             "TotalDisk": self.disk,
             "UidDomain": self.uid_domain,
             "FileSystemDomain": self.filesystem_domain,
+            # The starter takes a job's sandbox over the bus (agents/startd/sandbox.py).
+            "HasFileTransfer": True,
         }
         if self.gpus:
             ad["DetectedGPUs"] = self.gpus

@@ -1,7 +1,7 @@
 """Reports to the schedds: batched JobReports calls that only an explicit "unknown" can end.
 
 Every report made in one loop iteration for one schedd goes in one call (a burst of exits is one
-message), and one call at a time goes to each schedd: what is made while it is answered leaves in
+message, up to REPORTS_PER_CALL), and one call at a time goes to each schedd: what is made while it is answered leaves in
 the next call. Under load this batches several jobs' reports in one message (measured on the
 2,000-job pool: 16 calls in flight cost twice the schedd and startd cpu per job of one, and
 fewer jobs per second), and the schedd's answer carries the next activations for all of them.
@@ -9,8 +9,10 @@ An exit report leaves at once; other reports (execute, activated, usage) linger 
 seconds for company, so a short job's start and end go in one call, and its exit never waits
 behind a call made only for its start. An unanswered call (a timeout, a lost connection, a garbled or failed answer) is
 retried, in order and merged with what came meanwhile, every STARTD_REPORT_RETRY seconds while the
-claim's lease lasts; a usage report is not retried (the next one supersedes it). Only the schedd's
-answer ``Unknown=[claim ids]`` ends a claim (seed 002: a communication failure taken for "claim
+claim's lease lasts (an exit report for a lease past the claim's end: a job ending on a retiring
+claim ends the claim at once, and its exit must still reach the schedd); a usage report is not
+retried (the next one supersedes it). Only the schedd's
+answer ``Unknown=[claim ids]`` ends a claim (HTCondor ticket #2563: a communication failure taken for "claim
 unknown" killed running jobs).
 """
 
@@ -18,15 +20,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from gridbus.agents.startd.arguments import lookup
+from gridbus.agents.startd.slots import Claim
 from gridbus.rpc import MethodResult
 
 log = logging.getLogger("gridbus.startd.reports")
 
 REPORT_LINGER = 0.005  # seconds a report other than an exit may wait for others to share its call
 MAX_IN_FLIGHT = 1  # concurrent JobReports calls per schedd while it answers
+# Reports in one call: a backlog (a schedd away for a while, a simulated startd's thousands of
+# slots) leaves in several calls, each far under the 16 MiB a JobReports request may have (a
+# report is a few hundred bytes; a call over the bound would be refused whole, again and again).
+REPORTS_PER_CALL = 1000
 
 
 class _Outbox:
@@ -44,15 +53,15 @@ class Reporter:
         *,
         timeout: float,
         retry: float,
-        is_live: Callable[[str], bool],
+        keep: Callable[[dict[str, Any]], bool],
         on_unknown: Callable[[list[str]], None],
         on_answered: Callable[[list[str]], None],
         on_activations: Callable[[str, list[Any]], None] | None = None,
     ):
-        self._call = call
+        self.call = call  # (schedd, batch, timeout) -> the answer to JobReports
         self.timeout = timeout
         self.retry = retry
-        self._is_live = is_live
+        self._keep = keep  # whether an unanswered report is still to be sent
         self._on_unknown = on_unknown
         self._on_answered = on_answered
         self._on_activations = on_activations
@@ -60,8 +69,21 @@ class Reporter:
         self._scheduled = False
         self._linger: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task] = set()
+        self._closed = False
         self.sent = 0  # reports delivered (answered), for statistics
         self.failures = 0  # calls that went unanswered
+
+    def report(self, claim: Claim, job_ad: Mapping[str, Any], event: str, extra: dict[str, Any]) -> None:
+        """Queue a report on the job ``job_ad`` of ``claim`` to the schedd holding the claim."""
+        self.add(claim.schedd, {
+            "ClaimId": claim.id,
+            "GlobalJobId": lookup(job_ad, "GlobalJobId"),
+            "ClusterId": lookup(job_ad, "ClusterId"),
+            "ProcId": lookup(job_ad, "ProcId"),
+            "Event": event,
+            "Time": time.time(),
+            **extra,
+        })
 
     def add(self, schedd: str, report: dict[str, Any]) -> None:
         """Queue a report; an exit leaves with the others of this loop iteration, the rest within
@@ -69,11 +91,16 @@ class Reporter:
         self._boxes.setdefault(schedd, _Outbox()).pending.append(report)
         if report.get("Event") == "exit":
             self._schedule_flush()
-        elif self._linger is None and not self._scheduled:
+        elif self._linger is None and not self._scheduled and not self._closed:
             self._linger = asyncio.get_running_loop().call_later(REPORT_LINGER, self._schedule_flush)
 
     def pending(self) -> int:
         return sum(len(b.pending) for b in self._boxes.values())
+
+    @property
+    def outboxes(self) -> int:
+        """Schedds with reports pending or in flight (an answered schedd's outbox goes)."""
+        return len(self._boxes)
 
     def _flush(self) -> None:
         self._scheduled = False
@@ -83,7 +110,7 @@ class Reporter:
         for schedd, box in list(self._boxes.items()):
             if not box.pending or box.waiting or box.in_flight >= MAX_IN_FLIGHT or (box.backoff and box.in_flight):
                 continue
-            batch, box.pending = box.pending, []
+            batch, box.pending = box.pending[:REPORTS_PER_CALL], box.pending[REPORTS_PER_CALL:]
             box.in_flight += 1
             task = asyncio.get_running_loop().create_task(self._send(schedd, box, batch), name=f"JobReports {schedd}")
             self._tasks.add(task)
@@ -92,7 +119,7 @@ class Reporter:
     async def _send(self, schedd: str, box: _Outbox, batch: list[dict[str, Any]]) -> None:
         failure = ""
         try:
-            result = await self._call(schedd, batch, self.timeout)
+            result = await self.call(schedd, batch, self.timeout)
             if result.status != 0:
                 failure = f"answered status {result.status}: {result.text}"
         except asyncio.CancelledError:
@@ -119,9 +146,11 @@ class Reporter:
                     log.exception("activations in the answer of %s could not be applied", schedd)
             if box.pending:
                 self._schedule_flush()
+            elif not box.in_flight and self._boxes.get(schedd) is box:
+                del self._boxes[schedd]  # nothing more for it: schedds come and go
             return
         self.failures += 1
-        keep = [r for r in batch if r.get("Event") != "usage" and self._is_live(str(r.get("ClaimId")))]
+        keep = [r for r in batch if r.get("Event") != "usage" and self._keep(r)]
         log.warning("JobReports to %s unanswered (%s); %d report(s) retried in %.1f s", schedd, failure, len(keep), self.retry)
         box.pending[:0] = keep  # in front: the order of one claim's reports is kept
         box.backoff = True
@@ -130,15 +159,22 @@ class Reporter:
 
     def _retry(self, box: _Outbox) -> None:
         box.waiting = False
-        box.pending = [r for r in box.pending if self._is_live(str(r.get("ClaimId")))]
+        box.pending = [r for r in box.pending if self._keep(r)]
         self._schedule_flush()
 
     def _schedule_flush(self) -> None:
-        if not self._scheduled:
+        if not self._scheduled and not self._closed:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
 
-    async def close(self) -> None:
+    async def close(self, timeout: float = 0.0) -> None:
+        """Send what is pending (the exits of the jobs a shutdown killed) and wait up to
+        ``timeout`` seconds for the answers, then stop: nothing is retried or sent after this."""
+        if timeout > 0:
+            self._flush()
+            if self._tasks:
+                await asyncio.wait(list(self._tasks), timeout=timeout)
+        self._closed = True
         if self._linger is not None:
             self._linger.cancel()
             self._linger = None

@@ -13,7 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import gridbus.transfer.knobs  # noqa: F401 - registers TRANSFER_STALL_TIMEOUT, KEEP_SANDBOX_ON_HOLD, TRANSFER_OPEN_TIMEOUT
 from gridbus.config import Config, knob
+from gridbus.transfer.stream import STALL_TIMEOUT
 
 knob("NUM_CPUS", 0, "cpus the startd advertises; 0 means detect")
 knob("MEMORY", 0, "MiB of memory the startd advertises; 0 means detect")
@@ -110,6 +112,9 @@ class StartdSettings:
     default_request_cpus: int = 1
     default_request_memory: int = 128
     default_request_disk: int = 1024
+    transfer_stall: float = STALL_TIMEOUT  # TRANSFER_STALL_TIMEOUT
+    transfer_open_timeout: float = 30.0  # TRANSFER_OPEN_TIMEOUT
+    keep_sandbox_on_hold: bool = False  # KEEP_SANDBOX_ON_HOLD
 
     @classmethod
     def from_config(cls, cfg: Config) -> StartdSettings:
@@ -155,6 +160,9 @@ class StartdSettings:
                 default_request_cpus="JOB_DEFAULT_REQUESTCPUS",
                 default_request_memory="JOB_DEFAULT_REQUESTMEMORY",
                 default_request_disk="JOB_DEFAULT_REQUESTDISK",
+                transfer_stall="TRANSFER_STALL_TIMEOUT",
+                transfer_open_timeout="TRANSFER_OPEN_TIMEOUT",
+                keep_sandbox_on_hold="KEEP_SANDBOX_ON_HOLD",
             ),
         )
 
@@ -163,7 +171,8 @@ class StartdSettings:
             raise ValueError(f"NUM_SLOTS must be 0 or more, not {self.num_slots}")
         if self.killing_timeout < 0:
             raise ValueError(f"KILLING_TIMEOUT must not be negative, not {self.killing_timeout}")
-        for name in ("update_interval", "memory_check_interval", "report_timeout", "report_retry"):
+        for name in ("update_interval", "memory_check_interval", "report_timeout", "report_retry", "transfer_stall",
+                     "transfer_open_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, not {getattr(self, name)}")
         if not 0 <= self.spawn_threads <= 64:

@@ -13,6 +13,7 @@ fresh id so the old one is stale (status 6) from then on.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import secrets
 import time
@@ -47,6 +48,17 @@ def new_claim_id() -> str:
 
 
 @dataclass
+class DrainState:
+    """A drain in effect (Drain): no new claim, and the claims retire as ``how`` says."""
+
+    request_id: str
+    how: str  # graceful, quick, fast
+    on_completion: str  # nothing, resume
+    reason: str
+    started: float
+
+
+@dataclass
 class Claim:
     id: str
     slot: Slot
@@ -60,6 +72,7 @@ class Claim:
     last_ad: Mapping[str, Any] | None = None  # the job ad of the current or last activation
     retiring: bool = False  # draining: no new activation; released when idle
     requested_for: str = ""  # GlobalJobId of the RequestClaim that made the claim (tells retries from re-matches)
+    launch: asyncio.Task | None = None  # the job being spawned on the claim (its ad is last_ad)
 
     def renew(self) -> None:
         self.renewed = time.monotonic()
@@ -121,13 +134,14 @@ class Request:
 
 
 class SlotTable:
-    """All slots of one startd and the index of claim ids."""
+    """All slots of one startd, the index of claim ids, and the drain in effect."""
 
     def __init__(self, startd_name: str, total_cpus: int, total_memory: int, total_disk: int,
                  total_gpus: int, num_slots: int, partitionable: bool, share: Any = None):
         self.startd_name = startd_name
         self.slots: dict[str, Slot] = {}
         self._by_claim: dict[str, Slot] = {}
+        self.drain: DrainState | None = None
         if partitionable:
             cpus = _part(total_cpus, getattr(share, "cpus", 1.0))
             memory = _part(total_memory, getattr(share, "memory", 1.0))
@@ -233,3 +247,9 @@ def _requested(job_ad: Mapping[str, Any], attr: str, slot_ad: Mapping[str, Any],
     if value < 0:
         raise ValueError(f"{attr} is negative ({value})")
     return int(math.ceil(value))
+
+
+def ad_names(slot: Slot) -> list[str]:
+    """The ads a change of ``slot`` touches: its own, and its partitionable parent's (whose free
+    resources a dynamic slot holds), so a round of named changes re-sends only those."""
+    return [slot.name] if slot.parent is None else [slot.name, slot.parent.name]

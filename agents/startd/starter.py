@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import math
@@ -111,6 +112,7 @@ class Job:
     kill_timer: asyncio.TimerHandle | None = None
     last_usage_report: float = field(default_factory=time.monotonic)
     done: asyncio.Future | None = None
+    sandbox: bool = False  # the scratch directory is the file-transfer sandbox's (not the starter's to remove)
 
     def usage(self) -> dict[str, Any]:
         """HTCondor's usage attributes: cpu seconds, sizes in KiB, MemoryUsage (the peak) in MiB,
@@ -185,12 +187,20 @@ class Starter:
         return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib, group)
 
     async def start_async(self, key: str, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
-                          memory_limit_mib: int | None) -> Job:
+                          memory_limit_mib: int | None, sandbox: str | None = None) -> Job:
         """`start` with the launch on a spawner thread (when spawn_threads > 0): the loop is not
         blocked by fork/exec. On the loop, the wait for a cgroup job's first process to stop
-        (see `_into_group`) is awaited, not blocked on."""
+        (see `_into_group`) is awaited, not blocked on. ``sandbox``: a scratch directory made and
+        filled by the caller (file transfer, agents/startd/sandbox.py), which also removes it."""
+        job = await self._start_async(key, ad, slot, env_extra, memory_limit_mib, sandbox)
+        job.sandbox = sandbox is not None
+        return job
+
+    async def _start_async(self, key: str, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
+                           memory_limit_mib: int | None, sandbox: str | None) -> Job:
+        given = {"sandbox": sandbox} if sandbox is not None else {}
         if self.spawn_threads <= 0:
-            proc, scratch, account, group = self._launch(ad, slot, env_extra, memory_limit_mib, wait_stopped=False)
+            proc, scratch, account, group = self._launch(ad, slot, env_extra, memory_limit_mib, wait_stopped=False, **given)
             if group is not None and account.switch:
                 try:
                     _into_group(proc, group, _str(ad, "Cmd") or "the job", await _stopped(proc.pid))
@@ -204,7 +214,7 @@ class Starter:
         loop = asyncio.get_running_loop()
         if self._spawner is None:
             self._spawner = ThreadPoolExecutor(max_workers=self.spawn_threads, thread_name_prefix="spawner")
-        launch = loop.run_in_executor(self._spawner, self._launch, ad, slot, env_extra, memory_limit_mib)
+        launch = loop.run_in_executor(self._spawner, functools.partial(self._launch, ad, slot, env_extra, memory_limit_mib, **given))
         self._launching.add(launch)
         launch.add_done_callback(self._launching.discard)
         try:
@@ -215,7 +225,7 @@ class Starter:
         return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib, group)
 
     def _launch(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
-                memory_limit_mib: int | None = None, wait_stopped: bool = True,
+                memory_limit_mib: int | None = None, wait_stopped: bool = True, sandbox: str | None = None,
                 ) -> tuple[subprocess.Popen, str, Account, cgroups.JobCgroup | None]:
         """Everything from the account to the fork/exec; no loop state (it may run on a thread).
         ``wait_stopped=False`` leaves a cgroup job's stopped first process to the caller."""
@@ -232,10 +242,11 @@ class Starter:
         except ArgumentError as exc:
             raise StartFailed(f"cannot parse the job's arguments or environment: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
         seq = next(self._seq)
-        scratch = os.path.join(self.execute, f"dir_{os.getpid()}_{seq}")
+        scratch = sandbox or os.path.join(self.execute, f"dir_{os.getpid()}_{seq}")
         try:
-            os.mkdir(scratch, 0o700)
-            if account.switch:
+            if sandbox is None:
+                os.mkdir(scratch, 0o700)
+            if account.switch and sandbox is None:
                 os.chown(scratch, account.uid, account.gid)
         except OSError as exc:
             raise StartFailed(f"cannot make the scratch directory {scratch}: {exc.strerror}", HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0) from None
@@ -466,7 +477,8 @@ class Starter:
                 self._retire_group(job, time.monotonic() + 10)
             elif job.done is not None and not job.done.done():
                 job.done.set_result(None)
-            self._to_clean.append(job.scratch)
+            if not job.sandbox:  # a transferred sandbox is removed once its output is back
+                self._to_clean.append(job.scratch)
             if not self._clean_scheduled:
                 # Later than the report's publish (which starts on the next loop iteration).
                 self._clean_scheduled = True

@@ -1,4 +1,4 @@
-"""Drain through the console's Startd, and claim leases under a paused schedd (seed 002)."""
+"""Drain through the console's Startd, and claim leases under a paused schedd (HTCondor ticket #2563)."""
 
 from __future__ import annotations
 
@@ -44,11 +44,11 @@ def test_graceful_drain_lets_the_running_job_finish_and_takes_no_new_claim(amqp_
         assert by_name[slot1.name]["DrainReason"] == "maintenance"
         r = s.call(startd.address, "RequestClaim", {"ClaimId": other_id, "JobAd": {}, "Schedd": schedd.address})
         assert r.status == Status.USER + CLAIM_REFUSED and "draining" in r.text
-        assert claim in startd.claims and startd.starter.running  # the job still runs
+        assert claim in startd.claims.by_id and startd.starter.running  # the job still runs
 
         ex = exit_report(schedd, claim)
         assert ex["ExitCode"] == 4 and ex["ClaimEnded"] is True and "Evicted" not in ex
-        wait_until(lambda: not startd.claims, what="the retired claim ended")
+        wait_until(lambda: not startd.claims.by_id, what="the retired claim ended")
         states = {(a["State"], a["Activity"]) for a in client.slots()}
         assert states == {("Drained", "Idle")}
         assert s.call(startd.address, "ActivateClaim", {"ClaimId": claim, "JobAd": job}).status == Status.FORBIDDEN
@@ -91,20 +91,20 @@ def test_leases_survive_a_short_outage_and_end_cleanly_after_a_long_one(amqp_url
             job = {"ClusterId": 1, "ProcId": 0, "Cmd": "/bin/sh", "Arguments": "-c 'sleep 0.7; exit 9'"}
             claim = s.call(address, "Run", {"Startd": startd.address, "ClaimId": slot1.claim_id, "JobAd": job,
                                             "Lease": lease}).ClaimId
-            assert claim in startd.claims, claim
+            assert claim in startd.claims.by_id, claim
             os.kill(proc.pid, signal.SIGSTOP)
             try:
                 wait_until(lambda: claim not in startd.starter.running, timeout=5, what="the job's exit")
                 failed = startd.reporter.failures
                 wait_until(lambda: startd.reporter.failures > failed, timeout=5, what="an unanswered exit report")
-                assert claim in startd.claims  # exited and unreported, the claim kept
+                assert claim in startd.claims.by_id  # exited and unreported, the claim kept
                 time.sleep(lease * 0.4)  # the outage itself: shorter than the lease, by design
             finally:
                 os.kill(proc.pid, signal.SIGCONT)
             exits = wait_until(lambda: [r for r in schedd_state(s, address).Reports
                                         if r["ClaimId"] == claim and r["Event"] == "exit"], what="the exit report")
             assert exits[0]["ExitCode"] == 9
-            assert claim in startd.claims
+            assert claim in startd.claims.by_id
             state = schedd_state(s, address)
             assert claim in state.Held and claim not in state.Dropped
 
@@ -115,7 +115,7 @@ def test_leases_survive_a_short_outage_and_end_cleanly_after_a_long_one(amqp_url
             wait_until(lambda: claim2 in startd.starter.running, what="the second job running")
             os.kill(proc.pid, signal.SIGSTOP)
             try:
-                wait_until(lambda: claim2 not in startd.claims and claim not in startd.claims, timeout=lease + 5,
+                wait_until(lambda: claim2 not in startd.claims.by_id and claim not in startd.claims.by_id, timeout=lease + 5,
                            what="the startd ending both claims after the lease")
                 assert not startd.starter.running and slot2.state == "Unclaimed"
             finally:

@@ -105,8 +105,8 @@ def test_memory_limit_and_removed_job_tree(amqp_url, tmp_path, cgroups):
         assert proctree.scan({job.pid}).get(job.pid, []) == []
         ex = exit_report(schedd, claims[1])
         assert ex["ExitSignal"] == signal.SIGKILL and ex["Evicted"] is True and ex["EvictReason"] == "deactivate"
-        assert claims[1] in startd.claims  # deactivation keeps the claim
+        assert claims[1] in startd.claims.by_id  # deactivation keeps the claim
         assert s.call(startd.address, "ReleaseClaim", {"ClaimId": claims[1]}).status == 0
-        assert claims[1] not in startd.claims and slots[1].state == "Unclaimed" and slots[1].claim_id != claims[1]
+        assert claims[1] not in startd.claims.by_id and slots[1].state == "Unclaimed" and slots[1].claim_id != claims[1]
         r = s.call(startd.address, "RequestClaim", {"ClaimId": claims[1], "JobAd": {}, "Schedd": schedd.address})
         assert r.status == Status.FORBIDDEN  # stale

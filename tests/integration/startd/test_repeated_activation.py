@@ -22,9 +22,9 @@ def test_a_repeated_activation_of_a_job_that_ran_already_is_answered_not_run_aga
         # The job ran and exited; the schedd, which never had the answer, asks again: same answer.
         r = s.call(startd.address, "ActivateClaims", {"Activations": [{"ClaimId": claim, "JobAd": job, "Repeat": True}]})
         assert r.Results[0]["Status"] == 0, r.Results
-        assert startd.counters["JobsStarted"] == 1
+        assert startd.activation.counters["JobsStarted"] == 1
         # Not marked as a repeat (the job runs again, say after an eviction): it runs.
         r = s.call(startd.address, "ActivateClaims", {"Activations": [{"ClaimId": claim, "JobAd": job}]})
         assert r.Results[0]["Status"] == 0, r.Results
-        wait_until(lambda: startd.counters["JobsExited"] == 2)
-        assert startd.counters["JobsStarted"] == 2
+        wait_until(lambda: startd.activation.counters["JobsExited"] == 2)
+        assert startd.activation.counters["JobsStarted"] == 2

@@ -108,7 +108,7 @@ def test_reconfig_applies_start_and_the_run_as_policy(tmp_path, monkeypatch):
     conf.write_text(f'EXECUTE = "{tmp_path}/ex"\nNUM_SLOTS = 1\nSTART = "FALSE"\nSTARTER_UNPRIVILEGED_USER = "nobody"\n')
     changed = asyncio.run(startd.reconfig())
     assert {"START", "STARTER_UNPRIVILEGED_USER"} <= set(changed)
-    assert str(startd.slot_ad(next(iter(startd.table.slots.values())))["Start"]).upper() == "FALSE"
+    assert str(startd.slot_ads.slot_ad(next(iter(startd.table.slots.values())))["Start"]).upper() == "FALSE"
     assert startd.starter.policy.unprivileged_user == "nobody"
 
 

@@ -1,0 +1,294 @@
+"""Activation: the jobs on the claims, started, suspended, stopped through the starter, and what
+becomes of them (execute, usage and exit reports).
+
+Every activation re-checks both Requirements against the slot (execution resources have the final
+say), evaluates the job's requests (`limits.py`) and launches the job; an activation refused or
+failed answers for itself, never for the others of its call. A job's exit is reported at once and
+frees the claim for the next activation at once: the claim is idle before the exit report is even
+queued, and nothing (usage sampling, cleaning, ads) runs in front of the report. A job whose
+sandbox travels (sandbox.py) has its input brought in before it is spawned, and its output sent
+back before its exit is reported: a completion is never reported with part of its output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gridbus.agent import Call, method
+from gridbus.agents.startd import slots as sl
+from gridbus.agents.startd.ads import SlotAds
+from gridbus.agents.startd.arguments import lookup
+from gridbus.agents.startd.claims import CLAIM_BUSY, CLAIM_REFUSED, Claims, job_id
+from gridbus.agents.startd.limits import (
+    HOLD_STARTD_HELD_JOB,
+    RequestUndefined,
+    activation_requests,
+    memory_limit,
+)
+from gridbus.agents.startd.reports import Reporter
+from gridbus.agents.startd.sandbox import Sandboxes, TransferLost
+from gridbus.agents.startd.simulated import SimulatedStarter
+from gridbus.agents.startd.starter import HOLD_FAILED_TO_CREATE_PROCESS, Job, Starter, StartFailed
+from gridbus.status import MethodError, Status, app_error, invalid
+
+log = logging.getLogger("gridbus.startd")
+
+LAUNCH_WAIT = 30.0  # seconds a stopping startd waits for the launches under way
+
+
+class Activation:
+    def __init__(self, address: str, claims: Claims, ads: SlotAds, starter: Starter | SimulatedStarter,
+                 reports: Reporter, sandboxes: Sandboxes, *, ads_changed: Callable[..., None]):
+        self.address = address
+        self.claims = claims
+        self.ads = ads
+        self.starter = starter
+        self.reports = reports
+        self.sandboxes = sandboxes
+        self.ads_changed = ads_changed
+        self.counters = {"JobsStarted": 0, "JobsExited": 0}
+        self.shutting_down = False  # set when the startd stops: no job starts any more
+
+    async def shut_down(self) -> None:
+        """Start no job any more, and wait for the launches under way: their jobs are the
+        starter's to stop with the others, not left running unwatched. An input transfer under
+        way ends now (its job is reported evicted and runs again elsewhere)."""
+        self.shutting_down = True
+        launching = [c for c in self.claims.by_id.values() if c.launch is not None]
+        for claim in launching:
+            self.sandboxes.abort(claim.id, "the startd is stopping")
+        launches = [c.launch for c in launching if c.launch is not None]
+        if launches:  # a fork/exec takes milliseconds; a spawner thread stuck past this is not waited for
+            await asyncio.wait(launches, timeout=LAUNCH_WAIT)
+
+    # ------------------------------------------------------------------ starting
+    @method("startd")
+    async def ActivateClaims(self, call: Call, Activations: list) -> dict:
+        results = []
+        launches = []
+        for i, entry in enumerate(Activations):
+            cid = entry.get("ClaimId") if isinstance(entry, dict) else None
+            try:
+                if not isinstance(entry, dict) or not isinstance(cid, str) or not isinstance(entry.get("JobAd"), dict):
+                    raise invalid(f"ActivateClaims: activation {i} must be a map with ClaimId (string) and JobAd (map)")
+                launch = self.activate(cid, entry["JobAd"], repeat=entry.get("Repeat") is True)
+                if launch is not None:
+                    launches.append(launch)
+                results.append({"ClaimId": cid, "Status": 0, "Text": "OK"})
+            except Exception as exc:  # one entry's failure is its own: the others may have started
+                error = _activation_error(exc, cid)
+                results.append({"ClaimId": cid, "Status": error.status, "Text": error.text})
+        # Answered once every accepted job runs (or was reported unable to start), as before.
+        if launches:
+            await asyncio.gather(*launches)
+        return {"Results": results}
+
+    @method("startd")
+    async def ActivateClaim(self, call: Call, ClaimId: str, JobAd: dict) -> dict:
+        launch = self.activate(ClaimId, JobAd)
+        slot = self.claims.get(ClaimId, "ActivateClaim").slot.name  # activate refused unknown claims
+        if launch is not None:
+            await launch
+        return {"Slot": slot}
+
+    def in_answer(self, schedd: str, activations: list[Any]) -> None:
+        """Activations a schedd put in its answer to JobReports (claim reuse without a round trip of
+        its own): each is started as ActivateClaims would, and its outcome is an ``activated``
+        report (Status, Text) in the next JobReports call."""
+        for i, entry in enumerate(activations):
+            cid = entry.get("ClaimId") if isinstance(entry, dict) else None
+            job_ad = entry.get("JobAd") if isinstance(entry, dict) else None
+            if not isinstance(cid, str) or not isinstance(job_ad, dict):
+                log.warning("%s answered JobReports with a malformed activation %d (needs ClaimId and JobAd)", schedd, i)
+                continue
+            claim = self.claims.by_id.get(cid)
+            if claim is None or claim.schedd != schedd:
+                log.warning("%s sent an activation for claim %s..., which it does not hold here", schedd, cid[:6])
+                continue
+            try:
+                launch = self.activate(cid, job_ad, repeat=entry.get("Repeat") is True)
+            except Exception as exc:  # reported for this activation; the next ones still start
+                error = _activation_error(exc, cid)
+                self.reports.report(claim, job_ad, "activated", {"Status": error.status, "Text": error.text})
+                continue
+            if launch is None:
+                self.reports.report(claim, job_ad, "activated", {"Status": 0, "Text": "OK"})
+            else:
+                launch.add_done_callback(
+                    lambda _t, c=claim, a=job_ad: self.reports.report(c, a, "activated", {"Status": 0, "Text": "OK"}))
+
+    def activate(self, claim_id: str, job_ad: dict, *, repeat: bool = False) -> asyncio.Task | None:
+        """Check an activation (MethodError if refused) and launch its job on a spawner thread.
+
+        Returns the launch's task (None for a repeat of the job the claim already runs, or, for an
+        activation the schedd marks ``repeat``, of the job it ran last); the claim counts as busy
+        from now on."""
+        claim = self.claims.get(claim_id, "ActivateClaim")
+        slot = claim.slot
+        if self.shutting_down:
+            raise app_error(CLAIM_REFUSED, f"ActivateClaim: {self.address} is shutting down; no new job starts")
+        if claim.retiring or self.claims.is_ending(claim):
+            raise app_error(CLAIM_REFUSED, f"ActivateClaim: the claim on {slot.name} is retiring (draining or ending); no new job starts on it")
+        current = claim.job.ad if claim.job is not None else (claim.last_ad if claim.launch is not None else None)
+        if current is not None:
+            if _same_job(current, job_ad):  # a repeated activation (its answer was lost): same answer
+                return None
+            raise app_error(CLAIM_BUSY, f"ActivateClaim: {slot.name} is still running job {job_id(current)}")
+        if repeat and claim.last_ad is not None and _same_job(claim.last_ad, job_ad):
+            # The schedd asks again after an unanswered activation whose job ran and exited here
+            # already (its exit report is on its way): the same answer, never a second run. An
+            # activation not marked as a repeat (the job run again after an eviction) does run.
+            return None
+        claim.renew()
+        ad = self.ads.slot_ad(slot)
+        # The requests as numbers, before the match test (which an undefined request would fail
+        # with a reason about the slot): a request that is no number holds the job, naming it.
+        held: StartFailed | None = None
+        memory = slot.memory
+        try:
+            req = activation_requests(job_ad, ad, self.ads.defaults)
+        except RequestUndefined as exc:
+            held = StartFailed(exc.reason, HOLD_STARTD_HELD_JOB)
+        else:
+            why = self.ads.mismatch(ad, {**job_ad, "RequestCpus": req.cpus, "RequestMemory": req.memory,
+                                         "RequestDisk": req.disk})
+            if why:
+                raise app_error(CLAIM_REFUSED, f"ActivateClaim refused: {why}")
+            if lookup(job_ad, "RequestMemory") is not None:
+                memory = memory_limit(req.memory)
+        claim.last_ad = job_ad
+        claim.launch = asyncio.get_running_loop().create_task(self._launch(claim, job_ad, memory, held),
+                                                              name=f"launch {slot.name}")
+        return claim.launch
+
+    async def _launch(self, claim: sl.Claim, job_ad: dict, memory: int, held: StartFailed | None = None) -> None:
+        slot = claim.slot
+        try:
+            if held is not None:  # refused at activation: reported as a job that could not start
+                raise held
+            env = {"OMP_NUM_THREADS": str(slot.cpus)}
+            if self.sandboxes.wanted(job_ad):  # the input comes over the bus into a sandbox first
+                run_ad, sandbox = await self.sandboxes.fetch_input(claim, job_ad)
+                started = await self.starter.start_async(claim.id, run_ad, slot.name, env, memory, sandbox=sandbox)
+            else:
+                started = await self.starter.start_async(claim.id, job_ad, slot.name, env, memory)
+        except (StartFailed, OSError) as exc:
+            self.sandboxes.forget(claim.id)
+            # The protocol's one path for "it did not run": an exit report with the hold reason
+            # (or, for an input transfer cut off, an eviction: the job runs again elsewhere).
+            if isinstance(exc, OSError):  # past the starter's own checks (pidfd_open, a thread): still a start failure
+                exc = StartFailed(f"cannot start the job: {exc.strerror or exc}", HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0)
+            log.info("job %s could not start on %s: %s", job_id(job_ad), slot.name, exc.reason)
+            self.reports.report(claim, job_ad, "exit", {"Evicted": True, "EvictReason": exc.reason}
+                                if isinstance(exc, TransferLost)
+                                else {"HoldReason": exc.reason, "HoldReasonCode": exc.code,
+                                      "HoldReasonSubCode": exc.subcode})
+            claim.launch = None
+            self.claims.retire(claim)  # drained meanwhile
+            return
+        finally:
+            claim.launch = None
+        claim.job = started
+        self.counters["JobsStarted"] += 1
+        if self.claims.by_id.get(claim.id) is not claim:  # ending a claim waits for its launch: not expected
+            log.warning("claim on %s is gone while job %s was starting; stopping the job", slot.name, job_id(job_ad))
+            self.starter.stop(started, graceful=False, reason="release")
+            return
+        # A claim being ended or drained meanwhile stops or retires this job like a running one.
+        if not claim.retiring and not self.claims.is_ending(claim):
+            slot.set(activity=sl.BUSY)
+        self.reports.report(claim, job_ad, "execute", {"Slot": slot.name, "RemoteHost": slot.name})
+        self.ads_changed(sl.ad_names(slot))
+
+    # ------------------------------------------------------------------ the running job
+    @method("startd")
+    async def DeactivateClaim(self, call: Call, ClaimId: str, Graceful: bool) -> dict:
+        claim = self.claims.get(ClaimId, "DeactivateClaim")
+        claim.renew()
+        self.sandboxes.abort(claim.id, "the claim was deactivated")  # an input or output transfer ends now
+        if claim.launch is not None:  # a job being spawned is stopped like a running one, once it runs
+            await asyncio.shield(claim.launch)
+        if claim.job is not None:
+            await self.claims.stop_job(claim.job, Graceful, "deactivate")
+        return {}
+
+    def _running_claim(self, claim_id: str, method_name: str, verb: str) -> tuple[sl.Claim, Job]:
+        """The claim (renewed) whose job a freezer method acts on, and the job; refused if it runs none."""
+        claim = self.claims.get(claim_id, method_name)
+        claim.renew()
+        if claim.job is None:
+            raise app_error(CLAIM_REFUSED, f"{method_name}: {claim.slot.name} runs no job to {verb}")
+        return claim, claim.job
+
+    @method("startd")
+    async def SuspendClaim(self, call: Call, ClaimId: str) -> dict:
+        """Suspend the claim's job where it is (the freezer); the slot's activity is Suspended."""
+        claim, job = self._running_claim(ClaimId, "SuspendClaim", "suspend")
+        count = self.starter.suspend(job)
+        claim.slot.set(activity=sl.SUSPENDED)
+        self.ads_changed(sl.ad_names(claim.slot))
+        return {"Processes": count}
+
+    @method("startd")
+    async def ContinueClaim(self, call: Call, ClaimId: str) -> dict:
+        claim, job = self._running_claim(ClaimId, "ContinueClaim", "continue")
+        self.starter.resume(job)
+        if claim.slot.activity == sl.SUSPENDED:
+            claim.slot.set(activity=sl.BUSY)
+        self.ads_changed(sl.ad_names(claim.slot))
+        return {}
+
+    def exited(self, job: Job) -> None:
+        """The starter reaped a job: free the claim for the next job, then report, at once (a job
+        whose sandbox travels: once its output is back)."""
+        self.counters["JobsExited"] += 1
+        claim = self.claims.by_id.get(job.key)
+        if claim is None or claim.job is not job:
+            log.info("job %s exited after its claim ended; nobody to report to", job_id(job.ad))
+            self.sandboxes.discard(job.key)
+            return
+        claim.job = None
+        extra = dict(job.exit or {})
+        if job.stop_reason and job.stop_reason != "memory":
+            extra["Evicted"] = True
+            extra["EvictReason"] = job.stop_reason
+        if self.sandboxes.holds(claim.id):  # the output goes back before the exit is reported
+            self.sandboxes.return_output(claim, job, extra, lambda extra: self._exit_reported(claim, job, extra))
+        else:
+            self._exit_reported(claim, job, extra)
+
+    def _exit_reported(self, claim: sl.Claim, job: Job, extra: dict[str, Any]) -> None:
+        if self.claims.by_id.get(claim.id) is not claim:  # ended while the output went back: its slot is freed
+            self.reports.report(claim, job.ad, "exit", {**extra, "ClaimEnded": True})
+            return
+        ending = claim.retiring or self.claims.is_ending(claim)
+        if ending:
+            extra["ClaimEnded"] = True
+        self.reports.report(claim, job.ad, "exit", extra)
+        if not ending:
+            claim.slot.set(activity=sl.IDLE)
+        else:  # graceful drain: the retired claim ends now
+            self.claims.retire(claim)
+        self.ads_changed(sl.ad_names(claim.slot))
+
+    def usage(self, jobs: list[Job]) -> None:
+        """The starter sampled running jobs whose usage report is due."""
+        for job in jobs:
+            claim = self.claims.by_id.get(job.key)
+            if claim is not None and claim.job is job:
+                self.reports.report(claim, job.ad, "usage", job.usage())
+
+
+def _activation_error(exc: Exception, claim_id: Any) -> MethodError:
+    """The answer to one activation that failed: its own refusal, or the failure as a sentence."""
+    if isinstance(exc, MethodError):
+        return exc
+    log.error("activation on claim %s... failed", str(claim_id)[:6], exc_info=exc)
+    return MethodError(Status.EXCEPTION, f"ActivateClaim failed: {type(exc).__name__}: {exc}")
+
+
+def _same_job(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return all(lookup(a, k) == lookup(b, k) for k in ("GlobalJobId", "ClusterId", "ProcId"))

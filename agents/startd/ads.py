@@ -1,0 +1,154 @@
+"""The slot ads, and the match test a claim or an activation makes against them.
+
+A slot's ad is the machine's attributes, the slot's resources, state and activity, its claim and
+job, and the START, WithinResourceLimits, Requirements and Rank expressions; it is what the
+collector advertises, what RequestClaim answers, and what both Requirements are tested on
+(execution resources have the final say: RequestClaim and every activation test them again).
+Private ads carry the claim ids the negotiator may hand out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from gridbus import classad
+from gridbus.agent import Call, method
+from gridbus.agents.startd import slots as sl
+from gridbus.agents.startd.arguments import lookup
+from gridbus.agents.startd.detect import load_average
+from gridbus.agents.startd.settings import StartdSettings
+
+
+class SlotAds:
+    def __init__(self, name: str, address: str, table: sl.SlotTable, machine_attrs: dict[str, Any],
+                 gpus: int, settings: StartdSettings):
+        self.name = name
+        self.address = address
+        self.table = table
+        self.machine_attrs = machine_attrs
+        self.gpus = gpus
+        self.reconfigure(settings)
+
+    def reconfigure(self, settings: StartdSettings) -> None:
+        """START, RANK and the default requests as ``settings`` has them now."""
+        wrl = sl.WITHIN_RESOURCE_LIMITS + (sl.WITHIN_GPU_LIMITS if self.gpus else "")
+        self.exprs = {
+            "Start": classad.ExprTree(settings.start),
+            "WithinResourceLimits": classad.ExprTree(wrl),
+            "Requirements": classad.ExprTree(sl.REQUIREMENTS),
+            "Rank": classad.ExprTree(settings.rank),
+        }
+        self.defaults = sl.Request(settings.default_request_cpus, settings.default_request_memory,
+                                   settings.default_request_disk)
+
+    # ------------------------------------------------------------------ ads
+    def slot_ad(self, slot: sl.Slot, load: float | None = None) -> dict[str, Any]:
+        ad: dict[str, Any] = {
+            "MyType": "Machine",
+            "TargetType": "Job",
+            "Name": slot.name,
+            "MyAddress": self.address,
+            **self.machine_attrs,
+            "SlotID": slot.slot_id,
+            "SlotTypeID": 1 if slot.kind != sl.STATIC else 0,
+            "SlotType": slot.kind,
+            "PartitionableSlot": slot.kind == sl.PARTITIONABLE,
+            "Cpus": slot.cpus,
+            "Memory": slot.memory,
+            "Disk": slot.disk,
+            "TotalSlotCpus": slot.total_cpus if slot.kind != sl.DYNAMIC else slot.cpus,
+            "TotalSlotMemory": slot.total_memory if slot.kind != sl.DYNAMIC else slot.memory,
+            "TotalSlotDisk": slot.total_disk if slot.kind != sl.DYNAMIC else slot.disk,
+            "TotalSlots": len(self.table.slots),
+            "State": slot.state,
+            "Activity": slot.activity,
+            "EnteredCurrentState": slot.entered_state,
+            "EnteredCurrentActivity": slot.entered_activity,
+            "LoadAvg": load if load is not None else load_average(),
+            "StartdName": self.name,
+            **self.exprs,
+        }
+        if self.gpus:
+            ad["GPUs"] = slot.gpus
+        if slot.kind == sl.DYNAMIC:
+            ad["DynamicSlot"] = True
+            ad["SlotTypeID"] = -1
+        if slot.kind == sl.PARTITIONABLE:
+            children = sorted(slot.children.values(), key=lambda s: s.sub_id)
+            ad["NumDynamicSlots"] = len(children)
+            ad["ChildCpus"] = [c.cpus for c in children]
+            ad["ChildMemory"] = [c.memory for c in children]
+            ad["ChildName"] = [c.name for c in children]
+        claim = slot.claim
+        if claim is not None:
+            ad["RemoteOwner"] = claim.owner
+            ad["RemoteUser"] = claim.user
+            ad["ClientMachine"] = claim.schedd
+            if claim.job is not None:
+                job_ad = claim.job.ad
+                ad["JobStart"] = int(claim.job.started)
+                cluster, proc = lookup(job_ad, "ClusterId"), lookup(job_ad, "ProcId")
+                if cluster is not None:
+                    ad["JobId"] = f"{cluster}.{proc}"
+                if lookup(job_ad, "GlobalJobId") is not None:
+                    ad["GlobalJobId"] = lookup(job_ad, "GlobalJobId")
+        if self.table.drain is not None:
+            ad["DrainReason"] = self.table.drain.reason
+        return ad
+
+    def ads(self) -> list[dict[str, Any]]:
+        load = load_average()
+        return [self.slot_ad(s, load) for s in self.table.slots.values()]
+
+    @method("startd")
+    async def GetSlots(self, call: Call) -> dict:
+        return {"Slots": self.ads()}
+
+    def private_ads(self, slots: Iterable[sl.Slot] | None = None) -> list[dict[str, Any]]:
+        # Only claim ids the negotiator may hand out: unclaimed static slots and partitionable
+        # slots, and none while draining. A claimed slot's id stays between startd and schedd.
+        if self.table.drain is not None:
+            return []
+        return [
+            {"MyType": "Machine", "Name": s.name, "ClaimId": s.claim_id}
+            for s in (self.table.slots.values() if slots is None else slots)
+            if s.kind == sl.PARTITIONABLE or (s.kind == sl.STATIC and s.claim is None and s.state == sl.UNCLAIMED)
+        ]
+
+    def ads_named(self, names: set[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The public and private ads of the slots named, for a round of only the slots that
+        changed (a name without a slot now is one gone: the advertiser invalidates it)."""
+        slots = [self.table.slots[n] for n in names if n in self.table.slots]
+        load = load_average()
+        return [self.slot_ad(s, load) for s in slots], self.private_ads(slots)
+
+    # ------------------------------------------------------------------ matching
+    def job_for_match(self, job: Mapping[str, Any]) -> dict[str, Any]:
+        """The job ad with the default requests for what it leaves out."""
+        ad = dict(job)
+        for attr, value in (("RequestCpus", self.defaults.cpus), ("RequestMemory", self.defaults.memory),
+                            ("RequestDisk", self.defaults.disk)):
+            if lookup(ad, attr) is None:
+                ad[attr] = value
+        return ad
+
+    def mismatch(self, slot_ad: Mapping[str, Any], job: Mapping[str, Any]) -> str | None:
+        """Why the slot and the job do not match (both Requirements), or None if they do."""
+        if not classad.compile(sl.REQUIREMENTS).test(slot_ad, job):
+            return (f"{slot_ad['Name']} does not accept this job: its Requirements (START && WithinResourceLimits) "
+                    f"are not met (Cpus={slot_ad['Cpus']}, Memory={slot_ad['Memory']}, Disk={slot_ad['Disk']}; "
+                    f"job asks RequestCpus={lookup(job, 'RequestCpus')}, RequestMemory={lookup(job, 'RequestMemory')}, "
+                    f"RequestDisk={lookup(job, 'RequestDisk')})")
+        req = lookup(job, "Requirements")
+        if req is None or req is True:
+            return None
+        if req is False or isinstance(req, str):
+            return f"the job's Requirements ({req!r}) are not an expression that can be true"
+        try:
+            compiled = classad.compile(str(req))
+        except classad.ClassAdException as exc:  # a list or a map sent as the Requirements
+            return f"the job's Requirements ({req!r}) are not an expression: {exc}"
+        if not compiled.test(job, slot_ad):
+            return f"the job's Requirements ({req}) are false for {slot_ad['Name']}"
+        return None

@@ -1,0 +1,254 @@
+"""The execute side of file transfer: a job's sandbox under EXECUTE, its input in, its output out.
+
+For a job whose sandbox travels (ShouldTransferFiles YES, or IF_NEEDED from another
+FILESYSTEM_DOMAIN) the startd, before the starter spawns it:
+
+1. makes a scratch directory ``EXECUTE/dir_<pid>_t<n>``, owned by the job's account: the job's
+   Iwd and cwd;
+2. asks the job's schedd to open the transfer (``OpenTransfer``, on the claim that runs the job):
+   the schedd lets the job's owner's shadow expect it and answers that shadow's queue and a token;
+3. receives the input (gridbus/transfer/stream.py) into the scratch directory and runs the job
+   there, with Cmd, In, Out and Err rewritten to files in it (gridbus/transfer/spec.py).
+
+When the job has exited (or was evicted, with ``when_to_transfer_output = ON_EXIT_OR_EVICT``)
+the output goes back the same way before the exit is reported, and the scratch directory is
+removed (kept while the job is held, if KEEP_SANDBOX_ON_HOLD says so).
+
+Failures, as HTCondor reports them: an input file the owner's shadow cannot read holds the job with
+code 13 (TransferInputError) and a reason naming the file; an output file that is missing or
+cannot be written holds it with code 12 (TransferOutputError); a transfer that stops (a process
+or a connection gone) sends the job back to Idle to run again. An exit is never reported as a
+completion while its output is not all back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import shutil
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aio_pika.abc import AbstractRobustConnection
+
+from gridbus.agents.startd import slots as sl
+from gridbus.agents.startd.accounts import Account, RunAsRefused
+from gridbus.agents.startd.settings import StartdSettings
+from gridbus.agents.startd.starter import Job, Starter, StartFailed
+from gridbus.rpc import MethodResult
+from gridbus.status import Status
+from gridbus.transfer import OPEN_REFUSED, spec, stream
+
+log = logging.getLogger("gridbus.startd.sandbox")
+
+HOLD_TRANSFER_OUTPUT = 12  # HTCondor's TransferOutputError
+HOLD_TRANSFER_INPUT = 13  # HTCondor's TransferInputError
+
+
+class TransferLost(StartFailed):
+    """The input transfer stopped (not the files' fault): the job goes back to Idle."""
+
+
+@dataclass
+class Sandbox:
+    scratch: str
+    account: Account
+    before: dict[str, tuple[int, int]]  # the top-level files after the input arrived
+    accounting: dict[str, Any]
+
+
+# How the startd calls a daemon: (address, method, arguments, timeout) -> its answer.
+DaemonCall = Callable[[str, str, dict[str, Any], float], Awaitable[MethodResult]]
+
+
+class Sandboxes:
+    """The sandboxes of one startd's jobs, by claim id. ``starter`` is None when the startd
+    simulates its jobs (STARTD_SIMULATE_JOBS): nothing is transferred then. ``connection()`` is
+    the startd's broker connection (each transfer opens a channel of its own on it), ``call`` its
+    calls to the schedds (OpenTransfer)."""
+
+    def __init__(self, starter: Starter | None, filesystem_domain: str, settings: StartdSettings,
+                 connection: Callable[[], AbstractRobustConnection | None], call: DaemonCall):
+        self.starter = starter
+        self.filesystem_domain = filesystem_domain
+        self.settings = settings  # replaced by a reconfig (TRANSFER_STALL_TIMEOUT and the others apply)
+        self._connection = connection
+        self._call = call
+        self._seq = itertools.count(1)
+        self._by_claim: dict[str, Sandbox] = {}
+        self._closing: set[asyncio.Task] = set()  # endpoint closes under way
+        self._returning: set[asyncio.Task] = set()  # output transfers under way
+        self._open: dict[str, stream.Endpoint] = {}  # claim id -> its transfer under way
+
+    def wanted(self, job_ad: Mapping[str, Any]) -> bool:
+        return self.starter is not None and spec.wants_transfer(job_ad, self.filesystem_domain)
+
+    def holds(self, claim_id: str) -> bool:
+        return claim_id in self._by_claim
+
+    # ------------------------------------------------------------------ input
+    async def fetch_input(self, claim: sl.Claim, job_ad: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+        """Make the job's scratch directory and bring its input there; returns the ad to run and
+        the directory. Raises StartFailed (held, 13) or TransferLost (back to Idle)."""
+        if self.starter is None:
+            raise StartFailed("this startd simulates its jobs: it transfers no files", HOLD_TRANSFER_INPUT)
+        try:
+            account = self.starter.policy.account_for(_owner(job_ad))
+        except RunAsRefused as exc:
+            raise StartFailed(exc.reason, exc.code) from None
+        execute = self.starter.execute
+        scratch = os.path.join(execute, f"dir_{os.getpid()}_t{next(self._seq)}")
+        try:
+            os.mkdir(scratch, 0o700)
+            if account.switch:
+                os.chown(scratch, account.uid, account.gid)
+        except OSError as exc:
+            raise StartFailed(f"cannot make the scratch directory {scratch}: {exc.strerror}", HOLD_TRANSFER_INPUT,
+                              exc.errno or 0) from None
+        started = time.time()
+        try:
+            chown = (account.uid, account.gid) if account.switch else None
+            stats = await self._transfer(claim, job_ad, "in", lambda ep: stream.receive_files(
+                ep, stream.DirectorySink(lambda name: os.path.join(scratch, name), chown)))
+        except stream.TransferError as exc:
+            _remove(scratch)
+            where = f"Transfer input files failure at execution point {claim.slot.name} while receiving files from the access point"
+            if exc.link:
+                raise TransferLost(f"{where}: {exc.reason}", HOLD_TRANSFER_INPUT) from None
+            raise StartFailed(f"{where}: {exc.reason}", HOLD_TRANSFER_INPUT, exc.errno) from None
+        except BaseException:
+            _remove(scratch)
+            raise
+        accounting = {"BytesSent": stats.bytes, "TransferInStarted": int(started), "TransferInFinished": int(time.time())}
+        self._by_claim[claim.id] = Sandbox(scratch, account, spec.snapshot(scratch), accounting)
+        log.info("job %s: %d input file(s), %d bytes, in %.2f s", _job_id(job_ad), stats.files, stats.bytes,
+                 time.time() - started)
+        return spec.sandbox_ad(job_ad, scratch), scratch
+
+    def forget(self, claim_id: str) -> None:
+        """The job did not start after all: its sandbox goes (the starter removed the directory)."""
+        self._by_claim.pop(claim_id, None)
+
+    def discard(self, claim_id: str) -> None:
+        """Nobody wants the job's output any more (its claim ended first): its sandbox goes."""
+        box = self._by_claim.pop(claim_id, None)
+        if box is not None:
+            asyncio.get_running_loop().run_in_executor(None, _remove, box.scratch)
+
+    # ------------------------------------------------------------------ output
+    def return_output(self, claim: sl.Claim, job: Job, extra: dict[str, Any],
+                      report: Callable[[dict[str, Any]], None]) -> None:
+        """The job ended: send its output back (unless it was evicted with ON_EXIT, or held by
+        the startd), then ``report(extra)`` with the accounting and any transfer failure."""
+        box = self._by_claim.pop(claim.id)
+        task = asyncio.get_running_loop().create_task(self._return_output(claim, job.ad, box, extra, report))
+        self._returning.add(task)  # referenced until done; a stopping startd waits for it (settle)
+        task.add_done_callback(self._returning.discard)
+
+    async def settle(self, timeout: float) -> None:
+        """At the startd's stop: wait (at most ``timeout``) for the outputs on their way back,
+        so that their jobs' exit reports are queued before the reports are flushed."""
+        if self._returning:
+            await asyncio.wait(list(self._returning), timeout=timeout)
+
+    async def _return_output(self, claim: sl.Claim, ad: Mapping[str, Any], box: Sandbox, extra: dict[str, Any],
+                             report: Callable[[dict[str, Any]], None]) -> None:
+        extra = {**extra, **box.accounting}
+        evicted = bool(extra.get("Evicted"))
+        when = str(ad.get("WhenToTransferOutput") or "ON_EXIT").upper()
+        wanted = not extra.get("HoldReason") and (not evicted or when == "ON_EXIT_OR_EVICT")
+        try:
+            if wanted:
+                extra.update(await self._send_output(claim, ad, box))
+        except stream.TransferError as exc:
+            where = f"Transfer output files failure at execution point {claim.slot.name} while sending files to the access point"
+            if exc.link:
+                if not evicted:  # the run's result is not all back: the job runs again, never completes
+                    extra = {**extra, "Evicted": True, "EvictReason": f"{where}: {exc.reason}"}
+            else:
+                extra.update({"HoldReason": f"{where}: {exc.reason}", "HoldReasonCode": HOLD_TRANSFER_OUTPUT,
+                              "HoldReasonSubCode": exc.errno})
+        except Exception as exc:  # never a lost exit report
+            log.exception("output transfer of job %s failed", _job_id(ad))
+            extra = {**extra, "Evicted": True, "EvictReason": f"output transfer failed: {exc!r}"}
+        finally:
+            if not (extra.get("HoldReason") and self.settings.keep_sandbox_on_hold):
+                await asyncio.get_running_loop().run_in_executor(None, _remove, box.scratch)
+            report(extra)
+
+    async def _send_output(self, claim: sl.Claim, ad: Mapping[str, Any], box: Sandbox) -> dict[str, Any]:
+        started = time.time()
+        entries = spec.output_entries(box.scratch, ad, box.before)
+        stats = await self._transfer(claim, ad, "out", lambda ep: stream.send_files(ep, entries, opener=spec.open_nofollow))
+        log.info("job %s: %d output file(s), %d bytes, in %.2f s", _job_id(ad), stats.files, stats.bytes,
+                 time.time() - started)
+        return {"BytesRecvd": stats.bytes, "TransferOutStarted": int(started), "TransferOutFinished": int(time.time())}
+
+    # ------------------------------------------------------------------ both
+    async def _transfer(self, claim: sl.Claim, ad: Mapping[str, Any], direction: str,
+                        run: Callable[[stream.Endpoint], Any]) -> Any:
+        """Open the transfer with the schedd and the owner's shadow, then ``run`` it."""
+        connection = self._connection()
+        if connection is None:  # the startd is stopping: another startd may run the job
+            raise stream.TransferError("the startd is not connected to the broker", link=True)
+        # This end's queue is made while the schedd answers (the token is known before any
+        # message can come: the other end learns of the queue only from the opening message).
+        ep = stream.Endpoint(connection, "", stall=self.settings.transfer_stall)
+        self._open[claim.id] = ep  # (abort ends it from now on)
+        try:
+            answer, opened = await asyncio.gather(self._call(claim.schedd, "OpenTransfer", {
+                "ClaimId": claim.id, "ClusterId": ad.get("ClusterId"), "ProcId": ad.get("ProcId"),
+                "Direction": direction,
+            }, self.settings.transfer_open_timeout), ep.open(), return_exceptions=True)
+            if isinstance(answer, BaseException) or isinstance(opened, BaseException):
+                # No answer, or no queue: try again elsewhere.
+                failed = answer if isinstance(answer, BaseException) else opened
+                raise stream.TransferError(f"the transfer could not be opened: {failed!r}", link=True)
+            if not answer.ok:
+                # The schedd answers with a sentence (the owner's shadow could not start, ...).
+                raise stream.TransferError(f"the schedd could not open the transfer: {answer.text}",
+                                           link=answer.status != Status.USER + OPEN_REFUSED)
+            ep.token, ep.peer = str(answer.outArgs.get("Token")), str(answer.outArgs.get("Queue"))
+            await ep.send("open", direction=direction)
+            if direction == "in":
+                ep.peer = ""  # the shadow's own queue for this transfer comes with its first message
+            else:
+                ready = await ep.next()
+                if (ready.headers or {}).get("t") == "error":
+                    raise stream.error_of(ready)
+                ep.peer = ready.reply_to or ""
+            return await run(ep)
+        finally:
+            if self._open.get(claim.id) is ep:
+                del self._open[claim.id]
+            self._close_later(ep)
+
+    def abort(self, claim_id: str, reason: str) -> None:
+        """The claim's job is being stopped or its claim ended: a transfer of it under way ends now
+        (an input transfer would otherwise run to its end before the job could be stopped)."""
+        ep = self._open.get(claim_id)
+        if ep is not None:
+            ep.abort(f"the transfer was stopped: {reason}")
+
+    def _close_later(self, ep: stream.Endpoint) -> None:
+        """Close the endpoint off the job's path: the transfer is over either way."""
+        task = asyncio.get_running_loop().create_task(ep.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+
+def _remove(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _owner(ad: Mapping[str, Any]) -> str:
+    owner = ad.get("Owner")
+    return owner if isinstance(owner, str) else ""
+
+
+def _job_id(ad: Mapping[str, Any]) -> str:
+    return f"{ad.get('ClusterId')}.{ad.get('ProcId')}"
