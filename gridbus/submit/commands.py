@@ -18,15 +18,15 @@ USED: frozenset[str] = frozenset(
     periodic_hold periodic_hold_reason periodic_hold_subcode periodic_release periodic_remove
     on_exit_hold on_exit_hold_reason on_exit_hold_subcode on_exit_remove max_retries
     success_exit_code concurrency_limits batch_name max_idle materialize_max_idle max_materialize
-    job_max_vacate_time kill_sig
+    job_max_vacate_time kill_sig should_transfer_files when_to_transfer_output transfer_input_files
+    transfer_output_files transfer_executable transfer_output_remaps
     """.split()
 )
 
 # HTCondor commands gridbus accepts but does not act on (a warning says so).
 KNOWN_UNUSED: frozenset[str] = frozenset(
     """
-    should_transfer_files when_to_transfer_output transfer_input_files transfer_output_files
-    transfer_executable transfer_output_remaps transfer_input transfer_output notification
+    transfer_input transfer_output notification
     notify_user stream_output stream_error stream_input nice_user image_size docker_image
     container_image request_gpus gpus_minimum_capability job_lease_duration leave_in_queue
     next_job_start_delay coresize buffer_size buffer_block_size accounting_group

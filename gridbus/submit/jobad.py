@@ -186,6 +186,66 @@ def _size_kib(path: str) -> int:
         return 0
 
 
+def _transfer_attrs(get: Getter, ad: dict[str, Any], iwd: str) -> str:
+    """condor_submit's file-transfer attributes: ShouldTransferFiles, WhenToTransferOutput,
+    TransferInput/TransferOutput/TransferOutputRemaps/TransferExecutable as given, the input's size
+    in DiskUsage and TransferInputSizeMB, and which of stdin/stdout/stderr travel (a real file
+    drops TransferIn/TransferOut/TransferErr = false and is not streamed). Returns the mode."""
+    transfer = (get("should_transfer_files") or "IF_NEEDED").strip().upper()
+    if transfer not in ("YES", "NO", "IF_NEEDED"):
+        raise SubmitError(f"should_transfer_files must be YES, NO or IF_NEEDED, not {transfer!r}")
+    when = (get("when_to_transfer_output") or "ON_EXIT").strip().upper()
+    if when not in ("ON_EXIT", "ON_EXIT_OR_EVICT", "ON_SUCCESS"):
+        raise SubmitError(f"when_to_transfer_output must be ON_EXIT, ON_EXIT_OR_EVICT or ON_SUCCESS, not {when!r}")
+    if when == "ON_EXIT_OR_EVICT" and transfer == "IF_NEEDED":
+        raise SubmitError("when_to_transfer_output = ON_EXIT_OR_EVICT and should_transfer_files = IF_NEEDED "
+                          "are incompatible: set should_transfer_files = YES, or when_to_transfer_output = ON_EXIT")
+    ad["ShouldTransferFiles"] = transfer
+    if transfer == "NO":
+        ad.pop("WhenToTransferOutput", None)
+    else:
+        ad["WhenToTransferOutput"] = when
+    if transfer != "YES":  # the domain decides whether a file system is shared
+        ad["FileSystemDomain"] = filesystem_domain()
+    for command, attr in (("transfer_input_files", "TransferInput"), ("transfer_output_files", "TransferOutput")):
+        value = get(command)
+        if value and value.strip():
+            ad[attr] = ",".join(p.strip() for p in value.split(",") if p.strip())
+    remaps = get("transfer_output_remaps")
+    if remaps and remaps.strip():
+        ad["TransferOutputRemaps"] = remaps.strip()[1:-1] if is_v2(remaps) else remaps.strip()
+    exe = get("transfer_executable")
+    if exe and not truth(exe, "transfer_executable"):
+        ad["TransferExecutable"] = False
+    for attr, transfer_attr, stream_attr in (("In", "TransferIn", "StreamIn"), ("Out", "TransferOut", "StreamOut"),
+                                             ("Err", "TransferErr", "StreamErr")):
+        if ad.get(attr) != "/dev/null":
+            ad.pop(transfer_attr, None)
+            ad[stream_attr] = False
+    if transfer != "NO":
+        names = [p.strip() for p in (ad.get("TransferInput") or "").split(",") if p.strip()]
+        if ad.get("In") != "/dev/null":
+            names.append(ad["In"])
+        size = sum(_tree_bytes(os.path.join(iwd, n)) for n in names)
+        if size:
+            ad["DiskUsage"] = int(ad["DiskUsage"]) + int(math.ceil(size / 1024))
+        ad["TransferInputSizeMB"] = size // (1024 * 1024)
+    return transfer
+
+
+def _tree_bytes(path: str) -> int:
+    """Bytes of a file, or of every file under a directory; 0 for what cannot be read."""
+    if os.path.isdir(path):
+        total = 0
+        for dirpath, _dirs, files in os.walk(path):
+            total += sum(_tree_bytes(os.path.join(dirpath, f)) for f in files)
+        return total
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
 def universe_of(get: Getter) -> int:
     name = (get("universe") or "vanilla").strip().lower()
     if name in UNIVERSES:
@@ -284,11 +344,7 @@ def build_job_ad(
     else:
         ad["RequestDisk"] = expr("DiskUsage")
 
-    transfer = (get("should_transfer_files") or "IF_NEEDED").strip().upper()
-    if transfer not in ("YES", "NO", "IF_NEEDED"):
-        raise SubmitError(f"should_transfer_files must be YES, NO or IF_NEEDED, not {transfer!r}")
-    ad["ShouldTransferFiles"] = transfer
-    ad["FileSystemDomain"] = filesystem_domain()
+    transfer = _transfer_attrs(get, ad, iwd)
     # condor_submit adds the Cpus clause only for a request other than its default of one.
     cpus_requested = bool(cpus_text) and ad["RequestCpus"] != 1
     ad["Requirements"] = expr(default_requirements(get("requirements"), universe, cpus_requested, transfer))
@@ -365,16 +421,13 @@ def build_job_ad(
             raise SubmitError(f"notification must be one of {', '.join(NOTIFICATION)}, not {notification!r}")
         ad["JobNotification"] = NOTIFICATION[key]
     for command, attr in (
-        ("when_to_transfer_output", "WhenToTransferOutput"),
-        ("transfer_input_files", "TransferInput"),
-        ("transfer_output_files", "TransferOutput"),
         ("notify_user", "NotifyUser"),
         ("accounting_group", "AcctGroup"),
         ("accounting_group_user", "AcctGroupUser"),
     ):
         value = get(command)
         if value:
-            ad[attr] = value.strip().upper() if attr == "WhenToTransferOutput" else value.strip()
+            ad[attr] = value.strip()
     for command, attr in (("stream_output", "StreamOut"), ("stream_error", "StreamErr"), ("leave_in_queue", "LeaveJobInQueue")):
         value = get(command)
         if value:

@@ -1,6 +1,6 @@
 """The queue statement: `queue [N] [vars in|matching|from [slice] items]`, and its item expansion.
 
-Every form condor_submit knows (seed 004): `queue`, `queue N`, `queue N var in (a, b)`,
+Every form condor_submit knows (HTCondor Week 2015's "What's new in HTCondor"): `queue`, `queue N`, `queue N var in (a, b)`,
 `queue var matching [files|dirs] (globs)`, `queue a,b from file`, `queue a,b from ( rows )`,
 `queue from command |`, and a Python-style slice `[start:stop:step]` after the keyword. The default
 variable is `Item`.

@@ -27,9 +27,21 @@ def test_a_macro_that_is_referred_to_is_not_unknown():
 
 
 def test_known_but_unused_command_warns_with_its_line():
-    with pytest.warns(SubmitWarning, match=r"line 2: gridbus accepts 'transfer_input_files' but does not act on it"):
-        sub = Submit("executable = /bin/true\ntransfer_input_files = a.dat\nqueue\n")
-    assert sub.build(qdate=0).cluster_ad["TransferInput"] == "a.dat"
+    with pytest.warns(SubmitWarning, match=r"line 2: gridbus accepts 'notify_user' but does not act on it"):
+        sub = Submit("executable = /bin/true\nnotify_user = me@example.org\nqueue\n")
+    assert sub.build(qdate=0).cluster_ad["NotifyUser"] == "me@example.org"
+
+
+def test_file_transfer_commands_are_acted_on_without_a_warning(recwarn):
+    sub = Submit("executable = /bin/true\nshould_transfer_files = YES\ntransfer_input_files = a.dat, b\nqueue\n")
+    ad = sub.build(qdate=0).cluster_ad
+    assert ad["TransferInput"] == "a.dat,b" and ad["ShouldTransferFiles"] == "YES"
+    assert not [w for w in recwarn if issubclass(w.category, SubmitWarning)]
+
+
+def test_on_exit_or_evict_with_if_needed_is_refused_as_condor_submit_does():
+    with pytest.raises(SubmitError, match="incompatible"):
+        Submit("executable = /bin/true\nwhen_to_transfer_output = ON_EXIT_OR_EVICT\nqueue\n").build(qdate=0).jobs()
 
 
 def test_unreadable_line_is_an_error():

@@ -1,0 +1,253 @@
+"""File transfer over the bus: sandbox throughput beside the raw broker's, measured in the same run.
+
+1. The raw broker (the peer): one connection publishes a payload in messages of the transfer's
+   chunk size onto a queue while another consumes it (auto-ack), as fast as they go: MiB/s, for
+   an exclusive classic queue (what a transfer uses) and a stream queue (``x-queue-type: stream``,
+   durable, consumed with acks and a prefetch), and for the classic queue at several message sizes.
+2. The chunk stream alone (gridbus/transfer/stream.py, send_files -> receive_files between two
+   connections, files on disk, sha256 on both ends): MiB/s at several chunk sizes.
+3. A personal pool (collector, negotiator, schedd, one startd with 4 slots; real processes):
+   1,000 jobs with 10 small inputs each (and one small output each) from a Submit to the last
+   completion, and one job with a 1 GiB input copied back as its output: sandbox MiB/s (bytes in
+   and out over the wall time), beside the raw broker's rate, and the ratio; the peak resident
+   memory of the owner's shadow and the startd.
+
+    .venv/bin/python bench/bench_transfer.py [--quick]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+MIB = 1 << 20
+
+
+def _vhost(tag: str) -> tuple[object, str, str]:
+    from bench_pool import _vhost as make  # the pool benchmark's vhost helper
+
+    return make(tag)
+
+
+# ---------------------------------------------------------------------- 1. the raw broker
+async def raw_rate(url: str, total: int, size: int, kind: str = "classic") -> float:
+    """MiB/s of ``total`` bytes in messages of ``size`` bytes, published and consumed at once."""
+    import aio_pika
+
+    pub_conn, sub_conn = await aio_pika.connect(url), await aio_pika.connect(url)
+    try:
+        sub = await sub_conn.channel()
+        if kind == "stream":
+            await sub.set_qos(prefetch_count=64)
+            queue = await sub.declare_queue(f"bench-stream-{uuid.uuid4().hex[:8]}", durable=True,
+                                            arguments={"x-queue-type": "stream"})
+        else:
+            queue = await sub.declare_queue("", exclusive=True, auto_delete=True)
+        count = max(1, total // size)
+        done = asyncio.get_running_loop().create_future()
+        got = 0
+
+        async def on_message(message):
+            nonlocal got
+            got += 1
+            if kind == "stream":
+                await message.ack()
+            if got == count and not done.done():
+                done.set_result(None)
+
+        tag = await queue.consume(on_message, no_ack=kind != "stream",
+                                  arguments={"x-stream-offset": "next"} if kind == "stream" else None)
+        pub = await pub_conn.channel(publisher_confirms=False)
+        body = os.urandom(size)
+        started = time.monotonic()
+        for _ in range(count):
+            await pub.default_exchange.publish(aio_pika.Message(body), routing_key=queue.name)
+        await asyncio.wait_for(done, 600)
+        rate = count * size / MIB / (time.monotonic() - started)
+        if kind == "stream":
+            await queue.cancel(tag)
+            await queue.delete(if_unused=False, if_empty=False)
+        return rate
+    finally:
+        await pub_conn.close()
+        await sub_conn.close()
+
+
+# ---------------------------------------------------------------------- 2. the chunk stream
+async def stream_rate(url: str, path: Path, chunk: int, window: int) -> float:
+    import aio_pika
+
+    from gridbus.transfer import stream
+
+    out = path.parent / f"out-{chunk}"
+    out.mkdir(exist_ok=True)
+    a, b = await aio_pika.connect(url), await aio_pika.connect(url)
+    try:
+        sender, receiver = stream.Endpoint(a, "bench"), stream.Endpoint(b, "bench")
+        await sender.open()
+        await receiver.open()
+        sender.peer = receiver.queue_name
+        started = time.monotonic()
+        await asyncio.gather(
+            stream.send_files(sender, [stream.Entry("f", str(path))], chunk_size=chunk, window=window),
+            stream.receive_files(receiver, stream.DirectorySink(lambda n: str(out / n)), window=window))
+        rate = path.stat().st_size / MIB / (time.monotonic() - started)
+    finally:
+        await a.close()
+        await b.close()
+        shutil.rmtree(out, ignore_errors=True)
+    return rate
+
+
+def _write_random(path: Path, mib: int) -> None:
+    block = os.urandom(MIB)
+    with open(path, "wb") as fh:
+        for i in range(mib):
+            fh.write(block[:-8] + i.to_bytes(8, "big"))
+
+
+# ---------------------------------------------------------------------- 3. the pool
+def _peak_rss_mib(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _shadows(schedd_pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == schedd_pid:
+                out.append(int(entry))
+    return out
+
+
+def pool_rates(url: str, work: Path, jobs: int, big_mib: int) -> dict[str, float]:
+    from tests.e2e.pool import Pool, wait_for
+
+    submit = work / "submit"
+    inputs = submit / "inputs"
+    inputs.mkdir(parents=True)
+    for i in range(10):
+        (inputs / f"in{i}.dat").write_bytes(os.urandom(4096))
+    script = submit / "job.sh"
+    script.write_text("#!/bin/sh\ncat in*.dat | wc -c > out.txt\n")
+    os.chmod(script, 0o755)
+    pool = Pool(url, work / "pool")
+    out: dict[str, float] = {}
+    try:
+        pool.start("collector", "c")
+        pool.start("negotiator", "n")
+        pool.start("schedd", "s")
+        pool.start("startd", "a", GRIDBUS_NUM_SLOTS="4", GRIDBUS_NUM_CPUS="4", GRIDBUS_MEMORY="4096")
+        pool.wait_serving("collector@c", "schedd@s", "negotiator@n")
+        pool.wait_slots(4)
+        names = ", ".join(f"inputs/in{i}.dat" for i in range(10))
+        started = time.monotonic()
+        cluster = pool.submit("schedd@s", jobs, cmd=str(script), Iwd=str(submit), ShouldTransferFiles="YES",
+                              TransferInput=names, TransferOutput="out.txt", Out="/dev/null", Err="/dev/null")
+
+        def left() -> bool:  # none idle or running (a held job is counted apart)
+            return not pool.jobs("schedd@s", f"ClusterId == {cluster} && JobStatus <= 2", ["ProcId"])
+
+        wait_for(f"{jobs} small-sandbox jobs", left, 1800, interval=0.5)
+        wall = time.monotonic() - started
+        done = pool.history("schedd@s", f"ClusterId == {cluster}", ["BytesSent", "BytesRecvd", "JobStatus"])
+        moved = sum(int(j.get("BytesSent", 0)) + int(j.get("BytesRecvd", 0)) for j in done)
+        out["small_jobs_held"] = len(pool.jobs("schedd@s", f"ClusterId == {cluster} && JobStatus == 5", ["ProcId"]))
+        out["small_jobs"] = len(done)
+        out["small_jobs_completed"] = sum(1 for j in done if j.get("JobStatus") == 4)
+        out["small_jobs_per_s"] = len(done) / wall
+        out["small_files_per_s"] = len(done) * 12 / wall  # 10 inputs + the executable in, 1 output back
+        out["small_sandbox_MiB_per_s"] = moved / MIB / wall
+        out["small_bytes_per_job"] = moved / max(1, len(done))
+
+        big = submit / "big.bin"
+        _write_random(big, big_mib)
+        copy = submit / "copy.bin"
+        copy_script = submit / "copy.sh"
+        copy_script.write_text("#!/bin/sh\ncp big.bin copy.bin\n")
+        os.chmod(copy_script, 0o755)
+        started = time.monotonic()
+        cluster = pool.submit("schedd@s", 1, cmd=str(copy_script), Iwd=str(submit), ShouldTransferFiles="YES",
+                              TransferInput="big.bin", TransferOutput="copy.bin", Out="/dev/null", Err="/dev/null")
+        wait_for("the big-file job", left, 1800, interval=0.5)
+        wall = time.monotonic() - started
+        (job,) = pool.history("schedd@s", f"ClusterId == {cluster}", ["BytesSent", "BytesRecvd", "JobStatus",
+                                                                       "TransferInStarted", "TransferInFinished"])
+        out["big_MiB"] = big_mib
+        out["big_job_wall_s"] = wall
+        out["big_in_and_out_MiB_per_s"] = 2 * big_mib / wall
+        span = max(1, int(job.get("TransferInFinished", 0)) - int(job.get("TransferInStarted", 0)))
+        out["big_input_MiB_per_s_approx"] = big_mib / span  # whole seconds only
+        out["big_copy_intact"] = float(_digest(copy) == _digest(big))
+        out["shadow_peak_rss_MiB"] = max([_peak_rss_mib(p) for p in _shadows(pool.procs["schedd@s"].pid)] or [0.0])
+        out["startd_peak_rss_MiB"] = _peak_rss_mib(pool.procs["startd@a"].pid)
+        out["schedd_peak_rss_MiB"] = _peak_rss_mib(pool.procs["schedd@s"].pid)
+    finally:
+        pool.stop()
+    return out
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(MIB):
+            h.update(block)
+    return h.hexdigest()
+
+
+def run(quick: bool = False) -> dict:
+    from gridbus.transfer import stream
+
+    mgmt, vhost, url = _vhost("transfer")
+    work = Path(tempfile.mkdtemp(prefix="gridbus-bench-transfer-"))
+    figures: dict[str, object] = {}
+    try:
+        raw_total = (128 if quick else 512) * MIB
+        figures["raw_classic_MiB_per_s"] = asyncio.run(raw_rate(url, raw_total, stream.CHUNK_SIZE))
+        figures["raw_stream_queue_MiB_per_s"] = asyncio.run(raw_rate(url, raw_total, stream.CHUNK_SIZE, "stream"))
+        figures["raw_classic_by_message_KiB"] = {
+            size // 1024: round(asyncio.run(raw_rate(url, raw_total // 2, size)), 1)
+            for size in (64 * 1024, 256 * 1024, MIB, 4 * MIB, 16 * MIB)}
+        sample = work / "sample.bin"
+        _write_random(sample, 64 if quick else 256)
+        figures["stream_by_chunk_KiB"] = {
+            chunk // 1024: round(asyncio.run(stream_rate(url, sample, chunk, stream.WINDOW)), 1)
+            for chunk in (64 * 1024, 256 * 1024, MIB, 4 * MIB)}
+        sample.unlink()
+        pool = pool_rates(url, work, 100 if quick else 1000, 128 if quick else 1024)
+        figures.update(pool)
+        raw = float(figures["raw_classic_MiB_per_s"])  # type: ignore[arg-type]
+        figures["ratio_big_over_raw"] = pool["big_in_and_out_MiB_per_s"] / raw
+        figures["ratio_small_over_raw"] = pool["small_sandbox_MiB_per_s"] / raw
+        figures["chunk_KiB"], figures["window"] = stream.CHUNK_SIZE // 1024, stream.WINDOW
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        mgmt.delete_vhost(vhost)  # type: ignore[attr-defined]
+    return figures
+
+
+if __name__ == "__main__":
+    result = run(quick="--quick" in sys.argv)
+    width = max(len(k) for k in result)
+    for key, value in result.items():
+        print(f"{key:<{width}}  {value}")

@@ -1,0 +1,9 @@
+"""The file-transfer knobs, read by the schedd (for the owner's shadow) and the startd."""
+
+from gridbus.config import knob
+from gridbus.transfer.stream import STALL_TIMEOUT
+
+knob("TRANSFER_STALL_TIMEOUT", STALL_TIMEOUT,
+     "seconds a file transfer may go without a message from its other end before it has failed")
+knob("KEEP_SANDBOX_ON_HOLD", False, "keep a job's scratch directory under EXECUTE when the job is held (to look at)")
+knob("TRANSFER_OPEN_TIMEOUT", 30.0, "seconds the startd waits for the schedd to open a transfer (OpenTransfer)")

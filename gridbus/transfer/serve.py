@@ -1,0 +1,29 @@
+"""The submit side of one transfer, once the starter has opened it: send a job's input, or receive
+its output where the job's ad says. The owner's shadow runs it as the owner; the schedd runs it
+itself for a spooled job, whose files are the schedd's own (agents/schedd/spooling.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gridbus.transfer import spec, stream
+
+
+async def serve(ep: stream.Endpoint, direction: str, ad: Mapping[str, Any],
+                place: Callable[[str], str] | None = None) -> None:
+    """``ep.peer`` is the starter's queue. ``place(name)``: where an output file goes (default: as
+    the ad's Out, Err, remaps and Iwd say). A failure is sent to the starter, which reports it."""
+    try:
+        if direction == "in":
+            try:
+                entries = spec.input_entries(ad)
+            except stream.TransferError as error:
+                await stream.send_error(ep, error)
+                return
+            await stream.send_files(ep, entries)
+        else:
+            await ep.send("ready")
+            await stream.receive_files(ep, stream.DirectorySink(place or (lambda name: spec.output_destination(ad, name))))
+    except stream.TransferError:
+        pass  # the starter hears of it (an error message, or silence) and reports it with the job

@@ -1,0 +1,439 @@
+"""A set of files as a stream of chunks between two ends of the bus, with flow control.
+
+Each end of one transfer has a queue of its own on the broker: server-named, exclusive (only the
+connection that declared it may consume from it, and it goes away with that connection) and
+auto-deleted. Its name is told to the other end only: in the opening message, which goes to the
+owner's shadow's own exclusive queue, whose name the startd gets from the schedd (OpenTransfer).
+Nothing of a transfer goes through the ad or event exchanges, and plain users may not publish on
+the default exchange at all (``gridbus broker setup``), so only daemons' connections can even
+reach these queues; every message also carries the transfer's token, and one without it is dropped.
+
+The sender sends, in order and numbered: ``dir`` (a directory to make), ``file`` (name, size,
+mode), ``data`` chunks of at most CHUNK_SIZE bytes, ``eof`` (the file's sha256), ..., ``end``; a
+file smaller than a chunk goes as one ``whole`` message (name, size, mode, sha256 and the bytes).
+The receiver acknowledges by number (cumulatively, every few messages and at every ``eof``);
+the sender never has more than WINDOW messages unacknowledged, so at most WINDOW chunks of a
+transfer are in flight whatever the file's size, and a slow receiver slows the sender down.
+``end`` is answered ``done`` once every file is written and verified.
+
+Failures: either end may send ``error`` (a named file cannot be read, or written) and give up;
+silence for ``stall`` seconds (a connection or a process gone) ends the transfer as a link
+failure. No half transfer is ever taken for a whole one: the receiver commits a file only when
+its size and sha256 agree, and the transfer only on ``end``.
+
+This module imports only the standard library and aio-pika (the owner's shadow imports it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Protocol
+
+CHUNK_SIZE = 1 << 20  # bytes per data message (see docs/architecture.md, "File transfer")
+WINDOW = 8  # messages a sender may have unacknowledged
+STALL_TIMEOUT = 30.0  # seconds without a message from the other end: the transfer has failed
+
+
+class TransferError(Exception):
+    """A transfer failed. ``link``: the connection, not the files, failed (silence, a process or
+    a broker connection gone): try again elsewhere. Otherwise a named file could not be read or
+    written: the job's owner has to act (HTCondor holds the job). ``path`` names the file."""
+
+    def __init__(self, reason: str, *, link: bool = False, path: str = "", errno: int = 0):
+        super().__init__(reason)
+        self.reason = reason
+        self.link = link
+        self.path = path
+        self.errno = errno
+
+
+@dataclass
+class Entry:
+    """One thing to send: a directory (``path`` None) or a regular file read from ``path``."""
+
+    name: str  # its relative name at the receiver, '/'-separated
+    path: str | None
+    mode: int = 0o644
+
+
+@dataclass
+class Stats:
+    files: int = 0
+    bytes: int = 0
+    started: float = field(default_factory=time.time)
+    finished: float = 0.0
+
+
+def safe_name(name: str) -> bool:
+    """A relative name that stays below the directory it is put in: no absolute path, no ``..``,
+    no empty or ``.`` part, no NUL (the receiver never trusts the sender's names)."""
+    if not name or "\0" in name or name.startswith("/"):
+        return False
+    return all(part not in ("", ".", "..") for part in name.split("/"))
+
+
+class Sink(Protocol):
+    """Where a receiver puts what it gets."""
+
+    def directory(self, name: str, mode: int) -> None: ...
+    def open(self, name: str, size: int, mode: int) -> BinaryIO: ...
+    def commit(self, name: str, fh: BinaryIO) -> None: ...
+    def abort(self, name: str, fh: BinaryIO) -> None: ...
+
+
+class Endpoint:
+    """One end of one transfer: an exclusive, server-named queue on its own channel."""
+
+    def __init__(self, connection: Any, token: str, *, stall: float = STALL_TIMEOUT):
+        self.connection = connection
+        self.token = token
+        self.stall = stall
+        self.peer = ""  # the other end's queue
+        self.queue_name = ""
+        self._channel: Any = None
+        self._queue: Any = None
+        self._tag: str | None = None
+        self._inbox: asyncio.Queue = asyncio.Queue()
+
+    async def open(self) -> str:
+        self._channel = await self.connection.channel(publisher_confirms=False)
+        self._queue = await self._channel.declare_queue("", exclusive=True, auto_delete=True)
+        self.queue_name = self._queue.name
+        self._tag = await self._queue.consume(self._on_message, no_ack=True)
+        return self.queue_name
+
+    async def _on_message(self, message: Any) -> None:
+        headers = message.headers or {}
+        if headers.get("tok") != self.token:
+            return  # not this transfer's: dropped
+        self._inbox.put_nowait(message)
+
+    async def send(self, kind: str, body: bytes = b"", **headers: Any) -> None:
+        import aio_pika
+
+        if not self.peer:
+            raise TransferError("the other end's queue is not known yet", link=True)
+        message = aio_pika.Message(body, headers={"t": kind, "tok": self.token, **headers}, reply_to=self.queue_name,
+                                   delivery_mode=aio_pika.DeliveryMode.NOT_PERSISTENT)
+        try:
+            # Not mandatory: a message to a queue that is gone is dropped (the other end's silence
+            # ends the transfer), not returned to a channel that has no use for it.
+            await self._channel.default_exchange.publish(message, routing_key=self.peer, mandatory=False)
+        except Exception as exc:  # the channel or connection is gone
+            raise TransferError(f"lost the broker connection while sending: {exc!r}", link=True) from None
+
+    async def next(self, timeout: float | None = None) -> Any:
+        """The next message from the other end; TransferError(link) after ``stall`` seconds of
+        silence, or once ``abort`` was called."""
+        try:
+            message = await asyncio.wait_for(self._inbox.get(), self.stall if timeout is None else timeout)
+        except TimeoutError:
+            raise TransferError(f"no word from the other end for {self.stall:g} s", link=True) from None
+        if isinstance(message, TransferError):
+            raise message
+        return message
+
+    def abort(self, reason: str) -> None:
+        """End the transfer from this side now (its job is being stopped): the next wait fails."""
+        self._inbox.put_nowait(TransferError(reason, link=True))
+
+    def pending(self) -> Any | None:
+        try:
+            message = self._inbox.get_nowait()
+        except asyncio.QueueEmpty:
+            return None
+        if isinstance(message, TransferError):
+            raise message
+        return message
+
+    async def close(self) -> None:
+        channel, self._channel = self._channel, None
+        if channel is None:
+            return
+        try:
+            if self._tag is not None and self._queue is not None:
+                await self._queue.cancel(self._tag)
+            await channel.close()
+        except Exception:  # the connection went: the queue went with it
+            pass
+
+    async def __aenter__(self) -> Endpoint:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+
+def error_of(message: Any) -> TransferError:
+    h = message.headers or {}
+    return TransferError(str(h.get("reason") or "the other end gave up"), link=bool(h.get("link")),
+                         path=str(h.get("path") or ""), errno=int(h.get("errno") or 0))
+
+
+async def send_error(ep: Endpoint, error: TransferError) -> None:
+    """Tell the other end why this end gives up (best effort: the link may be what failed)."""
+    try:
+        await ep.send("error", reason=error.reason[:2000], link=error.link, path=error.path[:1000], errno=error.errno)
+    except TransferError:
+        pass
+
+
+async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int = CHUNK_SIZE, window: int = WINDOW,
+                     opener: Callable[[str], int] | None = None) -> Stats:
+    """Send ``entries`` to ``ep.peer``; returns once the receiver has verified every file.
+
+    ``opener(path)`` opens a file for reading and returns its descriptor (default: plain
+    ``os.open``); the starter's opener refuses symbolic links. An OSError reading a file is sent
+    to the receiver and raised as a TransferError naming the file."""
+    stats = Stats()
+    seq = 0
+    acked = 0
+
+    def take(message: Any) -> None:
+        nonlocal acked
+        kind = (message.headers or {}).get("t")
+        if kind == "ack":
+            acked = max(acked, int(message.headers.get("seq") or 0))
+        elif kind == "error":
+            raise error_of(message)
+
+    async def put(kind: str, body: bytes = b"", **headers: Any) -> None:
+        nonlocal seq
+        while (m := ep.pending()) is not None:
+            take(m)
+        while seq - acked >= window:  # the window is full: wait for the receiver
+            take(await ep.next())
+        seq += 1
+        await ep.send(kind, body, seq=seq, **headers)
+
+    open_fd = opener or (lambda p: os.open(p, os.O_RDONLY | os.O_CLOEXEC))
+    for entry in entries:
+        if entry.path is None:
+            await put("dir", name=entry.name, mode=entry.mode)
+            continue
+        try:
+            fd = open_fd(entry.path)
+        except OSError as exc:
+            error = TransferError(f"reading from file {entry.path}: (errno {exc.errno}) {exc.strerror}",
+                                  path=entry.path, errno=exc.errno or 0)
+            await send_error(ep, error)
+            raise error from None
+        with os.fdopen(fd, "rb", buffering=0) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size < chunk_size:  # a small file is one message: name, data and sha256 together
+                try:
+                    data = _read_all(fh, entry.path, size)
+                except TransferError as error:
+                    await send_error(ep, error)
+                    raise
+                if len(data) < chunk_size:
+                    await put("whole", data, name=entry.name, size=len(data), mode=entry.mode & 0o7777,
+                              sha256=hashlib.sha256(data).hexdigest())
+                    stats.files += 1
+                    stats.bytes += len(data)
+                    continue
+                fh.seek(0)
+            digest = hashlib.sha256()
+            await put("file", name=entry.name, size=size, mode=entry.mode & 0o7777)
+            sent = 0
+            while True:
+                try:
+                    data = fh.read(chunk_size)
+                except OSError as exc:
+                    error = TransferError(f"reading from file {entry.path}: (errno {exc.errno}) {exc.strerror}",
+                                          path=entry.path, errno=exc.errno or 0)
+                    await send_error(ep, error)
+                    raise error from None
+                if not data:
+                    break
+                digest.update(data)
+                sent += len(data)
+                await put("data", data)
+            await put("eof", sha256=digest.hexdigest(), size=sent)
+        stats.files += 1
+        stats.bytes += sent
+    await put("end", files=stats.files, bytes=stats.bytes)
+    while True:  # the receiver's verdict
+        message = await ep.next()
+        if (message.headers or {}).get("t") == "done":
+            break
+        take(message)
+    stats.finished = time.time()
+    return stats
+
+
+async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> Stats:
+    """Receive one transfer into ``sink``; returns once every file is committed and the sender
+    told so. The sender's queue is learnt from the first message's ``reply_to``, unless known."""
+    stats = Stats()
+    expected = 1
+    fh: BinaryIO | None = None
+    name = ""
+    size = 0
+    got = 0
+    digest: Any = None
+    every = max(1, window // 2)
+    try:
+        while True:
+            message = await ep.next()
+            h = message.headers or {}
+            if not ep.peer and message.reply_to:
+                ep.peer = message.reply_to
+            kind = h.get("t")
+            if kind == "error":
+                raise error_of(message)
+            seq = int(h.get("seq") or 0)
+            if seq != expected:
+                raise TransferError(f"message {seq} arrived where {expected} was due", link=True)
+            expected += 1
+            if kind == "data":
+                if fh is None:
+                    raise TransferError("data arrived outside a file", link=True)
+                body = message.body
+                got += len(body)
+                if got > size:
+                    raise TransferError(f"{name}: more data than the announced {size} bytes", link=True)
+                digest.update(body)
+                _write(fh, body, name)
+            elif kind == "file":
+                name, size = str(h.get("name") or ""), int(h.get("size") or 0)
+                if not safe_name(name):
+                    raise TransferError(f"refusing the file name {name!r}: it would leave the sandbox", path=name)
+                fh, got, digest = _open(sink, name, size, int(h.get("mode") or 0o644)), 0, hashlib.sha256()
+            elif kind == "whole":
+                name, size = str(h.get("name") or ""), int(h.get("size") or 0)
+                if not safe_name(name):
+                    raise TransferError(f"refusing the file name {name!r}: it would leave the sandbox", path=name)
+                body = message.body
+                if len(body) != size or h.get("sha256") != hashlib.sha256(body).hexdigest():
+                    raise TransferError(f"{name}: received {len(body)} of {size} bytes, or a wrong sha256", link=True)
+                fh = _open(sink, name, size, int(h.get("mode") or 0o644))
+                _write(fh, body, name)
+                opened, fh = fh, None
+                _commit(sink, name, opened)
+                stats.files += 1
+                stats.bytes += size
+            elif kind == "eof":
+                if fh is None:
+                    raise TransferError("end of file outside a file", link=True)
+                if got != size or h.get("sha256") != digest.hexdigest():
+                    raise TransferError(f"{name}: received {got} of {size} bytes, or a wrong sha256", link=True)
+                opened, fh = fh, None
+                _commit(sink, name, opened)
+                stats.files += 1
+                stats.bytes += got
+            elif kind == "dir":
+                dname = str(h.get("name") or "")
+                if not safe_name(dname):
+                    raise TransferError(f"refusing the directory name {dname!r}: it would leave the sandbox", path=dname)
+                try:
+                    sink.directory(dname, int(h.get("mode") or 0o755))
+                except OSError as exc:
+                    raise TransferError(f"making directory {dname}: (errno {exc.errno}) {exc.strerror}",
+                                        path=dname, errno=exc.errno or 0) from None
+            elif kind == "end":
+                await ep.send("ack", seq=seq)
+                await ep.send("done", files=stats.files, bytes=stats.bytes)
+                stats.finished = time.time()
+                return stats
+            else:
+                raise TransferError(f"unknown message {kind!r}", link=True)
+            if kind == "eof" or seq % every == 0:
+                await ep.send("ack", seq=seq)
+    except TransferError as error:
+        if fh is not None:
+            sink.abort(name, fh)
+        if ep.peer and not error.reason.startswith("no word"):
+            await send_error(ep, error)
+        raise
+
+
+def _read_all(fh: Any, path: str, size: int) -> bytes:
+    try:
+        return fh.read(size + 1)  # one byte more: a file that grew meanwhile goes in chunks
+    except OSError as exc:
+        raise TransferError(f"reading from file {path}: (errno {exc.errno}) {exc.strerror}", path=path,
+                            errno=exc.errno or 0) from None
+
+
+def _open(sink: Sink, name: str, size: int, mode: int) -> BinaryIO:
+    try:
+        return sink.open(name, size, mode)
+    except OSError as exc:
+        raise TransferError(f"writing to file {name}: (errno {exc.errno}) {exc.strerror}", path=name,
+                            errno=exc.errno or 0) from None
+
+
+def _write(fh: BinaryIO, body: bytes, name: str) -> None:
+    try:
+        fh.write(body)
+    except OSError as exc:
+        raise TransferError(f"writing to file {name}: (errno {exc.errno}) {exc.strerror}", path=name,
+                            errno=exc.errno or 0) from None
+
+
+def _commit(sink: Sink, name: str, fh: BinaryIO) -> None:
+    try:
+        sink.commit(name, fh)
+    except OSError as exc:
+        raise TransferError(f"writing to file {name}: (errno {exc.errno}) {exc.strerror}", path=name,
+                            errno=exc.errno or 0) from None
+
+
+class DirectorySink:
+    """Files put where ``place(name)`` says, written to a temporary name beside it and renamed
+    into place once verified (a failed transfer leaves no file that looks whole); made files and
+    directories are given to ``chown`` (uid, gid) when set (a root starter writing for the job's
+    account). Never follows a symbolic link at the final component."""
+
+    def __init__(self, place: Callable[[str], str], chown: tuple[int, int] | None = None):
+        self.place = place
+        self.chown = chown
+        self._temps: dict[str, str] = {}
+        # Two transfers may write the same name at once (jobs of one cluster with one Iwd): each
+        # has temporary names of its own; the last rename wins, as the last writer would.
+        self._tag = secrets.token_hex(4)
+
+    def directory(self, name: str, mode: int) -> None:
+        path = self.place(name)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            if not os.path.isdir(path) or os.path.islink(path):
+                raise
+        else:
+            if self.chown:
+                os.chown(path, *self.chown)
+        os.chmod(path, (mode & 0o777) | 0o700, follow_symlinks=False)
+
+    def open(self, name: str, size: int, mode: int) -> BinaryIO:
+        final = self.place(name)
+        os.makedirs(os.path.dirname(final), exist_ok=True)
+        temp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.{self._tag}.gridbus-partial")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        if self.chown:
+            os.fchown(fd, *self.chown)
+        os.fchmod(fd, (mode & 0o777) | 0o600)
+        self._temps[name] = temp
+        return os.fdopen(fd, "wb", buffering=0)
+
+    def commit(self, name: str, fh: BinaryIO) -> None:
+        fh.close()
+        temp = self._temps.pop(name)
+        os.replace(temp, self.place(name))
+
+    def abort(self, name: str, fh: BinaryIO) -> None:
+        fh.close()
+        temp = self._temps.pop(name, None)
+        if temp:
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass

@@ -1,0 +1,193 @@
+"""The chunk stream (gridbus/transfer/stream.py) on the real broker: files and directories arrive
+whole and verified, the window bounds what is in flight, a sender that goes silent or an end that
+refuses a file fails the transfer, and nothing half-received is left looking whole."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from pathlib import Path
+
+import aio_pika
+import pytest
+
+from gridbus.transfer import stream
+from gridbus.transfer.stream import DirectorySink, Endpoint, Entry, TransferError
+
+
+async def _pair(url: str, token: str = "tok", stall: float = 5.0):
+    a = await aio_pika.connect(url)
+    b = await aio_pika.connect(url)
+    sender, receiver = Endpoint(a, token, stall=stall), Endpoint(b, token, stall=stall)
+    await sender.open()
+    await receiver.open()
+    sender.peer = receiver.queue_name  # as the opening message would tell it
+    return a, b, sender, receiver
+
+
+def _sink(root: Path) -> DirectorySink:
+    return DirectorySink(lambda name: str(root / name))
+
+
+def test_files_and_directories_arrive_whole_with_their_modes(amqp_url, tmp_path):
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    (src / "d" / "e").mkdir(parents=True)
+    dst.mkdir()
+    (src / "a.txt").write_bytes(b"alpha\n")
+    (src / "empty").write_bytes(b"")
+    big = os.urandom(3 * 1024 * 1024 + 17)  # several chunks, the last a short one
+    (src / "d" / "e" / "big.bin").write_bytes(big)
+    os.chmod(src / "a.txt", 0o755)
+    entries = [Entry("a.txt", str(src / "a.txt"), 0o755), Entry("empty", str(src / "empty")),
+               Entry("d", None, 0o755), Entry("d/e", None, 0o750), Entry("d/e/big.bin", str(src / "d/e/big.bin"))]
+
+    async def go():
+        a, b, sender, receiver = await _pair(amqp_url)
+        try:
+            sent, got = await asyncio.gather(stream.send_files(sender, entries, chunk_size=256 * 1024, window=4),
+                                             stream.receive_files(receiver, _sink(dst), window=4))
+        finally:
+            await a.close()
+            await b.close()
+        return sent, got
+
+    sent, got = asyncio.run(go())
+    assert (sent.files, sent.bytes) == (got.files, got.bytes) == (3, len(big) + 6)
+    assert (dst / "a.txt").read_bytes() == b"alpha\n" and os.stat(dst / "a.txt").st_mode & 0o777 == 0o755
+    assert (dst / "empty").read_bytes() == b""
+    assert hashlib.sha256((dst / "d/e/big.bin").read_bytes()).digest() == hashlib.sha256(big).digest()
+    assert not [p for p in dst.rglob("*") if "partial" in p.name]
+
+
+def test_the_sender_never_has_more_than_the_window_unacknowledged(amqp_url, tmp_path):
+    (tmp_path / "f").write_bytes(os.urandom(64 * 1024))
+    window = 3
+
+    async def go():
+        a, b, sender, receiver = await _pair(amqp_url)
+        most = 0
+        sent_seq = 0
+        acked = 0
+        real_send, real_recv_send = sender.send, receiver.send
+
+        async def counting_send(kind, body=b"", **h):
+            nonlocal sent_seq, most
+            sent_seq = max(sent_seq, int(h.get("seq") or 0))
+            most = max(most, sent_seq - acked)
+            await real_send(kind, body, **h)
+
+        async def counting_ack(kind, body=b"", **h):
+            nonlocal acked
+            if kind == "ack":
+                acked = max(acked, int(h["seq"]))
+            await real_recv_send(kind, body, **h)
+
+        sender.send, receiver.send = counting_send, counting_ack
+        try:
+            await asyncio.gather(stream.send_files(sender, [Entry("f", str(tmp_path / "f"))], chunk_size=1024, window=window),
+                                 stream.receive_files(receiver, _sink(tmp_path / "out"), window=window))
+        finally:
+            await a.close()
+            await b.close()
+        return most
+
+    (tmp_path / "out").mkdir()
+    most = asyncio.run(go())
+    # 64 messages of data: without flow control the sender would be 60 ahead.
+    assert 1 <= most <= window
+
+
+def test_a_missing_source_file_fails_both_ends_naming_it(amqp_url, tmp_path):
+    (tmp_path / "out").mkdir()
+
+    async def go():
+        a, b, sender, receiver = await _pair(amqp_url)
+        try:
+            return await asyncio.gather(stream.send_files(sender, [Entry("x", str(tmp_path / "nope"))]),
+                                        stream.receive_files(receiver, _sink(tmp_path / "out")), return_exceptions=True)
+        finally:
+            await a.close()
+            await b.close()
+
+    sent, got = asyncio.run(go())
+    for err in (sent, got):
+        assert isinstance(err, TransferError) and not err.link
+        assert str(tmp_path / "nope") in err.reason and "No such file" in err.reason
+
+
+def test_a_sender_gone_mid_file_is_a_link_failure_and_leaves_no_whole_looking_file(amqp_url, tmp_path):
+    (tmp_path / "f").write_bytes(os.urandom(2 * 1024 * 1024))
+    (tmp_path / "out").mkdir()
+
+    async def go():
+        a, b, sender, receiver = await _pair(amqp_url, stall=1.0)
+        half = asyncio.Event()
+        real_send, count = sender.send, 0
+
+        async def stops_halfway(kind, body=b"", **h):
+            nonlocal count
+            count += kind == "data"
+            if count > 5:
+                half.set()
+                await asyncio.Event().wait()  # never sends the rest
+            await real_send(kind, body, **h)
+
+        sender.send = stops_halfway
+        receiving = asyncio.ensure_future(stream.receive_files(receiver, _sink(tmp_path / "out"), window=2))
+        sending = asyncio.ensure_future(stream.send_files(sender, [Entry("f", str(tmp_path / "f"))], chunk_size=64 * 1024, window=2))
+        await half.wait()
+        await a.close()  # the sender's connection drops mid-transfer
+        sending.cancel()
+        try:
+            with pytest.raises(TransferError) as err:
+                await receiving
+        finally:
+            await b.close()
+        return err.value
+
+    err = asyncio.run(go())
+    assert err.link and "no word" in err.reason
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_messages_without_the_token_are_dropped_and_names_that_leave_the_sandbox_refused(amqp_url, tmp_path):
+    (tmp_path / "out").mkdir()
+
+    async def go():
+        a, b, sender, receiver = await _pair(amqp_url, stall=1.0)
+        stranger = Endpoint(a, "not-the-token")
+        await stranger.open()
+        stranger.peer = receiver.queue_name
+        await stranger.send("file", seq=1, name="evil", size=1)
+        try:
+            return await asyncio.gather(stream.send_files(sender, [Entry("../escape", None)]),
+                                        stream.receive_files(receiver, _sink(tmp_path / "out")), return_exceptions=True)
+        finally:
+            await a.close()
+            await b.close()
+
+    _sent, got = asyncio.run(go())
+    assert isinstance(got, TransferError) and "leave the sandbox" in got.reason
+    assert list((tmp_path / "out").iterdir()) == [] and not (tmp_path / "escape").exists()
+
+
+def test_an_aborted_receiver_gives_up_at_once_not_at_its_stall_timeout(amqp_url, tmp_path):
+    (tmp_path / "out").mkdir()
+
+    async def go():
+        a, b, sender, receiver = await _pair(amqp_url, stall=30.0)
+        receiving = asyncio.ensure_future(stream.receive_files(receiver, _sink(tmp_path / "out")))
+        started = asyncio.get_running_loop().time()
+        receiver.abort("the job is being removed")
+        try:
+            with pytest.raises(TransferError) as err:
+                await receiving
+        finally:
+            await a.close()
+            await b.close()
+        return err.value, asyncio.get_running_loop().time() - started
+
+    err, took = asyncio.run(go())
+    assert err.link and "being removed" in err.reason
+    assert took < 5  # not the 30 s stall
