@@ -19,7 +19,9 @@ from aio_pika.abc import AbstractIncomingMessage
 
 from gridbus import bus, wire
 from gridbus.agent import Agent, Call, method
+from gridbus.agent.pacing import Pacer
 from gridbus.agents.collector.query import (
+    always,
     compile_constraint,
     constraint_text,
     is_trivially_true,
@@ -36,6 +38,8 @@ DEFAULT_CLASSAD_LIFETIME = 900.0
 # Ads per partial answer of a streamed Query: big enough to amortise a message, small enough
 # that a console never receives a giant one.
 QUERY_CHUNK = 500
+# Above this many candidate ads a constraint is tested in slices (gridbus/agent/pacing.py).
+PACED_SCAN = 2000
 # The ads queue keeps at most this many undelivered messages, or bytes (drop-head): while the
 # collector is behind, the backlog waits in the broker and only the newest updates matter.
 ADS_QUEUE_MAX = 20_000
@@ -322,10 +326,30 @@ class Collector(Agent):
             )
         else:
             ads = (e.ad for e in entries)
+        if predicate is not always:
+            ads = list(ads)  # references: the store replaces an ad's dict on update, never changes one
+            if len(ads) > PACED_SCAN:
+                return self._answer_paced(ads, predicate, Limit, project)
         matches = list(select(ads, predicate, Limit))
         if len(matches) <= self.query_chunk:
             return self._answer_whole([project(a) for a in matches] if project else matches)
         return self._answer_chunks(matches, project)
+
+    async def _answer_paced(self, ads: list[dict[str, Any]], predicate: Any, limit: int,
+                            project: Any) -> AsyncIterator[dict[str, Any]]:
+        """The caller's constraint over many ads, in slices (gridbus/agent/pacing.py): the
+        collector goes on ingesting and answering between them, and a scan past its budget ends
+        with a sentence."""
+        pacer, matches = Pacer(), []
+        for ad in ads:
+            if pacer.due():
+                await pacer.pause()
+            if predicate(ad):
+                matches.append(ad)
+                if len(matches) == limit:
+                    break
+        async for part in self._answer_chunks(matches, project):
+            yield part
 
     @staticmethod
     async def _answer_whole(ads: list[dict[str, Any]]) -> dict[str, Any]:
@@ -333,7 +357,7 @@ class Collector(Agent):
 
     async def _answer_chunks(self, matches: list[dict[str, Any]], project: Any) -> AsyncIterator[dict[str, Any]]:
         size = self.query_chunk
-        for i in range(0, len(matches), size):
+        for i in range(0, max(len(matches), 1), size):  # an empty answer is still one part
             chunk = matches[i : i + size]
             yield {"Ads": [project(a) for a in chunk] if project else chunk}
 

@@ -53,7 +53,7 @@ def name_lookup(text: str) -> tuple[str, bool] | None:
 def compile_constraint(text: str) -> Predicate:
     """A predicate over plain dict ads for ``text``; invalid() with the parser's reason if it is not ClassAd."""
     if is_trivially_true(text):
-        return _always
+        return always
     try:
         from gridbus import classad
     except ImportError as exc:  # pragma: no cover - the package is part of gridbus
@@ -66,7 +66,8 @@ def compile_constraint(text: str) -> Predicate:
     return fast_predicate(compiled)
 
 
-def _always(_ad: dict[str, Any]) -> bool:
+def always(_ad: dict[str, Any]) -> bool:
+    """The predicate of a constraint that is trivially true."""
     return True
 
 

@@ -8,13 +8,22 @@ per round trip, one per autocluster); match them; send each batch's matches in o
 
 The negotiator also listens on ``gridbus.ads`` for Submitter ads, and starts a cycle (no sooner than
 NEGOTIATOR_CYCLE_DELAY after the previous one) when a submitter shows more idle jobs than before.
+
+Matchmaking runs on a thread of its own (``_off_loop``), not on the event loop: how long it takes
+is decided by the expressions users send (each evaluation is bounded, but a cycle evaluates many),
+and the negotiator must keep answering its calls meanwhile. A request the matchmaker finds hostile
+(``REJECT_HOSTILE``) is rejected for the cycle with a sentence in the log; a submitter with
+HOSTILE_REQUESTS such requests in one cycle is skipped for the rest of it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,9 +36,12 @@ from gridbus.agent import Agent, Call, method
 from gridbus.agents.negotiator.accountant import Accountant, parse_limits
 from gridbus.agents.negotiator.analyze import analyze
 from gridbus.agents.negotiator.matchmaker import (
+    HOSTILE_STRIKES,
+    REJECT_HOSTILE,
     REJECT_LIMIT,
     REJECT_NO_MATCH,
     REJECT_PRIORITY,
+    REQUEST_SECONDS,
     Matchmaker,
     fair_shares,
     get,
@@ -41,6 +53,12 @@ from gridbus.status import MethodError, Status, invalid
 # Keys of a match's SlotAd that stay with the negotiator: the secret travels once, as ClaimId.
 _SECRET = {"claimid"}
 MAX_ROUNDS = 6  # HTCondor gives up after a few pie spins too
+HOSTILE_REQUESTS = 2  # hostile requests of one submitter after which it is skipped for the cycle
+# Matches per Match call: each carries its slot ad (about 1 KB), and the schedd's Match takes at
+# most 16 MiB; a batch of 200 requests can make 20,000 matches in a large pool.
+MATCHES_PER_CALL = 2000
+# Requests that are not tried again in a later round of the same cycle.
+_SETTLED = (REJECT_NO_MATCH, REJECT_LIMIT, REJECT_HOSTILE)
 
 
 @dataclass
@@ -53,6 +71,7 @@ class Submitter:
     exhausted: bool = False  # the schedd has no more requests this cycle
     requests: list[dict[str, Any]] = field(default_factory=list)  # fetched, with "Left" counts
     failed: bool = False
+    hostile: int = 0  # requests rejected as hostile expressions this cycle
 
 
 @dataclass
@@ -70,6 +89,7 @@ class CycleStats:
     rounds: int = 0
     evaluations: int = 0
     schedd_calls: int = 0
+    fetch: float = 0.0  # seconds reading the ads from the collector (part of duration)
 
 
 class Negotiator(Agent):
@@ -92,6 +112,9 @@ class Negotiator(Agent):
         schedd_timeout: float = 30.0,
         limits: dict[str, int] | None = None,
         default_limit: int = 2**31 - 1,
+        prefetch: bool = True,
+        match_strikes: int = HOSTILE_STRIKES,
+        match_request_seconds: float = REQUEST_SECONDS,
         **kw: Any,
     ):
         super().__init__(name, url, **kw)
@@ -105,6 +128,12 @@ class Negotiator(Agent):
         self.collector = collector
         self.match_hold = match_hold
         self.schedd_timeout = schedd_timeout
+        self.prefetch = bool(prefetch)
+        if match_strikes < 1 or match_request_seconds <= 0:
+            raise ValueError("a request's evaluation allowance must be at least 1 strike and a positive time")
+        # A request's evaluation allowance per cycle (see matchmaker.py, "Hostile requests").
+        self.match_strikes = int(match_strikes)
+        self.match_request_seconds = float(match_request_seconds)
         path = Path(spool) / "accountant.json" if spool else None
         self.accountant = Accountant.load(path, halflife, default_limit) if path else Accountant(halflife, None, default_limit)
         for lname, lmax in (limits or {}).items():
@@ -119,6 +148,8 @@ class Negotiator(Agent):
         self._pending: dict[str, tuple[Any, float, tuple[float, float, float] | None]] = {}
         self._cycle_lock = asyncio.Lock()
         self._job_attrs: frozenset[str] | None = frozenset()  # this cycle's AutoClusterAttrs
+        self._matcher: ThreadPoolExecutor | None = None  # the thread matchmaking runs on
+        self._sends: list[asyncio.Future] = []  # this cycle's Match calls, answered meanwhile
 
     # ------------------------------------------------------------------ ads and statistics
     def daemon_ad(self) -> dict[str, Any]:
@@ -130,6 +161,7 @@ class Negotiator(Agent):
             "TotalMatches": self.total_matches,
             "LastNegotiationCycleTime0": int(s.start),
             "LastNegotiationCycleDuration0": round(s.duration, 4),
+            "LastNegotiationCyclePhase1Duration0": round(s.fetch, 4),
             "LastNegotiationCycleMatches0": s.matches,
             "LastNegotiationCycleRejections0": sum(s.rejections.values()),
             "LastNegotiationCycleRejectionReasons0": dict(s.rejections),
@@ -165,6 +197,18 @@ class Negotiator(Agent):
 
     async def on_start(self) -> None:
         self.spawn(self._cycle_loop(), "negotiation")
+
+    async def on_stop(self) -> None:
+        if self._matcher is not None:
+            self._matcher.shutdown(wait=False, cancel_futures=True)
+            self._matcher = None
+
+    async def _off_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` on the match thread. One thread: the cycle's steps stay in order, and the
+        matchmaker's state is only ever touched by one of them at a time."""
+        if self._matcher is None:
+            self._matcher = ThreadPoolExecutor(1, thread_name_prefix=f"negotiator-{self.name}-match")
+        return await asyncio.get_running_loop().run_in_executor(self._matcher, functools.partial(fn, *args))
 
     async def _on_submitter_ads(self, message: AbstractIncomingMessage) -> None:
         try:
@@ -241,32 +285,35 @@ class Negotiator(Agent):
     async def negotiate(self) -> CycleStats:
         """Run one negotiation cycle now; returns its statistics."""
         async with self._cycle_lock:
+            started = time.monotonic()
             machines, submitter_ads = await asyncio.gather(
                 self._query(["Machine"], True), self._query(["Submitter"], False)
             )
-            stats = await self.negotiate_with(machines, submitter_ads)
+            stats = await self.negotiate_with(machines, submitter_ads, started, time.monotonic() - started)
             self.ads_changed()
             return stats
 
-    async def negotiate_with(self, machines: list[dict[str, Any]], submitter_ads: list[dict[str, Any]]) -> CycleStats:
-        """One cycle over ads already fetched (the benchmark's simulator calls this directly)."""
-        started = time.monotonic()
-        stats = CycleStats(start=time.time())
+    async def negotiate_with(
+        self, machines: list[dict[str, Any]], submitter_ads: list[dict[str, Any]], started: float | None = None,
+        fetch: float = 0.0,
+    ) -> CycleStats:
+        """One cycle over ads already fetched (the benchmark's simulator calls this directly);
+        ``started``: when the cycle began fetching them (its duration counts the fetch, ``fetch`` s)."""
+        started = time.monotonic() if started is None else started
+        stats = CycleStats(start=time.time(), fetch=fetch)
         now = time.time()
-        in_use, limits_used = self._usage(machines)
+        in_use, limits_used, mm, pie = await self._off_loop(self._prepare, machines, now)
         self.accountant.update_usage(in_use, now)
-        # What the schedds' requests must carry besides the significant attributes: every job
-        # attribute a slot may read (all Machine ads, claimed ones too, so the list, and with it
-        # the schedds' autoclusters, does not change with what is busy).
-        self._job_attrs = slot_job_refs({k.lower(): v for k, v in m.items() if isinstance(k, str)} for m in machines)
-        machines = self._hide_pending(machines, now)
-        mm = Matchmaker(machines)
         stats.slots = len(mm.slots)
         subs = self._submitters(submitter_ads)
         stats.submitters = len(subs)
         stats.idle_jobs = sum(s.idle for s in subs)
         owners = sorted({s.owner for s in subs}, key=lambda o: (self.accountant.effective_priority(o), o))
-        pie = sum(float(get(m, "Cpus", 1) or 0) for m in machines if get(m, "State") in ("Unclaimed", "Claimed", None))
+        if self.prefetch:
+            # NEGOTIATOR_PREFETCH_REQUESTS: every submitter's first page at once, so a cycle
+            # waits for the slowest schedd once instead of for each in turn.
+            await asyncio.gather(*(self._fetch(s, stats) for s in subs))
+        self._sends = []
         spent: dict[str, float] = {o: 0.0 for o in owners}
         unlimited = False
         for round_no in range(MAX_ROUNDS):
@@ -280,7 +327,7 @@ class Negotiator(Agent):
             elif round_no == 0:
                 shares = fair_shares(pie, eup, in_use)
             else:
-                shares = fair_shares(mm.free_weight, eup, {})
+                shares = fair_shares(await self._off_loop(lambda: mm.free_weight), eup, {})
             matched_this_round = 0
             for owner in active:
                 budget = shares[owner]
@@ -296,6 +343,8 @@ class Negotiator(Agent):
                     break
                 # Shares too small for a whole slot: hand the rest out in priority order.
                 unlimited = True
+        stats.matches = sum(await asyncio.gather(*self._sends))
+        self._sends = []
         for sub in subs:
             for req in sub.requests:
                 if req["Left"] > 0:
@@ -311,16 +360,32 @@ class Negotiator(Agent):
         except OSError:
             self.log.exception("could not save the accountant")
         self.log.info(
-            "cycle %d: %d matches, %d slots, %d submitters, %d requests, %.3f s",
-            self.cycles, stats.matches, stats.slots, stats.submitters, stats.requests, stats.duration,
+            "cycle %d: %d matches, %d slots, %d submitters, %d requests, %.3f s (%.3f s reading the ads)",
+            self.cycles, stats.matches, stats.slots, stats.submitters, stats.requests, stats.duration, stats.fetch,
         )
         return stats
+
+    def _prepare(
+        self, machines: list[dict[str, Any]], now: float
+    ) -> tuple[dict[str, float], dict[str, float], Matchmaker, float]:
+        """The cycle's work over every Machine ad (on the match thread): usage, the job attributes
+        slots read, the matchmaker, and the pie."""
+        in_use, limits_used = self._usage(machines)
+        # What the schedds' requests must carry besides the significant attributes: every job
+        # attribute a slot may read (all Machine ads, claimed ones too, so the list, and with it
+        # the schedds' autoclusters, does not change with what is busy).
+        self._job_attrs = slot_job_refs({k.lower(): v for k, v in m.items() if isinstance(k, str)} for m in machines)
+        pie = sum(float(get(m, "Cpus", 1) or 0) for m in machines if get(m, "State") in ("Unclaimed", "Claimed", None))
+        mm = Matchmaker(
+            self._hide_pending(machines, now), strikes=self.match_strikes, request_seconds=self.match_request_seconds
+        )
+        return in_use, limits_used, mm, pie
 
     @staticmethod
     def _wants(sub: Submitter) -> bool:
         if sub.failed:
             return False
-        if any(r["Left"] > 0 and r.get("Reason") not in (REJECT_NO_MATCH, REJECT_LIMIT) for r in sub.requests):
+        if any(r["Left"] > 0 and r.get("Reason") not in _SETTLED for r in sub.requests):
             return True
         return not sub.exhausted
 
@@ -408,10 +473,11 @@ class Negotiator(Agent):
     async def _negotiate_submitter(
         self, sub: Submitter, mm: Matchmaker, budget: float, limits_used: dict[str, float], stats: CycleStats
     ) -> tuple[int, float]:
-        """Match this submitter's requests within ``budget`` slot weight; returns (matches, weight)."""
+        """Match this submitter's requests within ``budget`` slot weight; returns (matches sent,
+        weight)."""
         spent = 0.0
         made = 0
-        batch = [r for r in sub.requests if r["Left"] > 0 and r.get("Reason") not in (REJECT_NO_MATCH, REJECT_LIMIT)]
+        batch = [r for r in sub.requests if r["Left"] > 0 and r.get("Reason") not in _SETTLED]
         while True:
             if not batch and not sub.exhausted and not sub.failed:
                 batch = await self._fetch(sub, stats)
@@ -419,47 +485,73 @@ class Negotiator(Agent):
                     break
             if not batch:
                 break
-            matches: list[dict[str, Any]] = []
-            out_of_budget = False
-            for req in batch:
-                job = req["Ad"]
-                wanted = parse_limits(get(job, "ConcurrencyLimits"))
-                # How many more jobs of this request the concurrency limits let run.
-                cap = req["Left"]
-                for n, a in wanted.items():
-                    if a > 0:
-                        room = self.accountant.limit_max(n) - limits_used.get(n, 0.0)
-                        cap = min(cap, max(0, math.floor(room / a + 1e-9)))
-                found, reason = mm.match(job, cap, budget - spent) if cap > 0 else ([], None)
-                if reason is None and cap < req["Left"]:
-                    reason = REJECT_LIMIT
-                for m in found:
-                    for n, a in wanted.items():
-                        limits_used[n] = limits_used.get(n, 0.0) + a
-                    spent += m.weight
-                    matches.append(
-                        {
-                            "AutoClusterId": req["AutoClusterId"],
-                            "ClaimId": m.slot.claim_id,
-                            "Slot": m.slot.name,
-                            "Startd": m.slot.startd,
-                            "SlotAd": {k: v for k, v in m.slot_ad.items() if k.lower() not in _SECRET},
-                        }
-                    )
-                    self._remember(m.slot, m.slot_ad, job)
-                req["Left"] -= len(found)
-                req["Reason"] = reason
-                if reason == REJECT_PRIORITY:
-                    out_of_budget = True
-                    break
-                if not mm.has_free():
-                    break
+            matches, spent, out_of_budget = await self._off_loop(
+                self._match_batch, sub, batch, mm, budget, spent, limits_used
+            )
             if matches:
-                made += await self._send_matches(sub, matches, stats)
-            if out_of_budget or not mm.has_free() or spent >= budget - 1e-9:
+                # Not awaited here: the schedd takes its matches while the cycle goes on with the
+                # next submitter (the slots are taken either way); the cycle gathers the answers.
+                for i in range(0, len(matches), MATCHES_PER_CALL):
+                    chunk = matches[i : i + MATCHES_PER_CALL]
+                    self._sends.append(asyncio.ensure_future(self._send_matches(sub, chunk, stats)))
+                made += len(matches)
+            if out_of_budget or sub.failed or not mm.has_free() or spent >= budget - 1e-9:
                 break
             batch = []
         return made, spent
+
+    def _match_batch(
+        self, sub: Submitter, batch: list[dict[str, Any]], mm: Matchmaker, budget: float, spent: float,
+        limits_used: dict[str, float],
+    ) -> tuple[list[dict[str, Any]], float, bool]:
+        """Match one batch of a submitter's requests (on the match thread); returns the matches,
+        the slot weight spent so far, and whether the submitter's budget ran out."""
+        matches: list[dict[str, Any]] = []
+        out_of_budget = False
+        for req in batch:
+            job = req["Ad"]
+            wanted = parse_limits(get(job, "ConcurrencyLimits"))
+            # How many more jobs of this request the concurrency limits let run.
+            cap = req["Left"]
+            for n, a in wanted.items():
+                if a > 0:
+                    room = self.accountant.limit_max(n) - limits_used.get(n, 0.0)
+                    cap = min(cap, max(0, math.floor(room / a + 1e-9)))
+            found, reason = mm.match(job, cap, budget - spent) if cap > 0 else ([], None)
+            if reason is None and cap < req["Left"]:
+                reason = REJECT_LIMIT
+            for m in found:
+                for n, a in wanted.items():
+                    limits_used[n] = limits_used.get(n, 0.0) + a
+                spent += m.weight
+                matches.append(
+                    {
+                        "AutoClusterId": req["AutoClusterId"],
+                        "ClaimId": m.slot.claim_id,
+                        "Slot": m.slot.name,
+                        "Startd": m.slot.startd,
+                        "SlotAd": {k: v for k, v in m.slot_ad.items() if k.lower() not in _SECRET},
+                    }
+                )
+                self._remember(m.slot, m.slot_ad, job)
+            req["Left"] -= len(found)
+            req["Reason"] = reason
+            if reason == REJECT_HOSTILE:
+                sub.hostile += 1
+                self.log.warning(
+                    "request %s of %s rejected for this cycle as a hostile expression: %s",
+                    req["AutoClusterId"], sub.name, mm.hostile,
+                )
+                if sub.hostile >= HOSTILE_REQUESTS:
+                    self.log.warning("%s skipped for the rest of this cycle: %d hostile requests", sub.name, sub.hostile)
+                    sub.failed = True
+                    break
+            if reason == REJECT_PRIORITY:
+                out_of_budget = True
+                break
+            if not mm.has_free():
+                break
+        return matches, spent, out_of_budget
 
     def _remember(self, slot: Any, slot_ad: dict[str, Any], job: dict[str, Any]) -> None:
         carved = None
@@ -483,9 +575,7 @@ class Negotiator(Agent):
             self.log.warning("%s refused Match: %s", sub.address, result.text)
             return 0
         accepted = result.outArgs.get("Accepted", 0)
-        accepted = accepted if isinstance(accepted, int) else 0
-        stats.matches += accepted
-        return accepted
+        return accepted if isinstance(accepted, int) else 0
 
     # ------------------------------------------------------------------ methods
     def _user_name(self, name: str) -> str:
@@ -543,14 +633,19 @@ class Negotiator(Agent):
         return {}
 
     @method("negotiator")
-    async def Analyze(self, call: Call, Job: dict) -> dict[str, Any]:
+    async def Analyze(self, call: Call, Job: dict, Machine: str = "") -> dict[str, Any]:
         if get(Job, "Requirements") is None:
             raise invalid("Analyze: the job ad has no Requirements to analyze")
         try:
             machines = await self._query(["Machine"], False)
         except (CallTimeout, RuntimeError) as exc:
             raise MethodError(Status.EXCEPTION, f"Analyze: could not read the Machine ads: {exc}") from None
-        return analyze(dict(Job), machines)
+        if Machine:
+            wanted = Machine.lower()
+            machines = [m for m in machines if wanted in (str(get(m, "Name", "")).lower(), str(get(m, "Machine", "")).lower())]
+        # Off the event loop: the job ad is the caller's, and its Requirements run once per slot
+        # (each evaluation bounded, their sum not), so the negotiator keeps answering meanwhile.
+        return await asyncio.to_thread(analyze, dict(Job), machines)
 
     def _save(self) -> None:
         try:

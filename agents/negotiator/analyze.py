@@ -1,7 +1,8 @@
 """Why is a job idle? condor_q -better-analyze's figures, over the collector's Machine ads.
 
 ``analyze(job, machines)`` counts the slots the job's Requirements reject, the slots whose own
-Requirements reject the job, the slots that match both ways (and how many of them are free), and
+Requirements reject the job, the slots that match both ways (how many of them are free, busy with the owner's jobs or with
+others'), and
 for each top-level ``&&`` clause of the job's Requirements how many slots it rejects, so the clause
 that fails most is named.
 """
@@ -71,8 +72,11 @@ def analyze(job: dict[str, Any], machines: list[dict[str, Any]]) -> dict[str, An
     requirements = get(job, "Requirements")
     clauses = split_conjuncts(str(requirements)) if requirements is not None else []
     rejects = [0] * len(clauses)
-    rejected_by_job = rejected_by_slot = matching = available = 0
+    rejected_by_job = rejected_by_slot = matching = available = running_yours = serving_others = 0
+    owner = str(get(job, "Owner", "") or "")
+    hosts = set()
     for m in machines:
+        hosts.add(str(get(m, "Machine", get(m, "Name", "")) or ""))
         job_ok = test_expr(requirements, job, m)
         slot_ok = test_expr(get(m, "Requirements"), m, job)
         if not job_ok:
@@ -86,6 +90,10 @@ def analyze(job: dict[str, Any], machines: list[dict[str, Any]]) -> dict[str, An
             matching += 1
             if get(m, "State", "Unclaimed") == "Unclaimed":
                 available += 1
+            elif str(get(m, "RemoteOwner", get(m, "RemoteUser", "")) or "").split("@")[0] == owner:
+                running_yours += 1
+            else:
+                serving_others += 1
     table = [{"Clause": c, "Rejects": n} for c, n in zip(clauses, rejects, strict=True)]
     worst = max(table, key=lambda r: r["Rejects"], default=None)
     total = len(machines)
@@ -101,10 +109,13 @@ def analyze(job: dict[str, Any], machines: list[dict[str, Any]]) -> dict[str, An
         summary = f"{matching} of {total} slots match both ways, {available} of them unclaimed"
     return {
         "Slots": total,
+        "Machines": len(hosts),
         "RejectedByJob": rejected_by_job,
         "RejectedBySlot": rejected_by_slot,
         "Matching": matching,
         "Available": available,
+        "RunningYours": running_yours,
+        "ServingOthers": serving_others,
         "Clauses": table,
         "WorstClause": worst["Clause"] if worst and worst["Rejects"] else "",
         "Summary": summary,

@@ -12,6 +12,7 @@ knob("NEGOTIATOR_NAME", "", "the negotiator's name (default: the host name)")
 knob("NEGOTIATOR_CYCLE_DELAY", 1.0, "minimum seconds between the starts of two negotiation cycles")
 knob("NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE", 20, "resource requests the negotiator asks a schedd for per round trip")
 knob("NEGOTIATOR_MATCH_HOLD", 20.0, "seconds a matched slot is kept out of later cycles while its startd has not re-advertised it")
+knob("NEGOTIATOR_PREFETCH_REQUESTS", True, "fetch every submitter's first page of resource requests at once when a cycle starts")
 knob("NEGOTIATOR_SCHEDD_TIMEOUT", 30.0, "seconds the negotiator waits for a schedd's answer before skipping it this cycle")
 knob("PRIORITY_HALFLIFE", 86400.0, "seconds in which a submitter's priority moves half way to the slots it holds")
 knob("CONCURRENCY_LIMIT_DEFAULT", 2**31 - 1, "maximum of a concurrency limit that has no <NAME>_LIMIT")
@@ -42,6 +43,7 @@ def build(cfg: Config | None = None, name: str | None = None, url: str | None = 
             collector="COLLECTOR_ADDRESS",
             match_hold="NEGOTIATOR_MATCH_HOLD",
             schedd_timeout="NEGOTIATOR_SCHEDD_TIMEOUT",
+            prefetch="NEGOTIATOR_PREFETCH_REQUESTS",
             default_limit="CONCURRENCY_LIMIT_DEFAULT",
             update_interval="UPDATE_INTERVAL",
             admins="NEGOTIATOR_ADMINS",

@@ -18,12 +18,21 @@ The cost of a request is kept near "autoclusters x kinds of slot", not "autoclus
 
 A partitionable slot is evaluated on its own each time, because each carving changes its Cpus,
 Memory and Disk.
+
+Hostile requests. Each evaluation is bounded (``gridbus.classad.limits``), but a request whose
+Requirements reach a per-slot attribute (``regexp("(a|aa)+$", strcat(MY.S, TARGET.Name))``) is
+one group per slot, so its cost would be slots x the budget. A request is therefore charged per
+cycle: the evaluations of it that go past a bound (``strikes``) and the time its evaluations take
+(``request_seconds``); past either, the request is rejected for the cycle as a hostile expression
+(:data:`REJECT_HOSTILE`, with a sentence in :attr:`Matchmaker.hostile`) instead of being tried on
+every slot.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,11 +40,19 @@ from typing import Any
 from gridbus import classad
 from gridbus.adrefs import SlotRefs, reach
 from gridbus.agents.negotiator.prefilter import AttrIndex, conjuncts
+from gridbus.classad.limits import EvaluationLimitExceeded
 from gridbus.classad.values import is_number
 
 REJECT_NO_MATCH = "no match found"
 REJECT_PRIORITY = "insufficient priority"
 REJECT_LIMIT = "concurrency limit reached"  # decided by the caller, which knows the limits
+REJECT_HOSTILE = "hostile expression"
+
+# A request is rejected for the cycle after this many of its evaluations went past a bound, or
+# after its evaluations took this long in all (an ordinary request takes well under a millisecond
+# per kind of slot).
+HOSTILE_STRIKES = 3
+REQUEST_SECONDS = 2.0
 
 # Bounds on the per-cycle caches (rank tables and per-group orders): a cycle whose requests all
 # rank differently must not hold a table per request.
@@ -65,8 +82,9 @@ def _compiled(value: Any) -> Any:
     return classad.compile(str(value))
 
 
-def test_expr(value: Any, my: dict, target: dict) -> bool:
-    """HTCondor's EvalBool of an attribute value: an absent Requirements is true."""
+def test_expr(value: Any, my: dict, target: dict, strict: bool = False) -> bool:
+    """HTCondor's EvalBool of an attribute value: an absent Requirements is true; ``strict``: a
+    bound of the evaluation raises EvaluationLimitExceeded instead of answering false."""
     if value is None:
         return True
     if isinstance(value, bool):
@@ -75,11 +93,12 @@ def test_expr(value: Any, my: dict, target: dict) -> bool:
         return value != 0
     if not _is_expr(value) and not isinstance(value, str):
         return False
-    return bool(_compiled(value).test(my, target))
+    return bool(_compiled(value).test(my, target, strict))
 
 
-def eval_number(value: Any, my: dict, target: dict, default: float = 0.0) -> float:
-    """A Rank or Request* value as a float; undefined, error or non-numbers give ``default``."""
+def eval_number(value: Any, my: dict, target: dict, default: float = 0.0, strict: bool = False) -> float:
+    """A Rank or Request* value as a float; undefined, error or non-numbers give ``default``
+    (``strict``: a bound of the evaluation raises EvaluationLimitExceeded)."""
     if value is None:
         return default
     if isinstance(value, bool):
@@ -88,7 +107,7 @@ def eval_number(value: Any, my: dict, target: dict, default: float = 0.0) -> flo
         return float(value)
     if not _is_expr(value):
         return default
-    out = _compiled(value).eval(my, target)
+    out = _compiled(value).eval(my, target, strict)
     if isinstance(out, bool):
         return float(out)
     if is_number(out) and math.isfinite(out):
@@ -164,10 +183,26 @@ class _Partition:
 _Order = list[tuple[float, float, int]]
 
 
+class _Hostile(Exception):
+    """A request went past its evaluation allowance for the cycle; the message says how."""
+
+
 class Matchmaker:
     """The pool's unclaimed slots for one negotiation cycle, and the matching of requests to them."""
 
-    def __init__(self, slot_ads: Iterable[dict[str, Any]]):
+    def __init__(
+        self, slot_ads: Iterable[dict[str, Any]], *, strikes: int = HOSTILE_STRIKES,
+        request_seconds: float = REQUEST_SECONDS,
+    ):
+        if strikes < 1 or request_seconds <= 0:
+            raise ValueError(f"strikes must be at least 1 and request_seconds positive, got {strikes}, {request_seconds}")
+        self.strikes = strikes
+        self.request_seconds = request_seconds
+        # The request being matched: its evaluations past a bound, its evaluation time, and (once
+        # rejected) the sentence saying why.
+        self._struck = 0
+        self._spent = 0.0
+        self.hostile: str | None = None
         self.slots = [s for s in (slot_from_ad(a) for a in slot_ads) if s is not None]
         for i, s in enumerate(self.slots):
             s.index = i
@@ -241,7 +276,25 @@ class Matchmaker:
     # ------------------------------------------------------------------ ranks
     def _rank(self, job: dict[str, Any], job_rank: Any, slot_ad: dict[str, Any]) -> tuple[float, float]:
         self.rank_evaluations += 1
-        return eval_number(job_rank, job, slot_ad), eval_number(get(slot_ad, "Rank"), slot_ad, job)
+        started = time.perf_counter()
+        try:
+            return eval_number(job_rank, job, slot_ad, strict=True), eval_number(get(slot_ad, "Rank"), slot_ad, job, strict=True)
+        except EvaluationLimitExceeded as exc:
+            self._strike(exc)
+            return 0.0, 0.0
+        finally:
+            self._charge(started)
+
+    # ------------------------------------------------------------------ hostile requests
+    def _strike(self, exc: EvaluationLimitExceeded) -> None:
+        self._struck += 1
+        if self._struck >= self.strikes:
+            raise _Hostile(f"its expressions went past an evaluation bound on {self._struck} slots ({exc})")
+
+    def _charge(self, started: float) -> None:
+        self._spent += time.perf_counter() - started
+        if self._spent > self.request_seconds:
+            raise _Hostile(f"its expressions took more than {self.request_seconds:g} s of evaluation in this cycle")
 
     def _rank_signature(self, job_low: dict[str, Any], keys: frozenset[str] | None) -> Any:
         """What decides both Ranks on the job's side; None when that cannot be told."""
@@ -356,9 +409,17 @@ class Matchmaker:
         return sources
 
     def _test(self, job: dict[str, Any], job_req: Any, slot_ad: dict[str, Any]) -> bool:
-        """Both Requirements (HTCondor's symmetric match)."""
+        """Both Requirements (HTCondor's symmetric match); an evaluation past a bound is false
+        and a strike against the request."""
         self.evaluations += 1
-        return test_expr(job_req, job, slot_ad) and test_expr(get(slot_ad, "Requirements"), slot_ad, job)
+        started = time.perf_counter()
+        try:
+            return test_expr(job_req, job, slot_ad, True) and test_expr(get(slot_ad, "Requirements"), slot_ad, job, True)
+        except EvaluationLimitExceeded as exc:
+            self._strike(exc)
+            return False
+        finally:
+            self._charge(started)
 
     def _from_order(self, order: _Order) -> Iterator[tuple[float, float, int]]:
         # Reads without popping: the merge looks one entry ahead, and an entry looked at but not
@@ -409,8 +470,17 @@ class Matchmaker:
         return out
 
     def candidates(self, job: dict[str, Any]) -> list[Slot]:
-        """The free slots that match ``job`` both ways, best (job Rank, slot Rank, place) first."""
-        return [self.slots[index] for *_, index in heapq.merge(*self._sources(job))]
+        """The free slots that match ``job`` both ways, best (job Rank, slot Rank, place) first
+        (none for a hostile request: :attr:`hostile` says why)."""
+        self._begin()
+        try:
+            return [self.slots[index] for *_, index in heapq.merge(*self._sources(job))]
+        except _Hostile as exc:
+            self.hostile = str(exc)
+            return []
+
+    def _begin(self) -> None:
+        self._struck, self._spent, self.hostile = 0, 0.0, None
 
     def match(
         self,
@@ -420,12 +490,24 @@ class Matchmaker:
     ) -> tuple[list[SlotMatch], str | None]:
         """Up to ``count`` slots for the request ``job`` within ``budget`` slot weight.
 
-        Returns the matches and, if fewer than ``count`` were made, the reason why.
+        Returns the matches and, if fewer than ``count`` were made, the reason why; for
+        :data:`REJECT_HOSTILE` :attr:`hostile` holds the sentence (the matches made before the
+        request was found hostile stand: they match).
         """
         matches: list[SlotMatch] = []
-        spent = 0.0
+        self._begin()
         if not self.has_free():
             return matches, REJECT_PRIORITY  # the pool is busy: others hold every slot
+        try:
+            return self._match(job, count, budget, matches)
+        except _Hostile as exc:
+            self.hostile = str(exc)
+            return matches, REJECT_HOSTILE
+
+    def _match(
+        self, job: dict[str, Any], count: int, budget: float, matches: list[SlotMatch]
+    ) -> tuple[list[SlotMatch], str | None]:
+        spent = 0.0
         # Lazy: a source tests and ranks only as far as the request reads.
         stream = heapq.merge(*self._sources(job))
         while len(matches) < count:
@@ -461,8 +543,7 @@ class Matchmaker:
         ad = slot.ad
         if cpus > number(ad, "Cpus") or memory > number(ad, "Memory") or disk > number(ad, "Disk"):
             return False
-        self.evaluations += 1
-        return test_expr(get(job, "Requirements"), job, ad) and test_expr(get(ad, "Requirements"), ad, job)
+        return self._test(job, get(job, "Requirements"), ad)
 
 
 # What the startd carves for a job that does not say (its JOB_DEFAULT_REQUEST* knobs' defaults).

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gridbus import classad
-from gridbus.agents.schedd.autocluster import AutoClusters
+from gridbus.autocluster import AutoClusters
 from gridbus.rpc import MethodResult
 
 ARCHES = ("X86_64", "aarch64")
@@ -64,6 +64,22 @@ def job_ads(owner: str, autoclusters: int, jobs_per_cluster: int, first_cluster:
                 ),
                 "Rank": classad.ExprTree("TARGET.KFlops"),
             })
+    return jobs
+
+
+# A Requirements that reaches each slot's Name (so every slot is a kind of its own) and whose
+# regular expression backtracks on the a's of MY.Pad: with 60 of them every evaluation goes past
+# the match budget; with about 20 each takes milliseconds but stays within it.
+HOSTILE_REQUIREMENTS = 'regexp("(a|aa)+$", strcat(MY.Pad, TARGET.Name)) && TARGET.Memory >= MY.RequestMemory'
+
+
+def hostile_job_ads(owner: str, autoclusters: int, jobs_per_cluster: int, pad: int = 60,
+                    first_cluster: int = 1) -> list[dict[str, Any]]:
+    """Idle jobs like :func:`job_ads` whose Requirements are :data:`HOSTILE_REQUIREMENTS`."""
+    jobs = job_ads(owner, autoclusters, jobs_per_cluster, first_cluster)
+    for j in jobs:
+        j["Requirements"] = classad.ExprTree(HOSTILE_REQUIREMENTS)
+        j["Pad"] = "a" * pad
     return jobs
 
 
@@ -123,14 +139,23 @@ class SimSchedd:
 
 
 class SimClient:
-    """Stands in for the negotiator's AsyncClient: routes calls to simulated schedds."""
+    """Stands in for the negotiator's AsyncClient: routes calls to simulated schedds, and other
+    calls to ``fallback`` (an agent's real client) when there is one."""
 
-    def __init__(self, schedds: list[SimSchedd]):
+    def __init__(self, schedds: list[SimSchedd], fallback: Any = None):
         self.schedds = {s.address: s for s in schedds}
+        self.fallback = fallback
+
+    def __getattr__(self, name: str) -> Any:
+        if self.fallback is None:
+            raise AttributeError(name)
+        return getattr(self.fallback, name)
 
     async def call(self, address: str, method: str, args: dict[str, Any] | None = None, *, obj: str | None = None,
                    timeout: float = 30.0) -> MethodResult:
         schedd = self.schedds.get(address)
         if schedd is None:
+            if self.fallback is not None:
+                return await self.fallback.call(address, method, args, obj=obj, timeout=timeout)
             return MethodResult(1, f"no simulated agent {address}")
         return schedd.answer(method, args or {})

@@ -11,7 +11,7 @@ from gridbus.agents.negotiator.matchmaker import (
     Matchmaker,
     fair_shares,
 )
-from gridbus.agents.schedd.autocluster import AutoClusters
+from gridbus.autocluster import AutoClusters
 from gridbus.classad import ExprTree
 
 

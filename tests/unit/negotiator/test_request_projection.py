@@ -19,7 +19,7 @@ from gridbus.adrefs import slot_job_refs
 from gridbus.agents.negotiator import matchmaker as mk
 from gridbus.agents.negotiator.analyze import analyze
 from gridbus.agents.negotiator.matchmaker import Matchmaker, _request, eval_number, get
-from gridbus.agents.schedd.autocluster import AutoClusters
+from gridbus.autocluster import AutoClusters
 from gridbus.classad import ExprTree
 
 DEFAULT_MEMORY = "ifthenelse(MemoryUsage isnt undefined, MemoryUsage, (ImageSize + 1023) / 1024)"

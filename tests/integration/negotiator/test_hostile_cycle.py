@@ -1,0 +1,44 @@
+"""A negotiation cycle full of hostile requests runs off the negotiator's event loop: its calls
+are answered meanwhile, and the other submitters' jobs still match."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from gridbus.agent.threaded import AgentThread
+from gridbus.agents.negotiator import Negotiator as NegotiatorAgent
+from gridbus.agents.negotiator.matchmaker import REJECT_HOSTILE
+from gridbus.agents.negotiator.simulate import (
+    SimClient,
+    SimSchedd,
+    hostile_job_ads,
+    job_ads,
+    machine_ads,
+)
+from gridbus.console import Session
+
+
+def test_the_negotiator_answers_during_a_hostile_cycle(amqp_url, tmp_path):
+    good, bad = SimSchedd("good"), SimSchedd("bad")
+    good.jobs["alice"] = job_ads("alice", 3, 10)
+    bad.jobs["mallory"] = hostile_job_ads("mallory", 2, 2, first_cluster=100)
+    # An allowance of 25 evaluations past the match budget per request: about 1.3 s of
+    # evaluation for each of mallory's two requests, which would block the event loop that long.
+    agent = NegotiatorAgent("n-hostile", amqp_url, spool=tmp_path, interval=3600, match_strikes=25)
+    with AgentThread(agent) as t, Session(amqp_url, timeout=10) as s:
+        assert s.call("negotiator@n-hostile", "GetPriorities").status == 0  # connected, warm
+        agent._client = SimClient([good, bad], fallback=agent._client)  # the schedds, in process
+        ads = good.submitter_ads() + bad.submitter_ads()
+        cycle = asyncio.run_coroutine_threadsafe(agent.negotiate_with(machine_ads(2_000), ads), t.loop)
+        waits = []
+        while not cycle.done():
+            started = time.perf_counter()
+            assert s.call("negotiator@n-hostile", "GetPriorities").status == 0
+            waits.append(time.perf_counter() - started)
+        stats = cycle.result(0)
+    assert len(waits) >= 10, f"the cycle took {stats.duration:.2f} s, too short to call during it"
+    # Typically a few milliseconds; matching on the event loop would make one wait over a second.
+    assert max(waits) < 0.5, sorted(waits)[-5:]
+    assert len(good.matched) == 30 and not bad.matched
+    assert stats.rejections[REJECT_HOSTILE] == 2 * 2
