@@ -50,7 +50,24 @@ _LAZY = {
 _SUBMODULES = {"personal", "classad", "dags"}
 
 __all__ = ["Agent", "BrokerUnreachable", "CallFailed", "CallTimeout", "HTCondorException", "MethodResult",
-           "ObjectProxy", "Session", *_LAZY]
+           "ObjectProxy", "Session", "platform", "version", *_LAZY]
+
+
+def version() -> str:
+    """htcondor2.version(): the version line, in HTCondor's `$CondorVersion: ... $` form."""
+    import datetime
+
+    from gridbus import __version__
+
+    day = datetime.date.today().strftime("%b %d %Y")
+    return f"$CondorVersion: {__version__} {day} gridbus $"
+
+
+def platform() -> str:
+    """htcondor2.platform(): the `$CondorPlatform: ... $` line (architecture and operating system)."""
+    import platform as host
+
+    return f"$CondorPlatform: {host.machine()}_{host.system()} $"
 
 
 def __getattr__(name: str) -> Any:

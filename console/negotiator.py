@@ -85,9 +85,10 @@ class Negotiator(DaemonClient):
     def reschedule(self) -> None:
         self._call("Reschedule")
 
-    def analyze(self, job: dict[str, Any]) -> dict[str, Any]:
-        """Why the job is idle: slots its Requirements reject, slots rejecting it, the worst clause."""
-        return dict(self._call("Analyze", {"Job": dict(job)}).outArgs)
+    def analyze(self, job: dict[str, Any], machine: str | None = None) -> dict[str, Any]:
+        """Why the job is idle: slots its Requirements reject, slots rejecting it, per clause the
+        slots it rejects (``machine``: only the slots with that Name or Machine)."""
+        return dict(self._call("Analyze", {"Job": dict(job), "Machine": machine or ""}).outArgs)
 
 
 

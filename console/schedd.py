@@ -15,6 +15,7 @@ timed out is retried with the same id, so it never creates a cluster twice.
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from enum import IntEnum, IntFlag
@@ -157,14 +158,18 @@ class Schedd(DaemonClient):
                queue: str | None = None, *, submission_id: str | None = None) -> SubmitResult:
         """Submit one cluster: a `gridbus.submit.Submit` (or a submit-description text / dict of
         commands), or a plain job ad (a dict or ClassAd with ``Cmd``) for ``count`` procs."""
-        if spool:
-            raise HTCondorNotImplementedError("spool=True: gridbus schedds read input files in place; spooling is not supported")
         if queue is not None and (count or itemdata is not None):
             raise HTCondorValueError("queue= and count/itemdata are mutually exclusive")
         submission_id = submission_id or uuid.uuid4().hex
         for fresh_id in (True, False):
             args = self._submit_args(description, count, itemdata, queue)
             args["SubmissionId"] = submission_id
+            if spool:
+                # Held until spool() has sent the input (HTCondor's SpoolingInput), and kept in the
+                # queue once completed until retrieve() has fetched the output.
+                args["Ad"] = {**args["Ad"], "JobStatus": int(JobStatus.HELD), "HoldReasonCode": 16,
+                              "HoldReason": "Spooling input data files", "LeaveJobInQueue": True,
+                              "StageInStart": int(time.time())}
             try:
                 result = self._submit_call(args)
                 break
@@ -184,6 +189,30 @@ class Schedd(DaemonClient):
                 if attempt == self.submit_retries:
                     raise
         raise AssertionError("unreachable")
+
+    def spool(self, jobs: Any) -> None:
+        """Send the input of jobs submitted with ``spool=True`` (a SubmitResult, or their ads) to
+        the schedd's spool, then let them run."""
+        from gridbus.console.spooling import SPOOL_ATTRS, spool_job
+
+        if isinstance(jobs, SubmitResult):
+            jobs = self.query(f"ClusterId == {jobs.cluster()}", SPOOL_ATTRS)
+        for ad in jobs:
+            spool_job(self._call, ad)
+
+    def retrieve(self, job_spec: Any) -> None:
+        """Fetch the output of completed spooled jobs (a constraint, a 'c.p' id or a list of
+        them) into their submit directories; they then leave the queue."""
+        from gridbus.console.spooling import SPOOL_ATTRS, retrieve_job
+
+        if isinstance(job_spec, list | tuple):
+            constraint = " || ".join(_id_constraint(str(j)) for j in job_spec) or "false"
+        elif isinstance(job_spec, str) and re.fullmatch(r"\d+(\.\d+)?", job_spec.strip()):
+            constraint = _id_constraint(job_spec.strip())
+        else:
+            constraint = _constraint_text(job_spec)
+        for ad in self.query(f"({constraint}) && JobStatus == 4 && SUBMIT_Iwd =!= undefined", SPOOL_ATTRS):
+            retrieve_job(self._call, ad)
 
     def new_cluster(self) -> int:
         """A new cluster id from the schedd (HTCondor's NewCluster); one never used is harmless."""
@@ -395,3 +424,8 @@ def _spec_args(job_spec: Any) -> dict[str, Any]:
             return {"Ids": [text]}
         return {"Constraint": text}
     raise HTCondorTypeError(f"job_spec must be a job id, a list of job ids, a cluster id or a constraint, not {type(job_spec).__name__}")
+
+
+def _id_constraint(job: str) -> str:
+    cluster, _, proc = job.partition(".")
+    return f"(ClusterId == {int(cluster)} && ProcId == {int(proc)})" if proc else f"(ClusterId == {int(cluster)})"

@@ -50,9 +50,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _autoformat_options(argv: Sequence[str]) -> tuple[list[str], str]:
+    """HTCondor's `-af:jh` spelling: the options after the colon are taken off, `-af` is left."""
+    out, options = [], ""
+    for token in argv:
+        head, colon, tail = token.partition(":")
+        if colon and head in ("-af", "-autoformat", "--af"):
+            out.append("-af")
+            options = tail
+        else:
+            out.append(token)
+    return out, options
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv, af_options = _autoformat_options(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.af_options = af_options
     prog = f"gridbus {args.command}"
     handler = getattr(args, "handler", None)
     if handler is None:

@@ -100,8 +100,43 @@ def long_form(ads: Iterable[Any]) -> str:
     return "\n".join(chunks) + ("\n" if chunks else "")
 
 
-def autoformat(ads: Iterable[Any], attrs: list[str]) -> str:
-    return "".join(" ".join(plain(get(ad, a)) for a in attrs) + "\n" for ad in ads)
+def af_projection(args: Any) -> list[str]:
+    """The attributes `-af` needs from the daemon: the named ones, and the job id or Name for `j`."""
+    attrs = list(getattr(args, "af", None) or [])
+    if attrs and "j" in getattr(args, "af_options", ""):
+        attrs += ["ClusterId", "ProcId", "Name"]
+    return attrs
+
+
+def autoformat(ads: Iterable[Any], attrs: list[str], options: str = "") -> str:
+    """`-af ATTR...`, and `-af:OPTIONS` as HTCondor reads them: `,` or `t` separate the values by a
+    comma or a tab, `n` puts each on its own line, `l` labels each (`Name = value`), `V` prints
+    strings quoted (ClassAd text), `r` the expressions unevaluated, `h` a header line of the names,
+    `j` the job id (or the slot's Name) first, `g` a blank line between ads."""
+    unknown = set(options) - set(",tnlVrhjg")
+    if unknown:
+        raise ValueError(f"-af:{options}: unknown autoformat option {''.join(sorted(unknown))!r} "
+                         "(known: , t n l V r h j g)")
+    sep = "\n" if "n" in options else "," if "," in options else "\t" if "t" in options else " "
+    lines: list[str] = []
+    if "h" in options:
+        lines.append(sep.join((["ID"] if "j" in options else []) + list(attrs)))
+    for i, ad in enumerate(ads):
+        values = []
+        if "j" in options:
+            values.append(f"{get(ad, 'ClusterId')}.{get(ad, 'ProcId')}" if get(ad, "ClusterId") is not None
+                          else plain(get(ad, "Name")))
+        for a in attrs:
+            if "r" in options and hasattr(ad, "lookup") and a in ad:
+                text = unparse(ad.lookup(a))
+            else:
+                value = get(ad, a)
+                text = unparse(value) if "V" in options and value is not None else plain(value)
+            values.append(f"{a} = {text}" if "l" in options else text)
+        if "g" in options and i:
+            lines.append("")
+        lines.append(sep.join(values))
+    return "".join(line + "\n" for line in lines)
 
 
 def _json_value(value: Any) -> Any:
@@ -130,7 +165,7 @@ def chosen_form(args: Any, ads: list[Any]) -> str | None:
     if getattr(args, "long", False):
         return long_form(ads)
     if getattr(args, "af", None):
-        return autoformat(ads, args.af)
+        return autoformat(ads, args.af, getattr(args, "af_options", ""))
     return None
 
 
@@ -274,14 +309,6 @@ def summary_totals(ad: Any) -> str:
         f"{n('Jobs')} jobs; {n('Completed')} completed, {n('Removed')} removed, {n('Idle')} idle, "
         f"{n('Running')} running, {n('Held')} held, {n('Suspended')} suspended"
     )
-
-
-def totals_lines(query: list[Any], mine: list[Any] | None, me: str | None, everyone: list[Any]) -> str:
-    out = f"\nTotal for query: {totals(query)}\n"
-    if me is not None and mine is not None:
-        out += f"Total for {me}: {totals(mine)}\n"
-    out += f"Total for all users: {totals(everyone)}\n"
-    return out
 
 
 def schedd_banner(name: str, address: str, now: float | None = None) -> str:

@@ -81,13 +81,36 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if args.dry_run:
         sys.stdout.write(formats.long_form(built.jobs()))
         return 0
-    result = _schedd(args).submit(sub)
+    schedd = _schedd(args)
+    result = schedd.submit(sub, spool=args.spool)
     cluster, first, n = result.cluster(), result.first_proc(), result.num_procs()
     if args.terse:
         print(f"{cluster}.{first} - {cluster}.{first + n - 1}")
     else:
         print("Submitting job(s)" + "." * min(n, 80))
         print(f"{n} job(s) submitted to cluster {cluster}.")
+    if args.spool:
+        # condor_submit -spool: the input goes to the schedd's spool now; `gridbus transfer_data`
+        # fetches the output later, from wherever.
+        if not args.terse:
+            print(f"Spooling data files for {n} job(s).")
+        schedd.spool(result)
+    return 0
+
+
+def cmd_transfer_data(args: argparse.Namespace) -> int:
+    """condor_transfer_data: the output of completed spooled jobs, into their submit directories."""
+    if args.all:
+        spec: Any = f'Owner == "{_me(args)}"'
+    elif args.constraint:
+        spec = args.constraint
+    elif args.ids:
+        spec = list(args.ids)
+    else:
+        print("transfer_data: name jobs (CLUSTER[.PROC]), or give -constraint or -all", file=sys.stderr)
+        return 2
+    _schedd(args).retrieve(spec)
+    print("Fetched the output of the completed spooled jobs.")
     return 0
 
 
@@ -157,11 +180,13 @@ def _q_one(schedd: Any, args: argparse.Namespace, banner: bool = False) -> int:
         constraint = f"({constraint}) && JobStatus == 2"
     if args.hold:
         constraint = f"({constraint}) && JobStatus == 5"
-    projection = list(args.af) if args.af else []
+    projection = formats.af_projection(args)
     if args.totals and not projection:
         projection = ["Owner", "JobStatus"]
     if args.autocluster:
         return _autocluster(schedd, constraint, args)
+    if args.analyze:
+        return _analyze(schedd, constraint, args)
     if args.totals and not args.af and formats.chosen_form(args, []) is None:
         return _totals_only(schedd, constraint, me, banner)
     ads = list(schedd.query(constraint=constraint, projection=projection, limit=args.limit))
@@ -185,28 +210,52 @@ def _q_one(schedd: Any, args: argparse.Namespace, banner: bool = False) -> int:
             out.write(formats.nobatch_table(ads))
         else:
             out.write(formats.batch_table(ads))
-    everyone = list(schedd.query(constraint="true", projection=["Owner", "JobStatus"]))
-    mine = [a for a in everyone if formats.get(a, "Owner") == me]
-    out.write(formats.totals_lines(ads, mine, me, everyone))
+    # The user's and the whole queue's totals are the schedd's counts (SummaryOnly), never a
+    # download of every job in the queue.
+    owners, everyone = _summaries(schedd, "true")
+    out.write(f"\nTotal for query: {formats.totals(ads)}\n")
+    out.write(f"Total for {me}: {formats.summary_totals(owners.get(me))}\n")
+    out.write(f"Total for all users: {formats.summary_totals(everyone)}\n")
     return 0
+
+
+def _analyze(schedd: Any, constraint: str, args: argparse.Namespace) -> int:
+    """condor_q -better-analyze: each selected idle job, analyzed by the negotiator against the
+    collector's Machine ads (-machine: only that slot or machine)."""
+    from gridbus.console.cli.analyze import better_analyze
+    from gridbus.console.negotiator import Negotiator
+
+    jobs = list(schedd.query(constraint=f"({constraint}) && JobStatus == 1", projection=[], limit=args.limit))
+    sys.stdout.write(formats.schedd_banner(_schedd_name(schedd), _schedd_address(schedd)))
+    if not jobs:
+        print("No idle jobs match: -better-analyze explains why an idle job does not run.")
+        return 0
+    with Negotiator(session=schedd.session) as negotiator:
+        for job in jobs:
+            answer = negotiator.analyze(dict(job), machine=args.machine)
+            sys.stdout.write(better_analyze(job, answer) + "\n")
+    return 0
+
+
+def _summaries(schedd: Any, constraint: str) -> tuple[dict[str, Any], Any]:
+    """The schedd's Summary ads of the jobs that pass ``constraint``: per owner, and the total."""
+    from gridbus.console.schedd import QueryOpt
+
+    ads = list(schedd.query(constraint=constraint, opts=QueryOpt.SummaryOnly))
+    owners = {str(formats.get(a, "Owner")): a for a in ads if formats.get(a, "Owner") is not None}
+    return owners, next((a for a in ads if formats.get(a, "Owner") is None), None)
 
 
 def _totals_only(schedd: Any, constraint: str, me: str, banner: bool) -> int:
     """q -totals from the schedd's Summary ads (counts kept per owner), not from every job's ad:
     one small answer however long the queue."""
-    from gridbus.console.schedd import QueryOpt
-
-    def by_owner(ads: list[Any]) -> tuple[dict[str, Any], Any]:
-        owners = {str(formats.get(a, "Owner")): a for a in ads if formats.get(a, "Owner") is not None}
-        return owners, next((a for a in ads if formats.get(a, "Owner") is None), None)
-
-    owners, everyone = by_owner(list(schedd.query(constraint="true", opts=QueryOpt.SummaryOnly)))
+    owners, everyone = _summaries(schedd, "true")
     if constraint == "true":
         chosen = everyone
     elif constraint == f"Owner == {formats.quote(me)}":
         chosen = owners.get(me)
     else:
-        chosen = by_owner(list(schedd.query(constraint=constraint, opts=QueryOpt.SummaryOnly)))[1]
+        chosen = _summaries(schedd, constraint)[1]
     out = sys.stdout
     if banner:
         out.write(formats.schedd_banner(_schedd_name(schedd), _schedd_address(schedd)))
@@ -320,7 +369,7 @@ HISTORY_HEADER = " ID     OWNER          SUBMITTED   RUN_TIME     ST  COMPLETED 
 def cmd_history(args: argparse.Namespace) -> int:
     schedd = _schedd(args)
     constraint = selection(args.targets, args.constraint, everyone=True) or "true"
-    ads = list(schedd.history(constraint, list(args.af or []), args.limit))
+    ads = list(schedd.history(constraint, formats.af_projection(args), args.limit))
     chosen = formats.chosen_form(args, ads)
     if chosen is not None:
         sys.stdout.write(chosen)
@@ -349,7 +398,10 @@ class LogWatch:
         self.offset = 0
         self.submitted: set[tuple[int, int]] = set()
         self.finished: set[tuple[int, int]] = set()
+        self.events: list[str] = []  # whole events of the wanted jobs read since the last take (-echo)
         self._partial = ""
+        self._block: list[str] = []
+        self._block_wanted = False
 
     def _wanted(self, c: int, p: int) -> bool:
         return self.job is None or (c == self.job[0] and (self.job[1] is None or p == self.job[1]))
@@ -366,11 +418,18 @@ class LogWatch:
         lines = text.split("\n")
         self._partial = lines.pop()  # an unfinished line waits for the rest
         for line in lines:
+            self._block.append(line)
+            if line == "...":  # an event's end
+                if self._block_wanted:
+                    self.events.append("\n".join(self._block))
+                self._block, self._block_wanted = [], False
+                continue
             m = _HEADER.match(line)
             if not m:
                 continue
             code, c, p = int(m.group(1)), int(m.group(2)), int(m.group(3))
-            if not self._wanted(c, p):
+            self._block, self._block_wanted = [line], self._wanted(c, p)
+            if not self._block_wanted:
                 continue
             if code == 0:
                 self.submitted.add((c, p))
@@ -378,8 +437,14 @@ class LogWatch:
                 self.submitted.add((c, p))
                 self.finished.add((c, p))
 
-    @property
-    def done(self) -> bool:
+    def take_events(self) -> list[str]:
+        taken, self.events = self.events, []
+        return taken
+
+    def done(self, num: int | None = None) -> bool:
+        """Every job seen submitted has finished, or (condor_wait -num) ``num`` jobs have."""
+        if num is not None:
+            return len(self.finished) >= num
         return bool(self.submitted) and self.submitted <= self.finished
 
 
@@ -398,7 +463,9 @@ def cmd_wait(args: argparse.Namespace) -> int:
     deadline = None if args.wait is None else time.monotonic() + args.wait
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    show = not args.quiet
+    if args.num is not None and args.num < 1:
+        raise ValueError(f"-num must be a positive number of jobs, not {args.num}")
+    show = not args.quiet and not args.echo
     with Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         transient=True, disable=not show, console=_stderr_console(),
@@ -406,8 +473,11 @@ def cmd_wait(args: argparse.Namespace) -> int:
         task = progress.add_task("jobs done", total=None)
         while True:
             watch.poll()
-            progress.update(task, total=max(len(watch.submitted), 1), completed=len(watch.finished))
-            if watch.done:
+            for text in watch.take_events():
+                if args.echo:
+                    print(text, flush=True)
+            progress.update(task, total=max(len(watch.submitted), args.num or 1), completed=len(watch.finished))
+            if watch.done(args.num):
                 break
             if deadline is not None and time.monotonic() >= deadline:
                 print(f"Time expired: {len(watch.finished)} of {len(watch.submitted)} jobs done.")
@@ -445,7 +515,16 @@ def register(sub: Any) -> None:
     p.add_argument("-terse", "--terse", action="store_true", help="print only the job id range")
     p.add_argument("-dry-run", "--dry-run", dest="dry_run", action="store_true", help="print the job ads; submit nothing")
     p.add_argument("-name", "--name", metavar="SCHEDD", help="the schedd to submit to")
+    p.add_argument("-spool", "--spool", action="store_true",
+                   help="send the input to the schedd's spool now; fetch the output later with transfer_data")
     p.set_defaults(handler=cmd_submit)
+
+    p = sub.add_parser("transfer_data", help="fetch the output of completed spooled jobs (condor_transfer_data)")
+    p.add_argument("ids", nargs="*", metavar="CLUSTER[.PROC]", help="the jobs")
+    p.add_argument("-constraint", "--constraint", metavar="EXPR", help="the jobs matching a ClassAd expression")
+    p.add_argument("-all", "--all", action="store_true", help="all your completed spooled jobs")
+    p.add_argument("-name", "--name", metavar="SCHEDD", help="the schedd that holds them")
+    p.set_defaults(handler=cmd_transfer_data)
 
     p = sub.add_parser("q", help="show the job queue (condor_q)")
     _add_select(p)
@@ -459,6 +538,9 @@ def register(sub: Any) -> None:
     p.add_argument("-run", "--run", action="store_true", help="running jobs and where they run")
     p.add_argument("-hold", "--hold", action="store_true", help="held jobs and why")
     p.add_argument("-dag", "--dag", action="store_true", help="DAG node jobs listed under their DAGMan job")
+    p.add_argument("-better-analyze", "-analyze", "--better-analyze", dest="analyze", action="store_true",
+                   help="why idle jobs do not run: each Requirements condition against the pool's slots")
+    p.add_argument("-machine", "--machine", metavar="NAME", help="with -better-analyze: only this slot or machine")
     p.add_argument("-allusers", "--allusers", action="store_true", help="every user's jobs (default: yours)")
     p.add_argument("-global", "--global", dest="global_", action="store_true",
                    help="the queues of every schedd in the pool (from the collector), one after another")
@@ -496,5 +578,7 @@ def register(sub: Any) -> None:
                    help="a user log, or a job id alone to wait until its jobs leave the schedd's queue")
     p.add_argument("job", nargs="?", metavar="CLUSTER[.PROC]")
     p.add_argument("-wait", "--wait", type=float, metavar="SECONDS", help="give up after this long (exit 1)")
+    p.add_argument("-num", "--num", type=int, metavar="N", help="return once N jobs have finished")
+    p.add_argument("-echo", "--echo", action="store_true", help="print the jobs' events as they are read")
     p.add_argument("-quiet", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(handler=cmd_wait)

@@ -22,7 +22,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         names = " || ".join(f"Machine == {formats.quote(t)} || Name == {formats.quote(t)}" for t in args.targets)
         constraint = f"({constraint}) && ({names})"
     with Collector() as collector:
-        ads = list(collector.query(ad_type, constraint, list(args.af) if args.af else None))
+        ads = list(collector.query(ad_type, constraint, formats.af_projection(args) or None))
     chosen = formats.chosen_form(args, ads)
     if chosen is not None:
         sys.stdout.write(chosen)
@@ -95,24 +95,16 @@ def cmd_drain(args: argparse.Namespace) -> int:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     from gridbus.console import Schedd
+    from gridbus.console.cli.analyze import better_analyze
     from gridbus.console.negotiator import Negotiator
 
     if not re.fullmatch(r"\d+\.\d+", args.job):
         raise ValueError(f"{args.job!r} is not a job id (cluster.proc)")
     with Schedd() as schedd:
-        job = dict(schedd.get_ad(args.job))
+        job = schedd.get_ad(args.job)
         with Negotiator(session=schedd.session) as negotiator:
-            out = negotiator.analyze(job)
-    print(f"\n-- Job {args.job}: {out.get('Summary', '')}\n")
-    print(f"{out.get('Slots', 0)} slots considered:")
-    print(f"  {out.get('RejectedByJob', 0):>6} rejected by the job's Requirements")
-    print(f"  {out.get('RejectedBySlot', 0):>6} reject the job (their Requirements)")
-    print(f"  {out.get('Matching', 0):>6} match both ways, {out.get('Available', 0)} of them available")
-    clauses = out.get("Clauses") or []
-    if clauses:
-        print("\nThe job's Requirements, clause by clause (slots each rejects):")
-        for c in clauses:
-            print(f"  {int(c.get('Rejects', 0)):>6}  {c.get('Clause', '')}")
+            out = negotiator.analyze(dict(job))
+    sys.stdout.write(better_analyze(job, out))
     return 0
 
 

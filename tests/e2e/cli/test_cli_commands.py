@@ -116,13 +116,17 @@ def test_edit_sets_an_attribute_and_refuses_bad_values(pool: Pool, clusters: dic
 def test_analyze_explains_an_idle_job(pool: Pool, clusters: dict[str, int]):
     c = clusters["stuck"]
     out = run(pool.url, "analyze", f"{c}.0").stdout
-    m = re.search(r"^(\d+) slots considered:$", out, re.M)
-    assert out.startswith(f"\n-- Job {c}.0: ") and m, out
+    m = re.search(rf"^{c:03d}\.000:  Run analysis summary ignoring user priority\.  Of (\d+) slots on \d+ machines,$", out, re.M)
+    assert out.startswith(f"The Requirements expression for job {c}.000 is\n") and m, out
     slots = int(m.group(1))
     assert slots >= 5
-    assert re.search(rf"^\s+{slots} rejected by the job's Requirements$", out, re.M), out
-    assert re.search(r"^\s+0 match both ways, 0 of them available$", out, re.M), out
-    assert "Cpus >= 900" in out
+    assert re.search(rf"^\s+{slots} slots are rejected by your job's requirements$", out, re.M), out
+    assert re.search(r"^\s+0 slots match and are willing to run your job$", out, re.M), out
+    assert re.search(r"^\[\d+\]\s+0  TARGET\.Cpus >= 900$", out, re.M) or "Cpus >= 900" in out, out
+    assert "No machines matched the job's constraints" in out
+    # condor_q's spelling of the same, for every idle job of the cluster
+    q = run(pool.url, "q", "-better-analyze", str(c)).stdout
+    assert f"The Requirements expression for job {c}.000 is" in q and "No machines matched" in q, q
     assert "not a job id" in one_line_failure(run(pool.url, "analyze", "abc", ok=False))
     assert "99999.0" in one_line_failure(run(pool.url, "analyze", "99999.0", ok=False))
 

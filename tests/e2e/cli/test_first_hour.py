@@ -105,6 +105,12 @@ def _first_hour(url: str, home: Path, bindir: Path, user: str | None) -> tuple[s
         # An HTCondor script's filter on its user finds the jobs: Owner is the Unix user.
         mine = sh(f"{bindir}/python -c '{OWNER_SCRIPT}'")
         assert mine.returncode == 0 and mine.stdout.split() == [user or "root", "3"], mine.stdout + mine.stderr
+        # The next thing a user does when a job sits idle: ask why.
+        why = sh("printf 'executable = /bin/true\\nrequest_memory = 100 TB\\nqueue\\n' > big.sub && "
+                 "gridbus submit big.sub && gridbus q -better-analyze")
+        assert why.returncode == 0, why.stdout + why.stderr
+        assert re.search(r"^\[\d+\]\s+0  TARGET\.Memory >= RequestMemory$", why.stdout, re.M), why.stdout
+        assert "No machines matched the job's constraints" in why.stdout, why.stdout
         return up.stdout, done.stdout
     finally:
         down = sh("gridbus pool down", timeout=90)

@@ -36,16 +36,6 @@ def test_hold_column_only_with_held_jobs():
     assert lines[1] == "nemo     ID: 5         7/10 03:22      _      _      _      1      1 5.0"
 
 
-def test_totals_lines():
-    ads = [job(1, 0, 1), job(1, 1, 2), job(2, 0, 5, "bob")]
-    text = formats.totals_lines(ads[:2], ads[:2], "nemo", ads)
-    assert text == (
-        "\nTotal for query: 2 jobs; 0 completed, 0 removed, 1 idle, 1 running, 0 held, 0 suspended\n"
-        "Total for nemo: 2 jobs; 0 completed, 0 removed, 1 idle, 1 running, 0 held, 0 suspended\n"
-        "Total for all users: 3 jobs; 0 completed, 0 removed, 1 idle, 1 running, 1 held, 0 suspended\n"
-    )
-
-
 def test_nobatch_columns():
     line = formats.nobatch_table([job(591, 0, 2, JobCurrentStartDate=int(T) - 13, RemoteWallClockTime=0)],
                                  now=T).splitlines()[1]
@@ -109,3 +99,21 @@ def test_submit_dry_run_and_errors_offline(tmp_path: Path):
     assert done.stderr == "WARNING: warn.sub: line 2: gridbus accepts 'notify_user' but does not act on it (recorded in the job ad where HTCondor records it)\n"
     done = subprocess.run([str(gridbus), "submit", "missing.sub"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 1 and done.stderr == "gridbus submit: cannot read the submit file missing.sub: No such file or directory\n"
+
+
+def test_autoformat_options_as_htcondor_reads_them() -> None:
+    from gridbus.classad import ClassAd, ExprTree
+    from gridbus.console.cli import _autoformat_options
+    from gridbus.console.cli.formats import autoformat
+
+    a = ClassAd({"ClusterId": 3, "ProcId": 1, "Owner": "alice", "RequestMemory": 128})
+    a["RequestDisk"] = ExprTree("DiskUsage * 2")
+    b = ClassAd({"ClusterId": 3, "ProcId": 2, "Owner": "bob", "RequestMemory": 256})
+    assert _autoformat_options(["q", "-af:jh", "Owner"]) == (["q", "-af", "Owner"], "jh")
+    assert autoformat([a, b], ["Owner", "RequestMemory"], "jh") == "ID Owner RequestMemory\n3.1 alice 128\n3.2 bob 256\n"
+    assert autoformat([a], ["Owner", "RequestMemory"], ",V") == '"alice",128\n'
+    assert autoformat([a], ["Owner"], "l") == "Owner = alice\n"
+    assert autoformat([a], ["RequestDisk"], "r") == "DiskUsage * 2\n"
+    assert autoformat([a, b], ["Owner"], "tg") == "alice\n\nbob\n"
+    with pytest.raises(ValueError, match="unknown autoformat option 'z'"):
+        autoformat([a], ["Owner"], "z")

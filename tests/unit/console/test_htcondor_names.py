@@ -162,3 +162,10 @@ def test_param_knows_every_daemons_knobs_from_a_script():
             "'STARTER_UNPRIVILEGED_USER' in param, 'MASTER_BACKOFF_CEILING' in param)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[2:] == ["True", "True"] and float(out[0]) > 0 and float(out[1]) > 0, out
+
+
+def test_version_and_platform_have_htcondors_form() -> None:
+    import gridbus.console as htcondor
+
+    assert htcondor.version().startswith("$CondorVersion: ") and htcondor.version().endswith(" $")
+    assert htcondor.platform().startswith("$CondorPlatform: ") and htcondor.platform().endswith(" $")
