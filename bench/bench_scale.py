@@ -1,7 +1,7 @@
 """The scale test: a simulated pool of many slots and 10 schedds on this one machine.
 
 HTCondor 8.3's scale goal was 200,000 slots in one pool and 10 schedds managing 400,000 jobs
-(seed 004, quoted, not measured here). This runs a real collector, negotiator and 10 schedds
+(quoted, not measured here). This runs a real collector, negotiator and 10 schedds
 against scale-test startds (STARTD_SIMULATE_JOBS: real startds whose jobs run as timers), each
 advertising SLOTS_PER_STARTD static slots in batched ads. The jobs are sleeps in 1,000
 autoclusters (100 clusters per schedd, each with its own RequestMemory), one owner per schedd.
@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import signal
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 SCHEDDS = 10
 CLUSTERS_PER_SCHEDD = 100  # 1,000 autoclusters in all
 SLOTS_PER_STARTD = 10_000
-SEED = {"slots (HTCondor 8.3 goal, seed 004)": 200_000, "schedds": 10, "jobs": 400_000,
-        "shadow memory per running job (HTCondor 8.4, seed 004)": "386 KB",
+HTCONDOR_QUOTED = {"slots (HTCondor 8.3 goal)": 200_000, "schedds": 10, "jobs": 400_000,
+        "shadow memory per running job (HTCondor 8.4)": "386 KB",
         "healthy negotiation cycle of a large pool (HTCondor manual)": "on the order of ten minutes"}
 
 
@@ -55,28 +56,58 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _vhost() -> tuple[Any, str, str]:
-    from gridbus.bus import BrokerURL, default_url
-    from gridbus.mgmt import Management
+def _say(text: str) -> None:
+    """Progress on stderr (a full-size run takes many minutes)."""
+    print(time.strftime("%H:%M:%S"), text, file=sys.stderr, flush=True)
 
-    base = BrokerURL(os.environ.get("GRIDBUS_BENCH_AMQP_URL") or default_url())
-    mgmt = Management.for_broker(base)
-    vhost = f"gridbus-bench-scale-{uuid.uuid4().hex[:8]}"
-    mgmt.put_vhost(vhost)
-    mgmt.put_permissions(vhost, base.user, ".*", ".*", ".*")
-    return mgmt, vhost, base.with_vhost(vhost).url
+
+def _cycles(pool: Any) -> list[tuple[int, int, float]]:
+    """(cycle, matches, seconds) of each negotiation cycle so far, from the negotiator's log."""
+    text = pool.log_of("negotiator@n", "NegotiatorLog")
+    return [(int(c), int(m), float(s)) for c, m, s in
+            re.findall(r"cycle (\d+): (\d+) matches, [^(]*?, ([\d.]+) s \(", text)]
+
+
+def _vhost() -> tuple[Any, str, str]:
+    from bench_pool import _vhost as make  # the pool benchmark's vhost helper
+
+    return make("scale")
+
+
+# Seconds each `q -totals` (Summary query) took during the run, per phase; a schedd that did not
+# answer within the query timeout counts as the timeout.
+QUERY_TIMEOUT = 60.0
+LATENCIES: dict[str, list[float]] = {}
+PHASE = ["start"]
 
 
 def _summary(pool: Any, schedd: str) -> dict[str, int]:
     """The schedd's totals (what `gridbus q -totals` asks for: its Summary ads)."""
-    r = pool.call(schedd, "Query", {"Constraint": "true", "Projection": [], "Limit": -1, "Opts": 8, "Compact": False})
+    from gridbus.rpc import CallTimeout
+
+    started = time.perf_counter()
+    try:
+        r = pool.call(schedd, "Query", {"Constraint": "true", "Projection": [], "Limit": -1, "Opts": 8,
+                                        "Compact": False}, timeout=QUERY_TIMEOUT)
+    except CallTimeout:
+        LATENCIES.setdefault(PHASE[0], []).append(QUERY_TIMEOUT)
+        _say(f"{schedd} did not answer q -totals within {QUERY_TIMEOUT:g} s")
+        return {"Jobs": -1, "Idle": -1, "Running": -1, "Completed": -1}
+    LATENCIES.setdefault(PHASE[0], []).append(time.perf_counter() - started)
     ads = r.outArgs.get("Jobs", [])
     total = next((a for a in ads if "Owner" not in a), {})
     return {k: int(total.get(k, 0)) for k in ("Jobs", "Idle", "Running", "Completed")}
 
 
+def _total(pool: Any, names: list[str], key: str) -> int | None:
+    """One figure of `q -totals` summed over the schedds; None when one did not answer."""
+    values = [_summary(pool, f"schedd@{n}")[key] for n in names]
+    return None if min(values) < 0 else sum(values)
+
+
 def run(quick: bool = False, slots: int | None = None, jobs: int | None = None, runtime: float | None = None,
-        slots_per_startd: int = SLOTS_PER_STARTD) -> dict:
+        slots_per_startd: int = SLOTS_PER_STARTD, out: dict[str, Any] | None = None, workdir: str = "") -> dict:
+    """The figures, gathered into ``out`` as they come (a run that fails part way keeps them)."""
     from tests.e2e.pool import Pool, wait_for
 
     slots = slots or (20_000 if quick else 200_000)
@@ -87,15 +118,20 @@ def run(quick: bool = False, slots: int | None = None, jobs: int | None = None, 
     slots = per_startd * startds
     per_cluster = max(1, jobs // (SCHEDDS * CLUSTERS_PER_SCHEDD))
     jobs = per_cluster * SCHEDDS * CLUSTERS_PER_SCHEDD
-    out: dict[str, Any] = {"slots": slots, "startds": startds, "schedds": SCHEDDS, "jobs": jobs,
-                           "autoclusters": SCHEDDS * CLUSTERS_PER_SCHEDD, "job_runtime_s": runtime}
+    out = out if out is not None else {}
+    out.update({"slots": slots, "startds": startds, "schedds": SCHEDDS, "jobs": jobs,
+                "autoclusters": SCHEDDS * CLUSTERS_PER_SCHEDD, "job_runtime_s": runtime})
     mgmt, vhost, url = _vhost()
     with tempfile.TemporaryDirectory() as tmp:
+        tmp = workdir or tmp
         # HTCondor-like intervals, not the test harness's short ones (its 6 s claim lease expires
         # under a claim storm on a loaded machine, and the claims churn).
+        # A startd of 10,000 slots answers a storm of RequestClaims in seconds, not at once: the
+        # schedds wait for its answers (SHADOW_CALL_TIMEOUT) rather than giving the claims up.
         pool = Pool(url, Path(tmp), GRIDBUS_UPDATE_INTERVAL="300", GRIDBUS_NEGOTIATOR_INTERVAL="20",
-                    GRIDBUS_JOB_LEASE_DURATION="1200", GRIDBUS_SCHEDD_INTERVAL="60",
-                    GRIDBUS_STARTER_UPDATE_INTERVAL="300")
+                    GRIDBUS_JOB_LEASE_DURATION="2400", GRIDBUS_SCHEDD_INTERVAL="60",
+                    GRIDBUS_STARTER_UPDATE_INTERVAL="300", GRIDBUS_SHADOW_CALL_TIMEOUT="300",
+                    GRIDBUS_NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE="200", GRIDBUS_NEGOTIATOR_MATCH_HOLD="300")
         try:
             pool.start("collector", "c")
             names = [f"s{i}" for i in range(SCHEDDS)]
@@ -109,34 +145,52 @@ def run(quick: bool = False, slots: int | None = None, jobs: int | None = None, 
                 pool.start("startd", f"sim{i}", GRIDBUS_STARTD_SIMULATE_JOBS="true", GRIDBUS_NUM_CPUS=str(per_startd),
                            GRIDBUS_NUM_SLOTS=str(per_startd), GRIDBUS_MEMORY=str(per_startd * 2048))
             col_cpu0 = _cpu_seconds(col_pid)
+            _say(f"{startds} startds of {per_startd} slots started")
             wait_for(f"{slots} slot ads", lambda: _count_machines(pool) >= slots, timeout=1800, interval=5)
             out["all_slot_ads_in_collector_s"] = round(time.monotonic() - t0, 1)
-            out["collector_cpu_s_for_first_ads"] = round(_cpu_seconds(col_pid) - col_cpu0, 1)
+            ingest_cpu = _cpu_seconds(col_pid) - col_cpu0
+            out["collector_cpu_s_for_first_ads (one ad per slot, includes the count queries)"] = round(ingest_cpu, 1)
             out["ingest_needed_ads_per_s (every slot every 300 s)"] = round(slots / 300, 1)
-            out["collector_cpu_s_per_300s_of_updates (one ad per slot)"] = out["collector_cpu_s_for_first_ads"]
+            out["collector_ingest_capacity_ads_per_cpu_s"] = round(slots / max(ingest_cpu, 1e-3))
+            out["collector_rss_kib_per_slot_ad"] = round((_rss_kib(col_pid) - col_rss0) / slots, 2)
+            _say(f"{slots} slot ads in the collector")
 
             # Submit: 100 clusters per schedd, each its own RequestMemory (its own autocluster).
+            schedd_pids = {n: pool.procs[f"schedd@{n}"].pid for n in names}
+            empty_rss = {n: _rss_kib(p) for n, p in schedd_pids.items()}
             ts = time.monotonic()
             for si, n in enumerate(names):
                 for c in range(CLUSTERS_PER_SCHEDD):
                     pool.submit(f"schedd@{n}", per_cluster, cmd="/bin/sleep", args=str(runtime), owner=f"u{si}",
                                 RequestMemory=16 + si * CLUSTERS_PER_SCHEDD + c)
             out["submit_s"] = round(time.monotonic() - ts, 1)
-            schedd_pids = {n: pool.procs[f"schedd@{n}"].pid for n in names}
+            out["submit_jobs_per_s"] = round(jobs / max(time.monotonic() - ts, 1e-3))
             idle_rss = {n: _rss_kib(p) for n, p in schedd_pids.items()}
-            out["schedd_rss_kib_per_idle_job"] = round(sum(idle_rss.values()) / jobs, 2)
+            out["schedd_rss_kib_per_idle_job (growth)"] = round(sum(idle_rss[n] - empty_rss[n] for n in names) / jobs, 2)
+            _say(f"{jobs} jobs submitted in {out['submit_s']} s")
 
+            startd_pids = [p.pid for k, p in pool.procs.items() if k.startswith("startd@")]
+            cpu0 = {"schedds": sum(_cpu_seconds(p) for p in schedd_pids.values()),
+                    "startds": sum(_cpu_seconds(p) for p in startd_pids)}
             pool.start("negotiator", "n")
             tn = time.monotonic()
+            PHASE[0] = "filling"
 
             def busy() -> int:
-                return sum(_summary(pool, f"schedd@{n}")["Running"] for n in names)
+                running = _total(pool, names, "Running") or 0
+                if int(time.monotonic()) % 30 < 5:
+                    _say(f"{running} running; cycles {_cycles(pool)[-3:]}")
+                return running
 
-            wait_for("the pool to fill", lambda: busy() >= slots, timeout=1800, interval=2)
+            wait_for("the pool to fill", lambda: busy() >= slots, timeout=3600, interval=5)
+            PHASE[0] = "full"
             out["negotiator_start_to_pool_full_s"] = round(time.monotonic() - tn, 1)
-            neg = pool.negotiator_stats()
-            out["last_cycle_when_full (the negotiator's ad)"] = {k: neg.get(f"LastNegotiationCycle{k}0") for k in ("Duration", "Matches", "ScheddCalls")}
-            out["negotiation_cycles_so_far"] = neg.get("NegotiationCycles")
+            out["fill_cpu_ms_per_job"] = {k: round((sum(_cpu_seconds(p) for p in pids) - cpu0[k]) * 1000 / slots, 2)
+                                          for k, pids in (("schedds", schedd_pids.values()), ("startds", startd_pids))}
+            cycles = _cycles(pool)
+            out["first_negotiation_cycle (matches, s)"] = cycles[0][1:] if cycles else None
+            out["negotiation_cycles_to_fill (cycle, matches, s)"] = cycles
+            _say(f"pool full: {out['negotiator_start_to_pool_full_s']} s; cycles {cycles}")
 
             # q -totals per schedd while full.
             lat = []
@@ -146,16 +200,19 @@ def run(quick: bool = False, slots: int | None = None, jobs: int | None = None, 
                 lat.append(time.perf_counter() - t)
             out["q_totals_s_per_schedd (max, mean)"] = (round(max(lat), 3), round(sum(lat) / len(lat), 3))
             run_rss = {n: _rss_kib(p) for n, p in schedd_pids.items()}
-            running = {n: _summary(pool, f"schedd@{n}")["Running"] for n in names}
+            running = {n: max(0, _summary(pool, f"schedd@{n}")["Running"]) for n in names}
             out["schedd_kib_per_running_job"] = round(
                 sum(run_rss[n] - idle_rss[n] for n in names) / max(1, sum(running.values())), 2)
 
+            out["negotiator_rss_kib_per_slot (whole process)"] = round(_rss_kib(pool.procs["negotiator@n"].pid) / slots, 2)
             # Steady state: completions over a window once the first jobs have ended.
-            wait_for("the first completions", lambda: sum(_summary(pool, f"schedd@{n}")["Jobs"] for n in names) < jobs,
+            PHASE[0] = "completing"
+            wait_for("the first completions", lambda: (_total(pool, names, "Jobs") or jobs) < jobs,
                      timeout=runtime * 3 + 600, interval=1)
-            left0, tw = sum(_summary(pool, f"schedd@{n}")["Jobs"] for n in names), time.monotonic()
+            left0 = wait_for("totals", lambda: _total(pool, names, "Jobs"), timeout=600)
+            tw = time.monotonic()
             time.sleep(min(60.0, runtime))
-            left1 = sum(_summary(pool, f"schedd@{n}")["Jobs"] for n in names)
+            left1 = wait_for("totals", lambda: _total(pool, names, "Jobs"), timeout=600)
             out["steady_completions_per_s"] = round((left0 - left1) / (time.monotonic() - tw), 1)
             lat = []
             for n in names:
@@ -167,14 +224,64 @@ def run(quick: bool = False, slots: int | None = None, jobs: int | None = None, 
             rss = {name: _rss_kib(p.pid) for name, p in pool.procs.items()}
             out["collector_kib_per_slot"] = round((rss["collector@c"] - col_rss0) / slots, 2)
             out["startd_kib_per_slot"] = round(sum(v for k, v in rss.items() if k.startswith("startd@")) / slots, 2)
-            out["negotiator_kib_per_slot"] = round(rss["negotiator@n"] / slots, 2)
             out["schedd_kib_per_job (all schedds' rss / jobs submitted)"] = round(
                 sum(v for k, v in rss.items() if k.startswith("schedd@")) / jobs, 2)
-            out["quoted, not measured here"] = SEED
+            out["q_totals_s_per_schedd_by_phase (calls, max, mean)"] = {
+                k: (len(v), round(max(v), 3), round(sum(v) / len(v), 3)) for k, v in LATENCIES.items()}
+            out["quoted, not measured here"] = HTCONDOR_QUOTED
         finally:
-            pool.stop()
-            mgmt.delete_vhost(vhost)
+            try:
+                pool.stop()
+            finally:
+                mgmt.delete_vhost(vhost)
     return out
+
+
+def negotiator_only(slots: int, jobs: int) -> dict[str, Any]:
+    """One cycle of the negotiator alone over ``slots`` simulated Machine ads and 10 simulated
+    schedds (in process, answering at once) with ``jobs`` idle jobs in 1,000 autoclusters: the
+    negotiator's own share of a cycle, apart from the schedds' and the broker's."""
+    import asyncio
+
+    from gridbus.agents.negotiator.agent import Negotiator
+    from gridbus.agents.negotiator.simulate import SimClient, SimSchedd, job_ads, machine_ads
+
+    machines = machine_ads(slots, kinds=1)
+    for i, m in enumerate(machines):  # startds of SLOTS_PER_STARTD slots, as in the pool above
+        host = f"sim{i // SLOTS_PER_STARTD}"
+        m.update(Name=f"slot{i % SLOTS_PER_STARTD + 1}@{host}", Machine=host, MyAddress=f"startd@{host}",
+                 Arch="X86_64", OpSys="LINUX", Memory=2048)
+    per_cluster = max(1, jobs // (SCHEDDS * CLUSTERS_PER_SCHEDD))
+    schedds = []
+    for k in range(SCHEDDS):
+        owner = f"u{k}"
+        ads = job_ads(owner, CLUSTERS_PER_SCHEDD, per_cluster)
+        for j in ads:
+            j["RequestMemory"] = 16 + k * CLUSTERS_PER_SCHEDD + j["ClusterId"]
+        schedds.append(SimSchedd(f"s{k}", {owner: ads}))
+    spent: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as spool:
+        neg = Negotiator("bench", "amqp://unused", spool=spool)
+        client = SimClient(schedds)
+
+        async def timed_call(address: str, method: str, args: Any = None, **kw: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return await SimClient.call(client, address, method, args, **kw)
+            finally:
+                spent[method] = spent.get(method, 0.0) + time.perf_counter() - t
+
+        client.call = timed_call  # type: ignore[method-assign]
+        neg._client = client  # type: ignore[assignment]
+        started = time.perf_counter()
+        stats = asyncio.run(neg.negotiate_with(machines, [a for s in schedds for a in s.submitter_ads()]))
+        total = time.perf_counter() - started
+    schedds_s = sum(spent.values())
+    return {"slots": slots, "jobs": per_cluster * SCHEDDS * CLUSTERS_PER_SCHEDD, "matches": stats.matches,
+            "requests": stats.requests, "cycle_s": round(total, 2),
+            "negotiator_own_s (cycle less the simulated schedds' answers)": round(total - schedds_s, 2),
+            "simulated_schedds_s": {k: round(v, 2) for k, v in spent.items()},
+            "negotiator_rss_kib_per_slot (whole process)": round(_rss_kib(os.getpid()) / slots, 2)}
 
 
 def _count_machines(pool: Any) -> int:
@@ -190,6 +297,19 @@ if __name__ == "__main__":
     p.add_argument("--jobs", type=int)
     p.add_argument("--runtime", type=float)
     p.add_argument("--slots-per-startd", type=int, default=SLOTS_PER_STARTD)
+    p.add_argument("--workdir", default="", help="keep the daemons' logs here (default: a temporary directory)")
+    p.add_argument("--negotiator-only", action="store_true",
+                   help="one cycle of the negotiator alone, with simulated schedds in process")
     a = p.parse_args()
-    for key, value in run(a.quick, a.slots, a.jobs, a.runtime, a.slots_per_startd).items():
-        print(f"{key:58} {value}")
+    if a.negotiator_only:
+        for key, value in negotiator_only(a.slots or 200_000, a.jobs or 2 * (a.slots or 200_000)).items():
+            print(f"{key:58} {value}")
+        sys.exit(0)
+    # A run stopped with SIGTERM still stops its daemons and deletes its vhost.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    figures: dict[str, Any] = {}
+    try:
+        run(a.quick, a.slots, a.jobs, a.runtime, a.slots_per_startd, figures, a.workdir)
+    finally:
+        for key, value in figures.items():
+            print(f"{key:58} {value}", flush=True)

@@ -89,7 +89,7 @@ def render(results: list[tuple[str, dict | None, str, float, str]], command: str
         f"- machine: {platform.node()}, {os.cpu_count()} cpus, {platform.platform()}, Python {platform.python_version()}",
         "",
         "Rewritten by `bench/run_all.py` (`make bench`); every figure below was measured in that run.",
-        "Peers (Celery, seed figures) are given beside gridbus's own, with their ratio.",
+        "Peers (Celery, HTCondor's published figures) are given beside gridbus's own, with their ratio.",
         "",
     ]
     for name, figures, error, seconds, doc in results:

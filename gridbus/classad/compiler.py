@@ -184,12 +184,13 @@ def _comparison(op: str, lf: Fn, rf: Fn) -> Fn:
     pycmp = _PY_CMP[op]
     compare = O.compare
     const = getattr(rf, "const", MISSING)
-    if type(const) in (int, float):
-        # `TARGET.Memory >= 1024`: compare plain numbers inline.
+    ctype = type(const)
+    if ctype in (int, float):
+        # `TARGET.Memory >= 1024`: compare numbers of the constant's type inline (an integer
+        # against a real compares as reals: O.compare).
         def cmp_const(scope: Scope, ctx: Ctx) -> Any:
             a = lf(scope, ctx)
-            ta = type(a)
-            if ta is int or ta is float:
+            if type(a) is ctype:
                 return pycmp(a, const)
             return compare(op, a, const)
 
@@ -199,8 +200,7 @@ def _comparison(op: str, lf: Fn, rf: Fn) -> Fn:
         a = lf(scope, ctx)
         b = rf(scope, ctx)
         ta = type(a)
-        tb = type(b)
-        if (ta is int or ta is float) and (tb is int or tb is float):
+        if ta is type(b) and (ta is int or ta is float):
             return pycmp(a, b)
         return compare(op, a, b)
 

@@ -115,6 +115,11 @@ def compare(op: str, a: Any, b: Any) -> Any:
             y = b.secs
         else:
             return failure(a, b)
+    elif type(x) is not type(y):
+        # An integer against a real compares as reals, as HTCondor converts it (9223372036854775807
+        # equals 9.223372036854776e18), where Python would compare the exact values.
+        x = float(x)
+        y = float(y)
     if op == "==":
         return x == y
     if op == "!=":

@@ -47,6 +47,19 @@ def wait_for(what: str, predicate: Callable[[], Any], timeout: float, interval: 
     return shared_wait_for(predicate, timeout, what, interval=interval)
 
 
+def logged(log: Path | str, kind: Any, n: int, timeout: float = 30) -> list[Any]:
+    """The events of ``kind`` in a user log once it holds ``n`` of them. The schedd hands the
+    event text to the owner's shadow after the job's change is committed, so a job may be in the
+    history a moment before its event is in the log: a test waits for the log, as condor_wait does."""
+    from htcondor2 import JobEventLog
+
+    def events() -> list[Any]:
+        found = [e for e in JobEventLog(str(log)).events(0) if e.type == kind]
+        return found if len(found) >= n else []
+
+    return wait_for(f"{n} {kind!r} events in {log}", events, timeout)
+
+
 class Pool:
     def __init__(self, url: str, workdir: Path, **env: str):
         self.url = url
@@ -62,10 +75,25 @@ class Pool:
         # A command to run a daemon under (by address), e.g. ``ip netns exec <ns>`` (tests/integration/faults).
         self.wrappers: dict[str, list[str]] = {}
 
+    # ------------------------------------------------------------------ where a daemon's files are
+    def local_dir(self, address: str) -> Path:
+        """The daemon's LOCAL_DIR as the daemon sees it. Here every daemon is on this host; a pool
+        of several hosts (tests/multihost) puts some on hosts whose files this one cannot see."""
+        kind, _, name = address.partition("@")
+        return self.workdir / f"{kind}-{name}"
+
+    def reach(self, address: str, path: Path) -> Path:
+        """``path`` of the host that runs ``address``, as this test process reaches it."""
+        return Path(path)
+
     # ------------------------------------------------------------------ processes
     def start(self, kind: str, name: str, **env: Any) -> subprocess.Popen:
-        local = self.workdir / f"{kind}-{name}"
-        local.mkdir(parents=True, exist_ok=True)
+        address = f"{kind}@{name}"
+        local = self.local_dir(address)
+        self.reach(address, local).mkdir(parents=True, exist_ok=True)
+        # The daemon's stdout and stderr, as a terminal would show them, stay with the test.
+        console = self.workdir / f"{kind}-{name}"
+        console.mkdir(parents=True, exist_ok=True)
         full = {k: v for k, v in os.environ.items() if not k.startswith("GRIDBUS_")}
         full.update(self.env)
         full.update({
@@ -75,13 +103,13 @@ class Pool:
             "PYTHONPATH": str(ROOT),
         })
         full.update({k: str(v) for k, v in env.items()})
-        log = open(local / "stderr.log", "ab")  # noqa: SIM115 - lives as long as the process
+        log = open(console / "stderr.log", "ab")  # noqa: SIM115 - lives as long as the process
         proc = subprocess.Popen(
-            [*self.wrappers.get(f"{kind}@{name}", []),
+            [*self.wrappers.get(address, []),
              sys.executable, "-m", f"gridbus.agents.{kind}", "--name", name, "--log-dir", str(local / "log")],
-            env=full, cwd=str(local), stdout=log, stderr=subprocess.STDOUT,
+            env=full, cwd=str(console), stdout=log, stderr=subprocess.STDOUT,
         )
-        self.procs[f"{kind}@{name}"] = proc
+        self.procs[address] = proc
         return proc
 
     def kill(self, address: str, sig: int = signal.SIGKILL) -> None:
@@ -109,8 +137,7 @@ class Pool:
         cgroups.purge(self.env["GRIDBUS_BASE_CGROUP"])
 
     def log_of(self, address: str, name: str) -> str:
-        kind, _, who = address.partition("@")
-        path = self.workdir / f"{kind}-{who}" / "log" / name
+        path = self.reach(address, self.local_dir(address) / "log" / name)
         return path.read_text() if path.exists() else ""
 
     # ------------------------------------------------------------------ console

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gridbus.agents.startd import cgroups
-from tests.e2e.pool import Pool, wait_for
+from tests.e2e.pool import Pool, logged, wait_for
 
 GRIDBUS = Path(sys.executable).parent / "gridbus"
 
@@ -121,6 +121,7 @@ def test_oom_hold_suspend_continue_vacate_and_a_killed_startd(make_pool, tmp_pat
     cli(pool, "vacate_job", "-fast", f"{sleeper}.0")
     wait_for("the vacated job's processes gone", lambda: not any(alive(p) for p in pids), 15)
     wait_for("the job evicted and running again", lambda: job(pool, sleeper, ["NumJobStarts"]).get("NumJobStarts") == 2, 30)
+    logged(log, htcondor2.JobEventType.JOB_EVICTED, 1)  # the log follows the job's state closely
     codes = [e.type for e in htcondor2.JobEventLog(str(log)).events(0)
              if e.type != htcondor2.JobEventType.IMAGE_SIZE]  # usage updates come when they come
     assert codes[:5] == [htcondor2.JobEventType.SUBMIT, htcondor2.JobEventType.EXECUTE,

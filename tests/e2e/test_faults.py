@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from htcondor2 import JobEventLog, JobEventType
+from htcondor2 import JobEventType
 
-from tests.e2e.pool import wait_for
+from tests.e2e.pool import logged, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -42,5 +42,5 @@ def test_killed_schedd_restarts_and_every_job_completes_exactly_once(pool, tmp_p
     hist = wait_for("8 completed jobs after the restart", lambda: completed(pool, cluster, 8), timeout=60)
     assert sorted(j["ProcId"] for j in hist) == list(range(8))
     assert pool.jobs("schedd@s", f"ClusterId == {cluster}") == []
-    terminated = [e.proc for e in JobEventLog(str(log)).events(0) if e.type == JobEventType.JOB_TERMINATED]
+    terminated = [e.proc for e in logged(log, JobEventType.JOB_TERMINATED, 8)]
     assert sorted(terminated) == list(range(8)), terminated  # each exactly once

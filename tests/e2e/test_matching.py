@@ -8,7 +8,7 @@ import pytest
 from htcondor2 import JobEventLog, JobEventType
 
 from tests.e2e.conftest import STATIC_STARTD, start_standard
-from tests.e2e.pool import wait_for
+from tests.e2e.pool import logged, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -114,6 +114,7 @@ def test_claim_reuse_50_jobs_one_negotiation(make_pool, tmp_path):
                      s.get("NegotiationCycles", 0) >= 2 and s, 10)
     assert stats["TotalMatches"] == 1, stats  # one negotiation; the claim ran all 50
     # No activation waits: each job starts in the second the previous one ended.
+    logged(log, JobEventType.JOB_TERMINATED, 50)  # the last events follow the history closely
     events = [(e.type, e.proc, e.timestamp) for e in JobEventLog(str(log)).events(0)
               if e.type in (JobEventType.EXECUTE, JobEventType.JOB_TERMINATED)]
     ends = {p: t for kind, p, t in events if kind == JobEventType.JOB_TERMINATED}

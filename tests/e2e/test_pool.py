@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from htcondor2 import JobEventLog, JobEventType
 
-from tests.e2e.pool import wait_for
+from tests.e2e.pool import logged, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -24,6 +24,7 @@ def test_200_true_jobs_complete_and_the_user_log_reads_with_htcondor(pool, tmp_p
     assert len(hist) == 200
     assert all(j["JobStatus"] == 4 and j["ExitCode"] == 0 for j in hist)
     assert {j["ProcId"] for j in hist} == set(range(200))
+    logged(log, JobEventType.JOB_TERMINATED, 200)  # the last events follow the history closely
     seen: dict[JobEventType, set[int]] = {}
     for event in JobEventLog(str(log)).events(0):
         seen.setdefault(event.type, set()).add(event.proc)

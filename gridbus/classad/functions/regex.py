@@ -12,8 +12,9 @@ try:  # the regex package bounds a match by time; re cannot be interrupted
 except ImportError:  # pragma: no cover - a dependency; re keeps the functions working without it
     _rx = None
 
+from gridbus.classad import limits
 from gridbus.classad.functions.registry import strict
-from gridbus.classad.limits import REGEX_SECONDS, EvaluationLimitExceeded, prefix
+from gridbus.classad.limits import EvaluationLimitExceeded, prefix
 from gridbus.classad.scope import ListValue
 from gridbus.classad.values import ERROR, UNDEFINED, first_bad
 
@@ -42,36 +43,36 @@ class _Budgeted:
     def _over(self) -> EvaluationLimitExceeded:
         return EvaluationLimitExceeded(
             f"the regular expression {prefix(self.rx.pattern)} took more than its match budget "
-            f"of {REGEX_SECONDS:g} s"
+            f"of {limits.REGEX_SECONDS:g} s"
         )
 
     def search(self, target: str) -> Any:
         try:
-            return self.rx.search(target, timeout=REGEX_SECONDS)
+            return self.rx.search(target, timeout=limits.REGEX_SECONDS)
         except TimeoutError:
             raise self._over() from None
 
     def finditer(self, target: str) -> list:
         try:
-            return list(self.rx.finditer(target, timeout=REGEX_SECONDS))
+            return list(self.rx.finditer(target, timeout=limits.REGEX_SECONDS))
         except TimeoutError:
             raise self._over() from None
 
     def sub(self, repl: Any, target: str, count: int = 0) -> str:
         try:
-            return self.rx.sub(repl, target, count=count, timeout=REGEX_SECONDS)
+            return self.rx.sub(repl, target, count=count, timeout=limits.REGEX_SECONDS)
         except TimeoutError:
             raise self._over() from None
 
     def fullmatch(self, target: str) -> Any:
         try:
-            return self.rx.fullmatch(target, timeout=REGEX_SECONDS)
+            return self.rx.fullmatch(target, timeout=limits.REGEX_SECONDS)
         except TimeoutError:
             raise self._over() from None
 
     def match(self, target: str) -> Any:
         try:
-            return self.rx.match(target, timeout=REGEX_SECONDS)
+            return self.rx.match(target, timeout=limits.REGEX_SECONDS)
         except TimeoutError:
             raise self._over() from None
 

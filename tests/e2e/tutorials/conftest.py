@@ -22,10 +22,6 @@ from tests.e2e.tutorials.bindings import PersonalPool, htcondor
 
 pytestmark = pytest.mark.e2e
 
-# Why a cell fails today for a reason outside this area (issue 12's other parts): the cell is
-# marked xfail(strict=True) with it, so it turns into a failure once that part lands.
-FILE_TRANSFER = "issue 15 (file transfer over the bus): transfer_input_files cells belong to it"
-
 # The e2e pools' short intervals (knob names without the GRIDBUS_ prefix), and the schedd named
 # as the notebooks' is: user@host.
 FAST = {name.removeprefix("GRIDBUS_"): value for name, value in BASE_ENV.items()}

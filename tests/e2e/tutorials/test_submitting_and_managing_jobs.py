@@ -1,19 +1,22 @@
 """HTCondor's Submitting-and-Managing-Jobs tutorial, cell by cell, against a personal pool.
 
-Its file-transfer cells (transfer_input_files, with the inputs/ directory they make) belong to
-issue 15 and are skipped here.
+Its file-transfer cells (transfer_input_files, with the inputs/ directory they make) run too: each
+cat job's input file travels over the bus to the job's scratch directory.
 """
 
 from __future__ import annotations
 
 import getpass
 import os
+import random
+import shutil
+import string
+from pathlib import Path
 
 import pytest
 
 from tests.e2e.pool import wait_for
 from tests.e2e.tutorials.bindings import htcondor
-from tests.e2e.tutorials.conftest import FILE_TRANSFER
 
 pytestmark = pytest.mark.usefixtures("tutorial_pool")
 
@@ -76,9 +79,50 @@ def test_ten_sleeps_each_with_its_own_output(capsys):
     assert all(ad["ClusterId"] == submit_result.cluster() for ad in ads)
 
 
-@pytest.mark.skip(reason=FILE_TRANSFER)
-def test_cat_jobs_with_input_files():
-    """Cells 20-32: input files in inputs/, one job per file with transfer_input_files."""
+def test_cat_jobs_with_input_files_named_by_itemdata(capsys):
+    # Five input files with made-up names in inputs/ (cleared first, as the notebook does).
+    def random_string(length: int) -> str:
+        return "".join(random.choices(string.ascii_lowercase, k=length))
+
+    input_dir = Path.cwd() / "inputs"
+    shutil.rmtree(input_dir, ignore_errors=True)
+    input_dir.mkdir()
+    for _ in range(5):
+        name = random_string(5)
+        (input_dir / f"{name}.txt").write_text(f"Hello from job {name}")
+    input_files = list(input_dir.glob("*.txt"))
+
+    # One cat job per file: the file travels to the job's scratch directory, where the job
+    # names it by its last path component only.
+    cat_job = htcondor.Submit({
+        "executable": "/bin/cat",
+        "arguments": "$(input_file_name)",
+        "transfer_input_files": "$(input_file)",
+        "should_transfer_files": "yes",
+        "output": "cat-$(ProcId).out",
+        "error": "cat-$(ProcId).err",
+        "log": "cat.log",
+        **REQUESTS,
+    })
+    print(cat_job)
+    assert "transfer_input_files = $(input_file)" in capsys.readouterr().out
+
+    itemdata = [{"input_file": path.as_posix(), "input_file_name": path.name} for path in input_files]
+    schedd = htcondor.Schedd()
+    submit_result = schedd.submit(cat_job, itemdata=iter(itemdata))
+    cluster = submit_result.cluster()
+    ads = schedd.query(constraint=f"ClusterId == {cluster}",
+                       projection=["ClusterId", "ProcId", "Out", "Args", "TransferInput"])
+    by_name = {item["input_file_name"]: item["input_file"] for item in itemdata}
+    for ad in ads:  # (jobs that already finished have left the queue)
+        assert ad["TransferInput"] == by_name[ad["Args"]]
+        assert ad["Out"] == f"cat-{ad['ProcId']}.out"
+
+    # The notebook waits for every output file, then prints each: each holds its input's text.
+    wait_for("five cat outputs", lambda: len(list(Path.cwd().glob("cat-*.out"))) == len(itemdata)
+             and all(p.stat().st_size for p in Path.cwd().glob("cat-*.out")), 60)
+    texts = sorted(p.read_text() for p in Path.cwd().glob("cat-*.out"))
+    assert texts == sorted(f"Hello from job {Path(name).stem}" for name in by_name)
 
 
 def test_edit_hold_release_and_remove_long_sleeps(capsys, state):

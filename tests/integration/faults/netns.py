@@ -132,8 +132,12 @@ class TcpForwarder:
 class NetnsLink:
     """A namespace joined to the host by a veth pair on a private /30, with a broker forwarder."""
 
-    def __init__(self) -> None:
-        tag = secrets.token_hex(3)
+    def __init__(self, tag: str | None = None) -> None:
+        """``tag`` (at most 12 characters, letters and digits) names the namespace ``gbt-<tag>`` and
+        the veth ends ``gbh<tag>``/``gbn<tag>``; random if not given."""
+        tag = tag or secrets.token_hex(3)
+        if not tag.isalnum() or len(tag) > 12:
+            raise ValueError(f"a link tag is at most 12 letters and digits (interface names are short), not {tag!r}")
         self.netns = f"gbt-{tag}"
         self.host_if = f"gbh{tag}"  # interface names are at most 15 characters
         self.ns_if = f"gbn{tag}"

@@ -167,6 +167,19 @@ def test_a_pool_runs_a_job_over_tls_and_refuses_a_certificate_from_another_ca(tl
         wait_for("the job to complete over TLS",
                  lambda: [j for j in pool.history("schedd@s", f"ClusterId == {cluster}", ["JobStatus"])
                           if j.get("JobStatus") == 4], 60)
+        # A job whose files travel: the owner's shadow connects over TLS too (its certificate
+        # comes from the schedd over the pipe).
+        sub = tmp_path / "submit"
+        sub.mkdir()
+        (sub / "in.txt").write_text("over tls\n")
+        (sub / "job.sh").write_text("#!/bin/sh\ncat in.txt > out.txt\n")
+        (sub / "job.sh").chmod(0o755)
+        cluster = pool.submit("schedd@s", 1, cmd=str(sub / "job.sh"), Iwd=str(sub), ShouldTransferFiles="YES",
+                              TransferInput="in.txt")
+        wait_for("the transfer job to complete over TLS",
+                 lambda: [j for j in pool.history("schedd@s", f"ClusterId == {cluster}", ["JobStatus"])
+                          if j.get("JobStatus") == 4], 60)
+        assert (sub / "out.txt").read_text() == "over tls\n"
         # Every connection the broker has is a TLS one with a client certificate (the management
         # API lists connections after its statistics interval: wait for them).
         conns = wait_for("the daemons' connections listed", lambda: len(c := mgmt.connections()) >= 4 and c, 60)

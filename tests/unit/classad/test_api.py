@@ -153,3 +153,12 @@ def test_classad_mapping_behaviour():
         ad["missing"]
     with pytest.raises(TypeError):
         ours.ClassAd(5)
+
+
+def test_an_integer_against_a_real_compares_as_reals():
+    # (classad2 agrees: the differential test found the difference.)
+    # As HTCondor converts the integer: 2**63-1 as a real is 2**63, which 2.5 + (2**63-1) is too.
+    for text in ("2.5 + (9223372036854775807) == 9223372036854775807", "9223372036854775807 == 9223372036854775808.0",
+                 "x == 9223372036854775807.0", "9223372036854775807.0 <= x"):
+        assert ours.compile(text).eval({"x": 9223372036854775807}) is True, text
+    assert ours.compile("x < y").eval({"x": 9223372036854775807, "y": 9223372036854775807.0}) is False
