@@ -148,7 +148,9 @@ class Node:
     def wait_serving(self, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if _answers(self.amqp_port) and _http_ok(self.mgmt_url):
+            # Our own VM (its pid file) must be up: a port answered by a node some earlier run left
+            # behind under the same name would pass for this one.
+            if self.running() and _answers(self.amqp_port) and _http_ok(self.mgmt_url):
                 return
             time.sleep(0.3)
         raise ClusterUnavailable(f"{self.name} did not serve on {self.amqp_port} within {timeout:g} s "
@@ -218,12 +220,42 @@ class RabbitCluster:
         for node in self.nodes:
             if node.running():
                 node.kill()  # a test cluster keeps nothing worth a graceful stop
+        # Nodes of the same names that an earlier run left behind (a test session killed before its
+        # teardown, a cluster made under another directory) hold the ports and the names, and may
+        # run on a data directory since deleted: a new cluster would talk to them instead.
+        strays = stray_pids({n.name for n in self.nodes})
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 20
+        while strays and any(_answers(n.amqp_port) for n in self.nodes) and time.monotonic() < deadline:
+            time.sleep(0.1)
 
     def __enter__(self) -> RabbitCluster:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def stray_pids(names: set[str]) -> list[int]:
+    """The Erlang VMs running a RabbitMQ node named in ``names``, by the RABBITMQ_NODENAME in their
+    environment (so the machine's own node, rabbit@localhost, is never among them)."""
+    wanted = {f"RABBITMQ_NODENAME={name}".encode() for name in names}
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if not (entry / "cmdline").read_bytes().split(b"\0", 1)[0].endswith(b"beam.smp"):
+                continue
+            if wanted & set((entry / "environ").read_bytes().split(b"\0")):
+                found.append(int(entry.name))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
 
 
 def _answers(port: int) -> bool:

@@ -115,6 +115,7 @@ class Chaos:
                 for q in p.mgmt.queues(p.vhost):  # type: ignore[attr-defined]
                     print(f"  queue {q['name']}: {q.get('type')} on {q.get('node') or q.get('leader')}, "
                           f"{q.get('consumers')} consumers, {q.get('messages')} messages")
+                print(p.diagnosis())
                 raise
             self.figures.append((label, restarted - down, time.monotonic() - restarted))
 

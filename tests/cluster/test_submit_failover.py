@@ -54,6 +54,10 @@ def test_submit_while_the_schedd_is_down_and_its_queue_leader_is_replaced(
     sender.join(150)
     assert not sender.is_alive() and "error" not in answer, answer
     cluster = answer["result"].cluster()
-    hist = wait_for("the 3 jobs completed", lambda: len(h := p.history("schedd@s", "true")) >= 3 and h, 90)
+    try:
+        hist = wait_for("the 3 jobs completed", lambda: len(h := p.history("schedd@s", "true")) >= 3 and h, 90)
+    except AssertionError:
+        print(p.diagnosis())
+        raise
     assert sorted((j["ClusterId"], j["ProcId"]) for j in hist) == [(cluster, 0), (cluster, 1), (cluster, 2)]
     assert p.jobs("schedd@s", "true") == []  # served once: no second cluster from a resent request

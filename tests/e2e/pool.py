@@ -136,6 +136,27 @@ class Pool:
 
         cgroups.purge(self.env["GRIDBUS_BASE_CGROUP"])
 
+    def diagnosis(self, schedd: str = "schedd@s", lines: int = 30) -> str:
+        """What a test prints when the pool did not do what it waited for: each daemon's process
+        state and the end of its logs, and the schedd's jobs by status."""
+        out = []
+        for address, proc in self.procs.items():
+            state = "running" if proc.poll() is None else f"exited {proc.returncode}"
+            out.append(f"== {address} (pid {proc.pid}, {state})")
+            logs = self.reach(address, self.local_dir(address) / "log")
+            for path in [*sorted(logs.glob("*")), self.workdir / address.replace("@", "-") / "stderr.log"]:
+                if path.is_file():
+                    tail = path.read_text(errors="replace").splitlines()[-lines:]
+                    out.append(f"-- {path.name}:\n" + "\n".join(tail))
+        try:
+            jobs = self.jobs(schedd, "true", ["ClusterId", "ProcId", "JobStatus", "RemoteHost"])
+            out.append(f"== {schedd} jobs: " + ", ".join(
+                f"{j.get('ClusterId')}.{j.get('ProcId')}:{j.get('JobStatus')}@{j.get('RemoteHost', '')}" for j in jobs))
+        except Exception as exc:
+            self._drop_session()
+            out.append(f"== {schedd} jobs: no answer ({exc})")
+        return "\n".join(out)
+
     def log_of(self, address: str, name: str) -> str:
         path = self.reach(address, self.local_dir(address) / "log" / name)
         return path.read_text() if path.exists() else ""
