@@ -127,6 +127,10 @@ class Management:
     def queue(self, vhost: str, name: str) -> dict[str, Any]:
         return self.request("GET", f"/queues/{self.q(vhost)}/{self.q(name)}")
 
+    def delete_queue(self, vhost: str, name: str) -> None:
+        """Delete a queue, as the management UI's "Delete queue" button does."""
+        self.request("DELETE", f"/queues/{self.q(vhost)}/{self.q(name)}")
+
     def connections(self, vhost: str | None = None) -> list[dict[str, Any]]:
         if vhost is None:
             return self.request("GET", "/connections")

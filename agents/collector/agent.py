@@ -124,6 +124,7 @@ class Collector(Agent):
         )
         await queue.bind(bus.ADS, "#")
         await queue.consume(self._on_ads)
+        self.connection.watch(queue.name)
 
     async def on_start(self) -> None:
         self.spawn(self._expire_loop(), "expire")

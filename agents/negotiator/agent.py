@@ -194,6 +194,7 @@ class Negotiator(Agent):
         )
         await queue.bind(bus.ADS, "submitter.#")
         await queue.consume(self._on_submitter_ads, no_ack=True)
+        self.connection.watch(queue.name)
 
     async def on_start(self) -> None:
         self.spawn(self._cycle_loop(), "negotiation")

@@ -170,7 +170,7 @@ class Schedd(Agent):
         self.events.start()
         await super().setup()
         if self._channel is not None:  # None: set up without a broker (unit tests)
-            await self.leases.listen(self._channel)
+            self.connection.watch(await self.leases.listen(self._channel))
 
     async def on_start(self) -> None:
         self.spawn(self.events.pump(), "job-events")

@@ -30,12 +30,13 @@ class Leases:
         self._spawn = spawn
         self.settings = settings
 
-    async def listen(self, channel: Any) -> None:
-        """Hear the startds' start events on ``channel`` (at the schedd's setup)."""
+    async def listen(self, channel: Any) -> str:
+        """Hear the startds' start events on ``channel`` (at the schedd's setup); the queue's name."""
         starts = await channel.declare_queue(f"gridbus.starts.{self.address}", exclusive=True,
                                              arguments={"x-max-length": 1000, "x-overflow": "drop-head"})
         await starts.bind(bus.EVENTS, bus.event_key("daemon", "start", "startd"))
         await starts.consume(self._on_daemon_start, no_ack=True)
+        return starts.name
 
     async def _on_daemon_start(self, message: Any) -> None:
         try:

@@ -4,6 +4,11 @@ The connection is robust and moves to the next broker GRIDBUS_URL lists when the
 (a restarted broker or a closed connection is back within a second). It has two channels: one for
 requests, answers and plain messages, and one with publisher confirms for the messages whose loss
 would matter (job events), which are sent again until the broker confirms them.
+
+The queues the agent consumes from are checked every QUEUE_CHECK_INTERVAL: a queue can vanish with
+no word to its consumer (on a cluster, the clean-up of a dead node's queues can delete the queue
+an agent had just declared again on another node), and an agent that kept waiting on it would be
+deaf for good. A missing queue makes the connection reconnect, which declares everything again.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aio_pika
+import aiormq
 from aio_pika.abc import AbstractChannel, AbstractRobustConnection
+from aio_pika.exceptions import CONNECTION_EXCEPTIONS
 
 from gridbus import bus, wire
 from gridbus.agent import failover
@@ -24,6 +31,10 @@ from gridbus.agent import failover
 # (long enough for a failover to another broker node, or a restarted broker).
 CONFIRM_TIMEOUT = 5.0
 CONFIRM_RETRY = 30.0
+# How often the queues an agent consumes from are checked, and how long one check may take (a
+# queue whose node just died can keep a declaration waiting for many seconds).
+QUEUE_CHECK_INTERVAL = 5.0
+QUEUE_CHECK_TIMEOUT = 30.0
 
 
 class Connection:
@@ -37,6 +48,7 @@ class Connection:
         self._robust: AbstractRobustConnection | None = None
         self._channel: AbstractChannel | None = None
         self._confirm_channel: AbstractChannel | None = None
+        self._watched: set[str] = set()
 
     async def open(self, *, quorum: bool, on_reconnect: Callable[..., Awaitable[None]]) -> None:
         """Connect, open the channels and declare the topology (the dead-letter queue a quorum
@@ -95,6 +107,53 @@ class Connection:
     async def close(self) -> None:
         if self._robust is not None:
             await self._robust.close()
+
+    # ------------------------------------------------------------------ queues that must stay
+    def watch(self, queue: str) -> None:
+        """Check in `keep_queues` that the broker still has ``queue`` (one this agent consumes from)."""
+        self._watched.add(queue)
+
+    def unwatch(self, queue: str) -> None:
+        self._watched.discard(queue)
+
+    async def missing_queues(self, connection: aiormq.abc.AbstractConnection) -> list[str]:
+        """The watched queues the broker no longer has. Each is asked with a passive declaration on
+        a plain channel of its own: the broker closes the channel it answers "not found" on."""
+        missing = []
+        for name in sorted(self._watched):
+            channel = await connection.channel(publisher_confirms=False)
+            try:
+                await channel.queue_declare(name, passive=True)
+            except aiormq.exceptions.ChannelNotFoundEntity:
+                missing.append(name)
+            finally:
+                if not channel.is_closed:
+                    await channel.close()
+        return missing
+
+    async def keep_queues(self) -> None:
+        """For ever: every QUEUE_CHECK_INTERVAL, reconnect if a watched queue is gone."""
+        while True:
+            await asyncio.sleep(QUEUE_CHECK_INTERVAL)
+            await self.check_queues()
+
+    async def check_queues(self) -> list[str]:
+        """One check: the watched queues found missing (and, if any, the connection is closed so
+        that the robust connection reconnects and declares them again)."""
+        robust = self._robust
+        transport = robust.transport if robust is not None else None
+        if robust is None or transport is None or transport.connection.is_closed or robust.reconnecting:
+            return []  # reconnecting already: it declares everything again
+        try:
+            missing = await asyncio.wait_for(self.missing_queues(transport.connection), QUEUE_CHECK_TIMEOUT)
+        except (TimeoutError, *CONNECTION_EXCEPTIONS) as exc:  # the connection's own trouble: it sees to it
+            self.log.info("could not check the queues on broker %s: %r", self.broker, exc)
+            return []
+        if missing:
+            self.log.warning("broker %s no longer has %s: reconnecting to declare it again",
+                             self.broker, ", ".join(missing))
+            await transport.connection.close(ConnectionError(f"queues lost: {', '.join(missing)}"))
+        return missing
 
 
 async def declare_topology(channel: AbstractChannel, *, quorum: bool = False) -> None:

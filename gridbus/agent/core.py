@@ -210,6 +210,8 @@ class Agent(CommonMethods):
         await self.setup()
         await self.dispatcher.consume(self.connection.channel, durable=self.durable_requests,
                                       arguments=self.request_queue_arguments())
+        self.connection.watch(bus.rpc_queue(self.address))
+        self.spawn(self.connection.keep_queues(), "keep queues")
         await self.on_start()
         # Who held claims or state with this address's predecessor hears that it is a new process
         # (a schedd asks a restarted startd about its claims at once, not at its next Alive round).

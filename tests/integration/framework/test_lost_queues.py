@@ -1,0 +1,59 @@
+"""An agent whose queue vanishes declares it again: deleted in the management UI (the broker tells
+the consumer), or gone without a word to the consumer (on a cluster, the clean-up of a dead node's
+queues can delete the queue an agent had just declared again on another node): the agent's
+periodic check finds it missing and reconnects, which declares everything again."""
+
+from __future__ import annotations
+
+import threading
+
+import pika
+
+from gridbus import bus
+from gridbus.agent.threaded import AgentThread
+from gridbus.console import Session
+from gridbus.mgmt import Management
+from tests.helpers import wait_for
+from tests.integration.framework.echoer import Echoer
+
+
+def _answers(url: str, address: str) -> bool:
+    try:
+        with Session(url, timeout=2) as session:
+            return session.call(address, "Add", {"A": 2, "B": 3}).outArgs.get("Sum") == 5
+    except Exception:
+        return False
+
+
+def test_a_request_queue_deleted_in_the_management_ui_comes_back(amqp_url: str, vhost: str,
+                                                                  mgmt: Management) -> None:
+    with AgentThread(Echoer("lost1", amqp_url, update_interval=5)):
+        assert _answers(amqp_url, "echoer@lost1")
+        mgmt.delete_queue(vhost, bus.rpc_queue("echoer@lost1"))
+        wait_for(lambda: _answers(amqp_url, "echoer@lost1"), 30, "the agent serving again")
+        assert any(q["name"] == bus.rpc_queue("echoer@lost1") for q in mgmt.queues(vhost))
+
+
+def test_a_queue_gone_without_a_word_makes_the_agent_reconnect(amqp_url: str, vhost: str,
+                                                                mgmt: Management) -> None:
+    # A queue no consumer of the agent's is on: its deletion reaches the agent only through the check.
+    name = "gridbus.test.vanishing"
+    with pika.BlockingConnection(pika.URLParameters(amqp_url)) as conn:
+        conn.channel().queue_declare(name)
+    agent = Echoer("lost2", amqp_url, update_interval=5)
+    with AgentThread(agent) as thread:
+        reconnected = threading.Event()
+        thread.call(_on_reconnect(agent, reconnected))
+        agent.connection.watch(name)
+        assert thread.call(agent.connection.check_queues()) == []  # present: nothing happens
+        assert not reconnected.is_set()
+        mgmt.delete_queue(vhost, name)
+        assert thread.call(agent.connection.check_queues()) == [name]
+        assert reconnected.wait(20), "the agent did not reconnect"
+        agent.connection.unwatch(name)
+        wait_for(lambda: _answers(amqp_url, "echoer@lost2"), 30, "the agent serving after reconnecting")
+
+
+async def _on_reconnect(agent: Echoer, event: threading.Event) -> None:
+    assert agent.connection.robust is not None
+    agent.connection.robust.reconnect_callbacks.add(lambda *_: event.set())
