@@ -56,7 +56,8 @@ class Reporter:
         keep: Callable[[dict[str, Any]], bool],
         on_unknown: Callable[[list[str]], None],
         on_answered: Callable[[list[str]], None],
-        on_activations: Callable[[str, list[Any]], None] | None = None,
+        on_activations: Callable[[str, list[Any], list[Any]], None] | None = None,
+        stamp: Callable[[dict[str, Any]], None] | None = None,
     ):
         self.call = call  # (schedd, batch, timeout) -> the answer to JobReports
         self.timeout = timeout
@@ -65,6 +66,9 @@ class Reporter:
         self._on_unknown = on_unknown
         self._on_answered = on_answered
         self._on_activations = on_activations
+        # Called on each report just before its call leaves (a retried one too): the claim's
+        # state of that moment (AheadSeq: the jobs queued ahead it has taken so far).
+        self._stamp = stamp
         self._boxes: dict[str, _Outbox] = {}
         self._scheduled = False
         self._linger: asyncio.TimerHandle | None = None
@@ -112,6 +116,9 @@ class Reporter:
                 continue
             batch, box.pending = box.pending[:REPORTS_PER_CALL], box.pending[REPORTS_PER_CALL:]
             box.in_flight += 1
+            if self._stamp is not None:
+                for report in batch:
+                    self._stamp(report)
             task = asyncio.get_running_loop().create_task(self._send(schedd, box, batch), name=f"JobReports {schedd}")
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -139,9 +146,12 @@ class Reporter:
             unknown_set = set(unknown)
             self._on_answered([r["ClaimId"] for r in batch if r.get("ClaimId") not in unknown_set])
             activations = result.outArgs.get("Activations")
-            if activations and isinstance(activations, list) and self._on_activations is not None:
+            ahead = result.outArgs.get("Ahead")
+            activations = activations if isinstance(activations, list) else []
+            ahead = ahead if isinstance(ahead, list) else []
+            if (activations or ahead) and self._on_activations is not None:
                 try:
-                    self._on_activations(schedd, activations)
+                    self._on_activations(schedd, activations, ahead)
                 except Exception:  # a bad activation must not stop the reports
                     log.exception("activations in the answer of %s could not be applied", schedd)
             if box.pending:
