@@ -8,7 +8,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tests.unit.startd.test_claims_without_broker import DAEMON, SCHEDD, Schedd, claim_all, job, settled, startd
+from tests.unit.startd.test_claims_without_broker import (
+    DAEMON,
+    SCHEDD,
+    Schedd,
+    claim_all,
+    job,
+    settled,
+    startd,
+)
 
 
 class Batches(Schedd):
