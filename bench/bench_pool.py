@@ -93,7 +93,7 @@ def gridbus_rate(jobs: int, slots: int = SLOTS) -> dict:
 
     mgmt, vhost, url = _vhost("pool")
     with tempfile.TemporaryDirectory() as tmp:
-        pool = Pool(url, Path(tmp), GRIDBUS_CLAIM_PREFETCH_JOBS=os.environ.get("PF", "4"), GRIDBUS_STARTER_UPDATE_INTERVAL="300", GRIDBUS_JOB_LEASE_DURATION="60")
+        pool = Pool(url, Path(tmp), GRIDBUS_STARTER_UPDATE_INTERVAL="300", GRIDBUS_JOB_LEASE_DURATION="60")
         try:
             pool.start("collector", "c")
             pool.start("negotiator", "n")

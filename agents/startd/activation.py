@@ -339,7 +339,10 @@ class Activation:
         ending = claim.retiring or self.claims.is_ending(claim)
         if ending:
             extra["ClaimEnded"] = True
-        self.reports.report(claim, job.ad, "exit", extra)
+        # With more jobs queued ahead than the one that starts now, nothing waits on this exit:
+        # it lingers for company like other reports. Else it leaves at once (the schedd's
+        # answer brings the claim's next jobs).
+        self.reports.report(claim, job.ad, "exit", extra, hurry=ending or len(claim.ahead) < 2)
         if not ending:
             claim.slot.set(activity=sl.IDLE)
             # The next job queued ahead starts now; its activated report goes right behind this
