@@ -168,6 +168,29 @@ class Claims:
             del self.ahead_of[job]
         self.changed(claim)
 
+    def withdraw_ahead(self, job: tuple[int, int]) -> None:
+        """Take ``job`` back from the claim it is queued ahead on, if any (held, removed or edited
+        since): WithdrawActivation; it leaves the queue once the startd says it will not run it.
+        One the startd started before the call came is stopped on its activated report if it is
+        no longer Idle (an edit that raced the start is not seen by that run, as with any start)."""
+        claim = self.ahead_of.get(job)
+        if claim is None or job in claim.withdrawn:
+            return
+        claim.withdrawn.add(job)
+        self._spawn(self._withdraw(claim, job), "withdraw")
+
+    async def _withdraw(self, claim: Claim, job: tuple[int, int]) -> None:
+        result = await self.call_startd(claim.startd, "WithdrawActivation",
+                                        {"ClaimId": claim.claim_id, "ClusterId": job[0], "ProcId": job[1]})
+        if result is None or not result.ok or result.outArgs.get("Withdrawn") is not True:
+            # Not queued there (started: its activated report tells; or never received: it goes
+            # back with the others at the claim's next exit), or no answer (likewise).
+            return
+        if self.ahead_of.get(job) is claim and job in claim.withdrawn:
+            self.unqueue(claim, job)
+            self.reserved.discard(job)
+            self.stats["AheadWithdrawn"] += 1
+
     def return_ahead(self, claim: Claim) -> None:
         """Every job queued ahead on ``claim`` back to the idle jobs (the claim ended, or the
         startd holds none of them any more)."""

@@ -101,7 +101,7 @@ class Shadows:
             for _seq, job in list(claim.ahead):
                 ad = self.queue.get(*job)
                 if ad is None or ad.get("JobStatus") != 1:
-                    self._withdraw_ahead(claim, job)
+                    self.claims.withdraw_ahead(job)
         idle_claims = [c for c in self.claims.by_id.values() if c.job is None]
         for claim in idle_claims:
             if claim.ahead:
@@ -395,26 +395,7 @@ class Shadows:
     def job_left_idle(self, p: Any) -> None:
         """A job left Idle (held, removed): if it is queued ahead on a claim, the startd must not
         start it."""
-        job = (p.cluster.id, p.id)
-        claim = self.claims.ahead_of.get(job)
-        if claim is not None and job not in claim.withdrawn:
-            self._withdraw_ahead(claim, job)
-
-    def _withdraw_ahead(self, claim: Claim, job: tuple[int, int]) -> None:
-        claim.withdrawn.add(job)
-        self._spawn(self._withdraw(claim, job), "withdraw")
-
-    async def _withdraw(self, claim: Claim, job: tuple[int, int]) -> None:
-        result = await self.claims.call_startd(claim.startd, "WithdrawActivation",
-                                               {"ClaimId": claim.claim_id, "ClusterId": job[0], "ProcId": job[1]})
-        if result is None or not result.ok or result.outArgs.get("Withdrawn") is not True:
-            # Not queued there (started: its activated report stops it; or never received: it
-            # goes back with the others at the claim's next exit), or no answer (likewise).
-            return
-        if self.claims.ahead_of.get(job) is claim and job in claim.withdrawn:
-            self.claims.unqueue(claim, job)
-            self.claims.reserved.discard(job)
-            self.claims.stats["AheadWithdrawn"] += 1
+        self.claims.withdraw_ahead((p.cluster.id, p.id))
 
     async def handle_report(self, claim: Claim, report: dict[str, Any]) -> None:
         job = job_of(report)

@@ -222,3 +222,19 @@ def test_the_queue_is_in_the_claim_record_and_reserved_again_after_a_restart():
     asyncio.run(main())
     assert "c8" not in s._claims and (1, 4) not in s._reserved and idle.state == IDLE
     assert s.jobs[(1, 0)]["JobStatus"] == RUNNING and COMPLETED not in [a["JobStatus"] for a in s.jobs.values()]
+
+
+def test_an_edited_job_queued_ahead_is_withdrawn_and_idle_for_another_match():
+    async def main() -> None:
+        s = PrefetchShadows(withdrawn=True)
+        claim, call = short_claim(s)
+        await s.JobReports(call, Reports=[report("usage", 0)])
+        s.claims.withdraw_ahead((1, 2))  # what SetAttribute on an idle job does
+        s.claims.withdraw_ahead((1, 2))  # asked once
+        await until(lambda: (1, 2) not in s.claims.ahead_of)
+        assert len([c for c in s.calls if c[1] == "WithdrawActivation"]) == 1
+        assert (1, 2) not in s._reserved and s.jobs[(1, 2)]["JobStatus"] == IDLE_JOB
+        s.claims.withdraw_ahead((1, 5))  # not queued anywhere: nothing to do
+        assert len([c for c in s.calls if c[1] == "WithdrawActivation"]) == 1
+
+    asyncio.run(main())
