@@ -20,7 +20,7 @@ docs/protocols.md, "Claiming and running":
   the next one the moment a job exits and reports both in one call. A job queued ahead stays Idle
   and reserved here until the startd's ``activated`` report (marked Ahead) says it started
   (`activation_reported`): only then is it Running on the claim, with its execute event. A job
-  held or removed while queued ahead is withdrawn (`WithdrawActivation`; one the startd started
+  held, removed or edited while queued ahead is withdrawn (`WithdrawActivation`; one the startd started
   meanwhile is stopped as above). An exit with no start behind it in the same call means the
   startd holds none of them: they go back to the idle jobs and the claim is reused as before
   (`settle_awaiting`); a claim that ends returns them too (Claims.drop).
