@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +71,9 @@ class Claim:
     ahead_seq: int = 0
     withdrawn: set[tuple[int, int]] = field(default_factory=set, repr=False)
     started_at: float = 0.0  # monotonic time claim.job started running
+    # The jobs last started here from the queue ahead: a retried report of such a start (its
+    # call's answer was lost) is a repeat, not a start of a job the claim never had.
+    recent_starts: deque[tuple[int, int]] = field(default_factory=lambda: deque(maxlen=64), repr=False)
     last_runtime: float | None = None  # seconds claim's last job ran (None: none finished here)
     _slot_ad_wire: bytes | None = field(default=None, repr=False)  # slot_ad encoded once: it never changes
     # Claim reuse: whether the procs of a cluster with nothing of their own fit this slot, by

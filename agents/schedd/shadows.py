@@ -333,8 +333,8 @@ class Shadows:
         status = report.get("Status")
         status = status if isinstance(status, int) else Status.EXCEPTION
         if self.claims.ahead_of.get(job) is not claim or claim.job is not None:
-            if self.claims.by_job.get(job) is claim:
-                return  # a repeated report of a start already applied
+            if job in claim.recent_starts:
+                return  # a repeated report of a start already applied (a retried call)
             log.warning("%s started job %d.%d on %s, which was not queued ahead there; stopping it",
                         claim.startd, *job, claim.slot)
             if status == 0:
@@ -347,6 +347,7 @@ class Shadows:
             self.claims.unqueue(claim, skipped)
             self.claims.reserved.discard(skipped)
         self.claims.unqueue(claim, job)
+        claim.recent_starts.append(job)
         self._awaiting.pop(claim.claim_id, None)
         self.claims.stats["AheadStarts"] += 1
         claim.job, claim.state, claim.stopping, claim.asked, claim.reply_sent = job, ACTIVATING, False, True, 0.0

@@ -238,3 +238,23 @@ def test_an_edited_job_queued_ahead_is_withdrawn_and_idle_for_another_match():
         assert len([c for c in s.calls if c[1] == "WithdrawActivation"]) == 1
 
     asyncio.run(main())
+
+
+def test_a_retried_call_repeating_starts_and_exits_already_applied_changes_nothing():
+    """The startd never got the answer to [exit 0, start 1, exit 1, start 2] and sends it again
+    (with what came since): the repeats are recognised, nothing is stopped or counted twice."""
+    async def main() -> None:
+        s = PrefetchShadows()
+        claim, call = short_claim(s)
+        await s.JobReports(call, Reports=[report("usage", 0)])
+        batch = [report("exit", 0, ExitCode=0, AheadSeq=3), report("activated", 1, Status=0, Ahead=True, AheadSeq=3),
+                 report("exit", 1, ExitCode=0, AheadSeq=3), report("activated", 2, Status=0, Ahead=True, AheadSeq=3)]
+        await s.JobReports(call, Reports=batch)
+        assert claim.job == (1, 2) and s.exits == [(1, 0), (1, 1)]
+        await s.JobReports(call, Reports=[*batch, report("usage", 2, AheadSeq=5)])
+        await asyncio.sleep(0.05)
+        assert claim.job == (1, 2) and s.exits == [(1, 0), (1, 1)] and claim.state == RUNNING_JOB
+        assert not [c for c in s.calls if c[1] in ("DeactivateClaim", "ReleaseClaim", "ActivateClaims")]
+        assert s.shadow_stats["AheadStarts"] == 2
+
+    asyncio.run(main())
