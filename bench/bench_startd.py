@@ -11,7 +11,9 @@ Figures, all measured in the same run on this machine:
   the same claim at once; per job, one after another (ActivateClaim, one round trip per job);
 - the same with the next activation riding in the answer to the exit report (what the schedd does
   for a startd whose RequestClaim answered ReportActivations): per job, the time from one exit
-  report to the next at the schedd. This is the claim-reuse loop of the pool.
+  report to the next at the schedd. This is the claim-reuse loop of the pool without a prefetch;
+- the same with 4 jobs queued ahead on the claim (the answers' ``Ahead``, what the schedd does with
+  CLAIM_PREFETCH_JOBS): the startd starts the next job at each exit, with no round trip.
 
 The ratio printed is end-to-end per job over the bare spawn (how much the protocol adds).
 Run: ``.venv/bin/python bench/bench_startd.py [--quick]``; ``run(quick)`` returns the figures.
@@ -47,8 +49,11 @@ Name = { type = "sstr", index = true }
 [classes.benchschedd.methods.JobReports]
 desc = "exit reports"
 args = [ { name = "Reports", dir = "I", type = "list" }, { name = "Unknown", dir = "O", type = "list" },
-         { name = "Activations", dir = "O", type = "list" } ]
+         { name = "Activations", dir = "O", type = "list" }, { name = "Ahead", dir = "O", type = "list" } ]
 """, "bench_startd"))
+
+
+AHEAD_DEPTH = 4  # jobs queued ahead on the claim (CLAIM_PREFETCH_JOBS' default)
 
 
 class BenchSchedd(Agent):
@@ -62,11 +67,16 @@ class BenchSchedd(Agent):
         self.exit_codes: list[int] = []
         self.chain: tuple[str, int] | None = None  # (claim, jobs left) while chaining in answers
         self.exit_times: list[float] = []
+        self.ahead: tuple[str, int, int, int] | None = None  # (claim, jobs to queue, queued, started)
 
     @method("benchschedd")
     async def JobReports(self, call: Call, Reports: list) -> dict:
         activations = []
+        ahead = []
         for r in Reports:
+            if self.ahead is not None and r.get("Event") == "activated" and r.get("Ahead"):
+                claim, total, queued, started = self.ahead
+                self.ahead = (claim, total, queued, started + 1)
             if r.get("Event") == "exit":
                 self.exit_codes.append(r.get("ExitCode", -1))
                 self.exit_times.append(time.perf_counter())
@@ -77,7 +87,32 @@ class BenchSchedd(Agent):
                                                                     "Cmd": "/bin/true"}})
                 if self.exited is not None:
                     self.exited.set()
-        return {"Unknown": [], **({"Activations": activations} if activations else {})}
+        if self.ahead is not None:  # topped up to AHEAD_DEPTH queued on the claim
+            claim, total, queued, started = self.ahead
+            while queued < total and queued - started < AHEAD_DEPTH:
+                queued += 1
+                ahead.append({"ClaimId": claim, "Seq": queued, "JobAd": {"ClusterId": 3, "ProcId": queued,
+                                                                         "Owner": "bench", "Cmd": "/bin/true"}})
+            self.ahead = (claim, total, queued, started)
+        return {"Unknown": [], **({"Activations": activations} if activations else {}), **({"Ahead": ahead} if ahead else {})}
+
+    async def ahead_loop(self, startd: str, claim: str, n: int) -> list[float]:
+        """n jobs on one claim queued ahead, AHEAD_DEPTH at a time, behind a first activation."""
+        self.ahead = (claim, n, 0, 0)
+        self.exit_times = []
+        self.exited = asyncio.Event()
+        r = await self.client.call(startd, "ActivateClaim", {"ClaimId": claim, "JobAd": {
+            "ClusterId": 3, "ProcId": 0, "Owner": "bench", "Cmd": "/bin/true"}})
+        if r.status:
+            raise RuntimeError(f"ActivateClaim failed: {r.text}")
+        deadline = time.monotonic() + 600
+        while len(self.exit_times) < n + 1:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"only {len(self.exit_times)} of {n + 1} queued jobs reported an exit")
+            self.exited.clear()
+            await asyncio.wait_for(self.exited.wait(), 10)
+        self.ahead = None
+        return [b - a for a, b in zip(self.exit_times, self.exit_times[1:], strict=False)]
 
     async def answer_loop(self, startd: str, claim: str, n: int) -> list[float]:
         """n jobs on one claim, each activated in the answer to the previous one's exit report."""
@@ -162,7 +197,7 @@ def _vhost() -> tuple[str, Any, str]:
     return base.with_vhost(name).url, mgmt, name
 
 
-def end_to_end(execute: str, n: int) -> tuple[list[float], list[float]]:
+def end_to_end(execute: str, n: int) -> tuple[list[float], list[float], list[float]]:
     from gridbus.agent.threaded import AgentThread
     from gridbus.agents.startd import Startd, StartdSettings
 
@@ -185,9 +220,10 @@ def end_to_end(execute: str, n: int) -> tuple[list[float], list[float]]:
             st.call(schedd.reuse_loop(startd.address, claim_id, min(20, n)), timeout=120)  # warm up
             times = st.call(schedd.reuse_loop(startd.address, claim_id, n), timeout=600)
             chained = st.call(schedd.answer_loop(startd.address, claim_id, n), timeout=600)
+            queued = st.call(schedd.ahead_loop(startd.address, claim_id, n), timeout=600)
             if any(code != 0 for code in schedd.exit_codes):
                 raise RuntimeError("a /bin/true reported a non-zero exit")
-            return times, chained
+            return times, chained, queued
     finally:
         mgmt.delete_vhost(vhost)
 
@@ -205,10 +241,10 @@ def run(quick: bool = False) -> dict[str, Any]:
         bare = asyncio.run(bare_spawn(n))
         starter_seq, _ = asyncio.run(starter_runs(execute, n, 1))
         _, starter_rate = asyncio.run(starter_runs(execute, n * 3, 32))
-        e2e, chained = end_to_end(execute, n)
+        e2e, chained, queued = end_to_end(execute, n)
     finally:
         shutil.rmtree(execute, ignore_errors=True)
-    bare_ms, e2e_ms, chained_ms = _ms(bare), _ms(e2e), _ms(chained)
+    bare_ms, e2e_ms, chained_ms, queued_ms = _ms(bare), _ms(e2e), _ms(chained), _ms(queued)
     return {
         "jobs": n,
         "peer_bare_asyncio_spawn": bare_ms,
@@ -220,6 +256,9 @@ def run(quick: bool = False) -> dict[str, Any]:
         "exit_to_exit_activation_in_answer_reused_claim": chained_ms,
         "answer_chained_jobs_per_s_one_claim": round(1000 / chained_ms["mean_ms"], 1),
         "ratio_answer_chained_over_bare_spawn": round(chained_ms["mean_ms"] / bare_ms["mean_ms"], 2),
+        "exit_to_exit_4_queued_ahead_reused_claim": queued_ms,
+        "queued_ahead_jobs_per_s_one_claim": round(1000 / queued_ms["mean_ms"], 1),
+        "ratio_queued_ahead_over_bare_spawn": round(queued_ms["mean_ms"] / bare_ms["mean_ms"], 2),
     }
 
 
@@ -229,7 +268,7 @@ def main() -> None:
     figures = run(p.parse_args().quick)
     print(f"jobs per measurement: {figures['jobs']}")
     for key in ("peer_bare_asyncio_spawn", "starter_in_process", "activation_to_reported_exit_reused_claim",
-                "exit_to_exit_activation_in_answer_reused_claim"):
+                "exit_to_exit_activation_in_answer_reused_claim", "exit_to_exit_4_queued_ahead_reused_claim"):
         f = figures[key]
         print(f"{key:45s} mean {f['mean_ms']:7.3f} ms  p50 {f['p50_ms']:7.3f} ms  p95 {f['p95_ms']:7.3f} ms")
     print(f"{'starter spawns/s (32 in flight)':45s} {figures['starter_spawns_per_s_32_in_flight']}")
@@ -237,6 +276,8 @@ def main() -> None:
     print(f"{'ratio end-to-end / bare asyncio spawn':45s} {figures['ratio_e2e_over_bare_spawn']}")
     print(f"{'jobs/s on one claim, activation in answer':45s} {figures['answer_chained_jobs_per_s_one_claim']}")
     print(f"{'ratio in-answer loop / bare asyncio spawn':45s} {figures['ratio_answer_chained_over_bare_spawn']}")
+    print(f"{'jobs/s on one claim, 4 queued ahead':45s} {figures['queued_ahead_jobs_per_s_one_claim']}")
+    print(f"{'ratio queued-ahead loop / bare asyncio spawn':45s} {figures['ratio_queued_ahead_over_bare_spawn']}")
 
 
 if __name__ == "__main__":

@@ -138,6 +138,7 @@ class Schedd(Agent):
         # The shadows.
         self.claims = Claims(self.queue, self.commits, self._call_daemon, self.spawn, settings)
         self.shadows = Shadows(self.queue, self.claims, self.state, self.spawn, settings)
+        self.queue.on_left_idle.append(self.shadows.job_left_idle)  # a job queued ahead is withdrawn
         self.autoclusters = AutoClusters()
         self.negotiation = Negotiation(self.address, self.queue, self.claims, self.shadows, self.autoclusters,
                                        self.spawn, settings)

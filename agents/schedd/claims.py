@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +64,17 @@ class Claim:
     in_reports: bool = False  # the startd takes this claim's next activations in JobReports answers
     reply_sent: float = 0.0  # monotonic time claim.job's activation went out in a JobReports answer
     asked: bool = False  # claim.job's activation went out already: a further one is a repeat
+    # Prefetch (CLAIM_PREFETCH_JOBS): the owner's next jobs queued ahead on the startd, (Seq, job)
+    # in order; reserved, still Idle. ahead_seq is the last Seq given; withdrawn the entries held
+    # or removed since, which the startd was asked to drop (kept until it says so or passes them).
+    ahead: list[tuple[int, tuple[int, int]]] = field(default_factory=list)
+    ahead_seq: int = 0
+    withdrawn: set[tuple[int, int]] = field(default_factory=set, repr=False)
+    started_at: float = 0.0  # monotonic time claim.job started running
+    # The jobs last started here from the queue ahead: a retried report of such a start (its
+    # call's answer was lost) is a repeat, not a start of a job the claim never had.
+    recent_starts: deque[tuple[int, int]] = field(default_factory=lambda: deque(maxlen=64), repr=False)
+    last_runtime: float | None = None  # seconds claim's last job ran (None: none finished here)
     _slot_ad_wire: bytes | None = field(default=None, repr=False)  # slot_ad encoded once: it never changes
     # Claim reuse: whether the procs of a cluster with nothing of their own fit this slot, by
     # cluster id: (the cluster ad's version when tested, the answer, time.monotonic() then).
@@ -81,7 +93,8 @@ class Claim:
                 "claim_id": self.claim_id, "startd": self.startd, "slot": self.slot, "owner": self.owner,
                 "slot_ad": self._slot_ad_wire, "worklife_end": self.worklife_end,
                 "job": list(self.job) if self.job else None, "jobs_run": self.jobs_run,
-                "in_reports": self.in_reports,
+                "in_reports": self.in_reports, "ahead": [[seq, list(job)] for seq, job in self.ahead],
+                "ahead_seq": self.ahead_seq,
             }
         )
 
@@ -94,6 +107,8 @@ class Claim:
         if raw.get("job"):
             claim.job = (int(raw["job"][0]), int(raw["job"][1]))
             claim.state = RUNNING_JOB
+        claim.ahead = [(int(seq), (int(job[0]), int(job[1]))) for seq, job in raw.get("ahead") or []]
+        claim.ahead_seq = int(raw.get("ahead_seq", 0))
         return claim
 
 
@@ -108,10 +123,12 @@ class Claims:
         self.by_id: dict[str, Claim] = {}
         self.by_job: dict[tuple[int, int], Claim] = {}
         self.reserved: set[tuple[int, int]] = set()  # matched jobs not running yet
+        self.ahead_of: dict[tuple[int, int], Claim] = {}  # jobs queued ahead -> their claim
         self._dirty: set[str] = set()
         self.stats = {"Matches": 0, "ClaimsRequested": 0, "ClaimsRefused": 0, "Activations": 0,
                       "ActivationBatches": 0, "ClaimReuses": 0, "ClaimsReleased": 0, "ClaimsLost": 0,
-                      "ExitReports": 0, "ActivationsInAnswers": 0}
+                      "ExitReports": 0, "ActivationsInAnswers": 0, "JobsQueuedAhead": 0,
+                      "AheadStarts": 0, "AheadWithdrawn": 0, "AheadReturned": 0}
         commits.before.append(self._put_writes)
         self._load()
 
@@ -131,6 +148,64 @@ class Claims:
         self.by_id[claim.claim_id] = claim
         if claim.job:
             self.by_job[claim.job] = claim
+        for _seq, job in claim.ahead:
+            self.reserved.add(job)
+            self.ahead_of[job] = claim
+
+    # ------------------------------------------------------------------ jobs queued ahead
+    def queue_ahead(self, claim: Claim, job: tuple[int, int]) -> None:
+        """Queue ``job`` ahead on ``claim`` (reserved, still Idle); written by the next commit,
+        which the JobReports answer that carries it waits for."""
+        claim.ahead_seq += 1
+        claim.ahead.append((claim.ahead_seq, job))
+        self.reserved.add(job)
+        self.ahead_of[job] = claim
+        self.stats["JobsQueuedAhead"] += 1
+        self.changed(claim)
+
+    def unqueue(self, claim: Claim, job: tuple[int, int]) -> None:
+        """``job`` is no longer queued ahead on ``claim`` (it started there, or goes back to the
+        queue's idle jobs); the caller says which by whether it keeps the reservation."""
+        claim.ahead = [(seq, j) for seq, j in claim.ahead if j != job]
+        claim.withdrawn.discard(job)
+        if self.ahead_of.get(job) is claim:
+            del self.ahead_of[job]
+        self.changed(claim)
+
+    def withdraw_ahead(self, job: tuple[int, int]) -> None:
+        """Take ``job`` back from the claim it is queued ahead on, if any (held, removed or edited
+        since): WithdrawActivation; it leaves the queue once the startd says it will not run it.
+        One the startd started before the call came is stopped on its activated report if it is
+        no longer Idle (an edit that raced the start is not seen by that run, as with any start)."""
+        claim = self.ahead_of.get(job)
+        if claim is None or job in claim.withdrawn:
+            return
+        claim.withdrawn.add(job)
+        self._spawn(self._withdraw(claim, job), "withdraw")
+
+    async def _withdraw(self, claim: Claim, job: tuple[int, int]) -> None:
+        result = await self.call_startd(claim.startd, "WithdrawActivation",
+                                        {"ClaimId": claim.claim_id, "ClusterId": job[0], "ProcId": job[1]})
+        if result is None or not result.ok or result.outArgs.get("Withdrawn") is not True:
+            # Not queued there (started: its activated report tells; or never received: it goes
+            # back with the others at the claim's next exit), or no answer (likewise).
+            return
+        if self.ahead_of.get(job) is claim and job in claim.withdrawn:
+            self.unqueue(claim, job)
+            self.reserved.discard(job)
+            self.stats["AheadWithdrawn"] += 1
+
+    def return_ahead(self, claim: Claim) -> None:
+        """Every job queued ahead on ``claim`` back to the idle jobs (the claim ended, or the
+        startd holds none of them any more)."""
+        for _seq, job in claim.ahead:
+            self.reserved.discard(job)
+            if self.ahead_of.get(job) is claim:
+                del self.ahead_of[job]
+            self.stats["AheadReturned"] += 1
+        claim.ahead.clear()
+        claim.withdrawn.clear()
+        self.changed(claim)
 
     def changed(self, claim: Claim) -> None:
         """``claim`` changed: written by the next commit, one for every change of this moment."""
@@ -161,6 +236,8 @@ class Claims:
         self.by_id.pop(claim.claim_id, None)
         if claim.job is not None and self.by_job.get(claim.job) is claim:
             del self.by_job[claim.job]
+        if claim.ahead:  # the startd drops its queue with the claim: those jobs are Idle again
+            self.return_ahead(claim)
         self.changed(claim)
 
     def release(self, claim: Claim) -> None:
@@ -218,4 +295,5 @@ class Claims:
         return await self.call_startd(claim.startd, method_name, {"ClaimId": claim.claim_id, **(args or {})})
 
     def statistics(self) -> dict[str, Any]:
-        return {**self.stats, "Claims": len(self.by_id), "JobsRunningOnClaims": len(self.by_job)}
+        return {**self.stats, "Claims": len(self.by_id), "JobsRunningOnClaims": len(self.by_job),
+                "JobsAhead": len(self.ahead_of)}

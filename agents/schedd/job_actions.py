@@ -23,6 +23,7 @@ from gridbus.agents.schedd.jobattrs import (
     ATTR_NAME,
     COMPLETED,
     HELD,
+    IDLE,
     REMOVED,
     RESERVED_WORDS,
     RUNNING,
@@ -268,6 +269,8 @@ class JobActions:
                 return "bad_status"
             self.queue.update(p, {name: value})
             self.policy.attribute_set(p.cluster.id, name)
+            if p.status == IDLE:
+                self.claims.withdraw_ahead(p.key)  # queued ahead with its old ad: it goes back
             return "success"
         raise invalid(f"unknown action {action}")
 

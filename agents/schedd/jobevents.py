@@ -5,7 +5,9 @@ broker; user-log text for several jobs of one file goes out in one append. What 
 pump waited leaves batched: the events of one routing key (``job.<event>.<owner>``) go in one
 message ``{"event", "time", "source", "Owner", "Events": [event bodies]}`` (docs/protocols.md,
 "Events"), as long as that keeps every job's events in their order; a lone event keeps the one-event
-form.
+form. The pump lingers EVENT_LINGER after an event for others to share its message: with jobs
+queued ahead on their claims a report call carries a few jobs' starts and ends, and the calls of
+a few milliseconds together make one message per routing key instead of one per call.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ log = logging.getLogger("gridbus.schedd.events")
 Publish = Callable[[str, str, str, dict[str, Any]], Awaitable[None]]
 
 MAX_BATCH = 500  # events in one message at most
+EVENT_LINGER = 0.01  # seconds the pump waits after an event for company (events are notices, not answers)
 
 
 def batches(items: list[tuple[str, str, dict[str, Any]]]) -> list[tuple[str, str, list[dict[str, Any]]]]:
@@ -140,6 +143,8 @@ class JobEvents:
         queue = self._queue
         while True:
             items = [await queue.get()]
+            if EVENT_LINGER > 0:
+                await asyncio.sleep(EVENT_LINGER)
             while not queue.empty():
                 items.append(queue.get_nowait())
             try:

@@ -176,6 +176,9 @@ class JobQueue:
         # it is on disk (a GetAd between the retirement and the commit still finds the job).
         self._retired: dict[tuple[int, int], dict[str, Any]] = {}
         self.on_flush: list[Callable[[], None]] = []
+        # Called when a job leaves Idle (started, held, removed): the shadows withdraw it from a
+        # claim it was queued ahead on.
+        self.on_left_idle: list[Callable[[Proc], None]] = []
         self._snapshots: list[Snapshot] = []  # open listings, told of a job before it changes
         self.load()
 
@@ -365,8 +368,11 @@ class JobQueue:
             if status == IDLE:
                 p.cluster.idle.add(p.id)
         self.update(p, changes)  # keeps idle_own
-        if old == IDLE and status != IDLE and p.cluster.factory:
-            self._materialize(p.cluster)
+        if old == IDLE and status != IDLE:
+            for hook in self.on_left_idle:
+                hook(p)
+            if p.cluster.factory:
+                self._materialize(p.cluster)
 
     def update(self, p: Proc, attrs: dict[str, Any]) -> None:
         """Set job attributes (a value None deletes one); only differences from the cluster ad are kept."""

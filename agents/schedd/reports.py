@@ -36,6 +36,7 @@ class Reports:
         callers: set[str] = set()  # startds that take activations in this answer
         resend: list[Claim] = []
         failed: list[dict[str, Any]] = []
+        reporting: dict[str, tuple[Claim, int]] = {}  # claim id -> (claim, AheadSeq its reports carry)
         for report in Reports:
             claim = self.claims.by_id.get(report["ClaimId"])
             if claim is None:
@@ -44,6 +45,9 @@ class Reports:
             claim.last_alive = now
             if claim.in_reports:
                 callers.add(claim.startd)
+                seq = report.get("AheadSeq")
+                seen = reporting.get(claim.claim_id, (claim, 0))[1]
+                reporting[claim.claim_id] = (claim, max(seen, seq if isinstance(seq, int) else 0))
             try:
                 await self._take_report(claim, report, resend)
             except Exception as exc:
@@ -58,9 +62,14 @@ class Reports:
         out: dict[str, Any] = {"Unknown": unknown}
         if failed:
             out["Failed"] = failed
+        # An exit with no start of a job queued ahead behind it: the claim is reused as before.
+        self.shadows.settle_awaiting()
         activations = self.shadows.activations_for_answer(callers, resend)
         if activations:
             out["Activations"] = activations
+        ahead = self.shadows.ahead_for_answer(reporting)
+        if ahead:
+            out["Ahead"] = ahead
         # The rest of the next jobs chosen for this batch go out in one ActivateClaims per startd.
         self.shadows.flush_activations_now()
         # Answered only once the exits are on disk: the startd forgets a report it has an answer

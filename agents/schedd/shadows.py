@@ -15,6 +15,15 @@ docs/protocols.md, "Claiming and running":
 - A job held or removed between its match and its start does not strand its claim: the claim goes
   to the owner's next idle job or back to the startd (and a job the startd started meanwhile is
   stopped, keeping its hold). An unanswered activation is asked again, never taken for a refusal.
+- Prefetch (CLAIM_PREFETCH_JOBS): a claim whose last job was short gets the owner's next jobs
+  queued ahead on the startd, in the JobReports answers (`ahead_for_answer`), so the startd starts
+  the next one the moment a job exits and reports both in one call. A job queued ahead stays Idle
+  and reserved here until the startd's ``activated`` report (marked Ahead) says it started
+  (`activation_reported`): only then is it Running on the claim, with its execute event. A job
+  held, removed or edited while queued ahead is withdrawn (`WithdrawActivation`; one the startd started
+  meanwhile is stopped as above). An exit with no start behind it in the same call means the
+  startd holds none of them: they go back to the idle jobs and the claim is reused as before
+  (`settle_awaiting`); a claim that ends returns them too (Claims.drop).
 
 The endpoints that feed it are negotiation.py (GetResourceRequests, Match) and reports.py
 (JobReports); leases.py ends the claims whose startd went silent.
@@ -67,6 +76,9 @@ class Shadows:
         self.settings = settings
         self._to_activate: dict[str, list[tuple[Claim, tuple[int, int]]]] = {}
         self._activation_flush: set[str] = set()
+        # Claims whose job exited with jobs queued ahead: settled once the call that reported the
+        # exit is applied (a start behind the exit comes in the same call).
+        self._awaiting: dict[str, Claim] = {}
 
     # ------------------------------------------------------------------ after a restart
     async def reconcile_after_restart(self) -> None:
@@ -85,9 +97,19 @@ class Shadows:
             key = (ad.get("ClusterId"), ad.get("ProcId"))
             if key not in self.claims.by_job:
                 await self.state.job_evicted(key[0], key[1], "the schedd restarted and holds no claim for the job")
+        for claim in list(self.claims.by_id.values()):
+            for _seq, job in list(claim.ahead):
+                ad = self.queue.get(*job)
+                if ad is None or ad.get("JobStatus") != 1:
+                    self.claims.withdraw_ahead(job)
         idle_claims = [c for c in self.claims.by_id.values() if c.job is None]
         for claim in idle_claims:
-            self.start_next(claim)
+            if claim.ahead:
+                # What the startd does with its queue is not known: the claim goes back (its
+                # queue with it) and those jobs are Idle again.
+                self.claims.release(claim)
+            else:
+                self.start_next(claim)
         self.flush_activations_now()
 
     def _running_ads(self) -> list[dict[str, Any]]:
@@ -128,6 +150,7 @@ class Shadows:
             activations.append(self._activation_entry(claim, ad))
             live.append((claim, job))
         if not activations:
+            self.settle_awaiting()
             self.flush_activations_now()  # the claims passed on to other jobs
             return
         self.claims.stats["ActivationBatches"] += 1
@@ -152,6 +175,7 @@ class Shadows:
                 # One job's bookkeeping failing must not leave the batch's other claims waiting
                 # for an outcome that was already given.
                 log.exception("activation outcome of job %d.%d on %s", *job, claim.slot)
+        self.settle_awaiting()
         self.flush_activations_now()
 
     @staticmethod
@@ -228,6 +252,7 @@ class Shadows:
     async def _job_running(self, claim: Claim, job: tuple[int, int]) -> None:
         self.claims.stats["Activations"] += 1
         claim.state = RUNNING_JOB
+        claim.started_at = time.monotonic()
         claim.jobs_run += 1
         self.claims.reserved.discard(job)
         await self.state.job_started(job[0], job[1], remote_host=claim.slot, slot=claim.slot, claim_id=claim.claim_id)
@@ -289,14 +314,89 @@ class Shadows:
         self.flush_activations_now()
 
     async def activation_reported(self, claim: Claim, report: dict[str, Any]) -> None:
-        """The startd's outcome of an activation sent in a JobReports answer."""
+        """The startd's outcome of an activation sent in a JobReports answer, or of its start of
+        a job queued ahead (marked Ahead)."""
         job = job_of(report)
+        if report.get("Ahead") is True and job is not None:
+            await self._ahead_started(claim, job, report)
+            return
         if claim.state != ACTIVATING or job is None or job != claim.job:
             return  # a repeated outcome, or one of a job the claim has moved past
         claim.reply_sent = 0.0
         status = report.get("Status")
         await self._activation_result(claim, job, status if isinstance(status, int) else Status.EXCEPTION,
                                       str(report.get("Text", "")), answered=True)
+
+    async def _ahead_started(self, claim: Claim, job: tuple[int, int], report: dict[str, Any]) -> None:
+        """The startd started (or refused) ``job``, queued ahead on ``claim``, as the claim's job
+        exited: it becomes the claim's job, as an activation's outcome would make it."""
+        status = report.get("Status")
+        status = status if isinstance(status, int) else Status.EXCEPTION
+        if self.claims.ahead_of.get(job) is not claim or claim.job is not None:
+            if job in claim.recent_starts:
+                return  # a repeated report of a start already applied (a retried call)
+            log.warning("%s started job %d.%d on %s, which was not queued ahead there; stopping it",
+                        claim.startd, *job, claim.slot)
+            if status == 0:
+                self._spawn(self.claims.call_startd(claim.startd, "DeactivateClaim",
+                                                    {"ClaimId": claim.claim_id, "Graceful": False}), "stop-job")
+            return
+        # The entries before it were passed over by the startd (withdrawn there): Idle again.
+        while claim.ahead and claim.ahead[0][1] != job:
+            _seq, skipped = claim.ahead[0]
+            self.claims.unqueue(claim, skipped)
+            self.claims.reserved.discard(skipped)
+        self.claims.unqueue(claim, job)
+        claim.recent_starts.append(job)
+        self._awaiting.pop(claim.claim_id, None)
+        self.claims.stats["AheadStarts"] += 1
+        claim.job, claim.state, claim.stopping, claim.asked, claim.reply_sent = job, ACTIVATING, False, True, 0.0
+        self.claims.by_job[job] = claim
+        await self._activation_result(claim, job, status, str(report.get("Text", "")), answered=True)
+
+    def settle_awaiting(self) -> None:
+        """Claims whose job exited with jobs queued ahead and no start behind the exit: the startd
+        holds none of them (it starts one the moment the claim is idle), so they are Idle again and
+        the claim goes to the owner's next job as without a prefetch."""
+        waiting, self._awaiting = self._awaiting, {}
+        for claim in waiting.values():
+            if self.claims.by_id.get(claim.claim_id) is not claim or claim.job is not None:
+                continue
+            self.claims.return_ahead(claim)
+            self.start_next(claim)
+
+    def ahead_for_answer(self, acked: dict[str, tuple[Claim, int]]) -> list[dict[str, Any]]:
+        """The jobs queued ahead for the claims that reported in this JobReports call (claim id ->
+        (claim, the AheadSeq its reports carried)): topped up to CLAIM_PREFETCH_JOBS on a claim
+        running a short job, and every entry the startd has not taken yet (a lost answer's too)."""
+        limit = self.settings.claim_prefetch
+        out: list[dict[str, Any]] = []
+        if limit <= 0 and not self.claims.ahead_of:
+            return out
+        now = time.time()
+        for claim, seen in acked.values():
+            if self.claims.by_id.get(claim.claim_id) is not claim or not claim.in_reports:
+                continue
+            if (claim.state == RUNNING_JOB and not claim.stopping and claim.last_runtime is not None
+                    and claim.last_runtime < self.settings.claim_prefetch_max_runtime and now < claim.worklife_end):
+                while len(claim.ahead) - len(claim.withdrawn) < limit:
+                    job = self._next_job_for(claim)
+                    if job is None:
+                        break
+                    self.claims.queue_ahead(claim, job)
+            for seq, job in claim.ahead:
+                if seq <= seen or job in claim.withdrawn:
+                    continue
+                ad = self.queue.get(*job)
+                if ad is None or ad.get("JobStatus") != 1:
+                    continue  # withdrawn as it left Idle (the hook); never sent
+                out.append({"ClaimId": claim.claim_id, "Seq": seq, "JobAd": ad})
+        return out
+
+    def job_left_idle(self, p: Any) -> None:
+        """A job left Idle (held, removed): if it is queued ahead on a claim, the startd must not
+        start it."""
+        self.claims.withdraw_ahead((p.cluster.id, p.id))
 
     async def handle_report(self, claim: Claim, report: dict[str, Any]) -> None:
         job = job_of(report)
@@ -319,10 +419,15 @@ class Shadows:
                 else:
                     await self.state.job_exited(job[0], job[1], report)
             self.claims.by_job.pop(job, None)
+            if claim.started_at:
+                claim.last_runtime = time.monotonic() - claim.started_at
+            claim.started_at = 0.0
             claim.job, claim.state, claim.stopping = None, IDLE, False
             self.claims.changed(claim)
             if report.get("ClaimEnded"):
                 self.claims.drop(claim)  # the startd ended the claim with the job: nothing more runs on it
+            elif claim.ahead:
+                self._awaiting[claim.claim_id] = claim  # its start of the next comes behind this report
             else:
                 self.start_next(claim)
 

@@ -8,6 +8,13 @@ frees the claim for the next activation at once: the claim is idle before the ex
 queued, and nothing (usage sampling, cleaning, ads) runs in front of the report. A job whose
 sandbox travels (sandbox.py) has its input brought in before it is spawned, and its output sent
 back before its exit is reported: a completion is never reported with part of its output.
+
+Prefetch: a schedd may queue a claim's next jobs ahead (``Ahead`` in its JobReports answers,
+CLAIM_PREFETCH_JOBS): they wait on the claim and the first starts the moment the claim's job
+exits (or at once, on an idle claim), with no round trip to the schedd; each start is an
+``activated`` report marked ``Ahead``, queued right behind the exit report it follows. A claim
+that ends, retires or refuses one drops what is queued (the schedd puts those jobs back to Idle),
+and the schedd withdraws a queued job it holds or removes (`WithdrawActivation`).
 """
 
 from __future__ import annotations
@@ -94,10 +101,11 @@ class Activation:
             await launch
         return {"Slot": slot}
 
-    def in_answer(self, schedd: str, activations: list[Any]) -> None:
+    def in_answer(self, schedd: str, activations: list[Any], ahead: list[Any] | None = None) -> None:
         """Activations a schedd put in its answer to JobReports (claim reuse without a round trip of
         its own): each is started as ActivateClaims would, and its outcome is an ``activated``
-        report (Status, Text) in the next JobReports call."""
+        report (Status, Text) in the next JobReports call. Then the jobs queued ahead (`queue_ahead`)."""
+        refused: set[str] = set()
         for i, entry in enumerate(activations):
             cid = entry.get("ClaimId") if isinstance(entry, dict) else None
             job_ad = entry.get("JobAd") if isinstance(entry, dict) else None
@@ -113,12 +121,75 @@ class Activation:
             except Exception as exc:  # reported for this activation; the next ones still start
                 error = _activation_error(exc, cid)
                 self.reports.report(claim, job_ad, "activated", {"Status": error.status, "Text": error.text})
+                refused.add(cid)
                 continue
             if launch is None:
                 self.reports.report(claim, job_ad, "activated", {"Status": 0, "Text": "OK"})
             else:
                 launch.add_done_callback(
                     lambda _t, c=claim, a=job_ad: self.reports.report(c, a, "activated", {"Status": 0, "Text": "OK"}))
+        if ahead:
+            self.queue_ahead(schedd, ahead, refused)
+
+    def queue_ahead(self, schedd: str, entries: list[Any], refused: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        """Jobs a schedd queued ahead on its claims ({ClaimId, Seq, JobAd}): kept in order on the
+        claim, each taken once (by Seq), and started when the claim is idle. A claim whose
+        activation in the same answer was refused takes none (the schedd ends it), nor does one
+        retiring or ending (its exit report says ClaimEnded; the schedd puts them back)."""
+        touched: list[sl.Claim] = []
+        for i, entry in enumerate(entries):
+            cid = entry.get("ClaimId") if isinstance(entry, dict) else None
+            seq = entry.get("Seq") if isinstance(entry, dict) else None
+            job_ad = entry.get("JobAd") if isinstance(entry, dict) else None
+            if not isinstance(cid, str) or not isinstance(seq, int) or not isinstance(job_ad, dict):
+                log.warning("%s answered JobReports with a malformed job ahead %d (needs ClaimId, Seq, JobAd)", schedd, i)
+                continue
+            claim = self.claims.by_id.get(cid)
+            if claim is None or claim.schedd != schedd:
+                continue  # ended meanwhile: the schedd learns it from the claim's reports
+            if seq <= claim.ahead_seq:
+                continue  # sent again (the answer that carried it was taken for lost)
+            claim.ahead_seq = seq
+            if cid in refused or claim.retiring or self.claims.is_ending(claim) or self.shutting_down:
+                continue
+            claim.ahead.append((seq, job_ad))
+            if claim not in touched:
+                touched.append(claim)
+        for claim in touched:
+            if claim.job is None and claim.launch is None:
+                self.start_ahead(claim)  # its job exited before this answer came
+
+    def start_ahead(self, claim: sl.Claim) -> None:
+        """Start the claim's next job queued ahead, if any: the claim is idle. Its outcome is an
+        ``activated`` report marked Ahead; a refusal drops the rest of the queue (the schedd
+        ends the claim on it)."""
+        if not claim.ahead or self.claims.by_id.get(claim.id) is not claim:
+            return
+        if claim.retiring or self.claims.is_ending(claim) or self.shutting_down:
+            claim.ahead.clear()
+            return
+        _seq, job_ad = claim.ahead.pop(0)
+        try:
+            self.activate(claim.id, job_ad)
+        except Exception as exc:
+            error = _activation_error(exc, claim.id)
+            claim.ahead.clear()
+            self.reports.report(claim, job_ad, "activated", {"Status": error.status, "Text": error.text, "Ahead": True})
+            return
+        # Accepted: a launch that fails from here is an exit report with its hold reason.
+        self.reports.report(claim, job_ad, "activated", {"Status": 0, "Text": "OK", "Ahead": True})
+
+    @method("startd")
+    async def WithdrawActivation(self, call: Call, ClaimId: str, ClusterId: int, ProcId: int) -> dict:
+        """The schedd takes back a job it queued ahead on the claim (held or removed meanwhile):
+        Withdrawn true if it was still queued (it will not run here), false if it is not queued
+        (started already: the schedd stops it on its activated report; or never received)."""
+        claim = self.claims.get(ClaimId, "WithdrawActivation")
+        claim.renew()
+        before = len(claim.ahead)
+        claim.ahead = [(seq, ad) for seq, ad in claim.ahead
+                       if (lookup(ad, "ClusterId"), lookup(ad, "ProcId")) != (ClusterId, ProcId)]
+        return {"Withdrawn": len(claim.ahead) < before}
 
     def activate(self, claim_id: str, job_ad: dict, *, repeat: bool = False) -> asyncio.Task | None:
         """Check an activation (MethodError if refused) and launch its job on a spawner thread.
@@ -188,6 +259,7 @@ class Activation:
                                       "HoldReasonSubCode": exc.subcode})
             claim.launch = None
             self.claims.retire(claim)  # drained meanwhile
+            self.start_ahead(claim)
             return
         finally:
             claim.launch = None
@@ -267,10 +339,17 @@ class Activation:
         ending = claim.retiring or self.claims.is_ending(claim)
         if ending:
             extra["ClaimEnded"] = True
-        self.reports.report(claim, job.ad, "exit", extra)
+        # With more jobs queued ahead than the one that starts now, nothing waits on this exit:
+        # it lingers for company like other reports. Else it leaves at once (the schedd's
+        # answer brings the claim's next jobs).
+        self.reports.report(claim, job.ad, "exit", extra, hurry=ending or len(claim.ahead) < 2)
         if not ending:
             claim.slot.set(activity=sl.IDLE)
+            # The next job queued ahead starts now; its activated report goes right behind this
+            # exit report, in the same call.
+            self.start_ahead(claim)
         else:  # graceful drain: the retired claim ends now
+            claim.ahead.clear()
             self.claims.retire(claim)
         self.ads_changed(sl.ad_names(claim.slot))
 

@@ -96,7 +96,8 @@ class Startd(Agent):
             keep=self.claims.keep_report,
             on_unknown=self.claims.unknown,
             on_answered=self.claims.answered,
-            on_activations=lambda schedd, activations: self.activation.in_answer(schedd, activations),
+            on_activations=lambda schedd, activations, ahead: self.activation.in_answer(schedd, activations, ahead),
+            stamp=self._stamp_report,
         )
         self.activation = Activation(self.address, self.claims, self.slot_ads, self.starter, self.reporter,
                                      self.sandboxes, ads_changed=self.ads_changed)
@@ -145,6 +146,13 @@ class Startd(Agent):
             return None
         log.info("jobs run in %s", found.describe())
         return found
+
+    def _stamp_report(self, report: dict[str, Any]) -> None:
+        """AheadSeq: how far the schedd's jobs queued ahead on the claim have been taken (it
+        sends again the ones past it: an answer that carried them was lost)."""
+        claim = self.claims.by_id.get(report.get("ClaimId"))  # type: ignore[arg-type]
+        if claim is not None and claim.ahead_seq:
+            report["AheadSeq"] = claim.ahead_seq
 
     async def _call_job_reports(self, schedd: str, batch: list[dict[str, Any]], timeout: float) -> Any:
         return await self.client.call(schedd, "JobReports", {"Reports": batch}, timeout=timeout)

@@ -324,7 +324,9 @@ class JobCgroup:
     def usage(self) -> CgroupUsage:
         return self._less_baseline(self._raw_usage())
 
-    def _raw_usage(self) -> CgroupUsage:
+    def _raw_usage(self, empty: bool = False) -> CgroupUsage:
+        """The group's counters; ``empty``: the group has no process left, so its resident memory
+        is none and memory.stat (the largest file, read and parsed at every job's exit) is not read."""
         u = CgroupUsage()
         c = self.h.controllers
         if self.version == 2:
@@ -333,8 +335,7 @@ class JobCgroup:
             u.user_cpu = cpu.get("user_usec", 0) / 1e6
             u.sys_cpu = cpu.get("system_usec", 0) / 1e6
             if "memory" in c:
-                stat = _keyed(os.path.join(d, "memory.stat"))
-                u.memory_bytes = stat.get("anon", 0)
+                u.memory_bytes = 0 if empty else _keyed(os.path.join(d, "memory.stat")).get("anon", 0)
                 u.memory_peak_bytes = _int_file(os.path.join(d, "memory.peak")) or _int_file(
                     os.path.join(d, "memory.current")) or 0
                 u.oom_kills = _keyed(os.path.join(d, "memory.events")).get("oom_kill", 0)
@@ -345,8 +346,9 @@ class JobCgroup:
                 u.sys_cpu = cpu.get("system", 0) / USER_HZ
             if "memory" in c:
                 d = self.dir("memory")
-                stat = _keyed(os.path.join(d, "memory.stat"))
-                u.memory_bytes = stat.get("total_rss", stat.get("rss", 0))
+                if not empty:
+                    stat = _keyed(os.path.join(d, "memory.stat"))
+                    u.memory_bytes = stat.get("total_rss", stat.get("rss", 0))
                 u.memory_peak_bytes = _int_file(os.path.join(d, "memory.max_usage_in_bytes")) or 0
                 u.oom_kills = _keyed(os.path.join(d, "memory.oom_control")).get("oom_kill", 0)
         return u
@@ -354,7 +356,7 @@ class JobCgroup:
     def final_usage(self) -> CgroupUsage:
         """``usage`` of a group found empty: its counters are final, and `reset` takes them as
         the next job's baseline instead of reading them again."""
-        raw = self._raw_usage()
+        raw = self._raw_usage(empty=True)
         self.final_raw = dataclasses.replace(raw)
         return self._less_baseline(raw)
 

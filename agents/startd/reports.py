@@ -5,7 +5,8 @@ message, up to REPORTS_PER_CALL), and one call at a time goes to each schedd: wh
 the next call. Under load this batches several jobs' reports in one message (measured on the
 2,000-job pool: 16 calls in flight cost twice the schedd and startd cpu per job of one, and
 fewer jobs per second), and the schedd's answer carries the next activations for all of them.
-An exit report leaves at once; other reports (execute, activated, usage) linger REPORT_LINGER
+An exit report leaves at once (unless its claim has more jobs queued ahead than the one started
+behind it: nothing waits on it then); other reports (execute, activated, usage) linger REPORT_LINGER
 seconds for company, so a short job's start and end go in one call, and its exit never waits
 behind a call made only for its start. An unanswered call (a timeout, a lost connection, a garbled or failed answer) is
 retried, in order and merged with what came meanwhile, every STARTD_REPORT_RETRY seconds while the
@@ -56,7 +57,8 @@ class Reporter:
         keep: Callable[[dict[str, Any]], bool],
         on_unknown: Callable[[list[str]], None],
         on_answered: Callable[[list[str]], None],
-        on_activations: Callable[[str, list[Any]], None] | None = None,
+        on_activations: Callable[[str, list[Any], list[Any]], None] | None = None,
+        stamp: Callable[[dict[str, Any]], None] | None = None,
     ):
         self.call = call  # (schedd, batch, timeout) -> the answer to JobReports
         self.timeout = timeout
@@ -65,6 +67,9 @@ class Reporter:
         self._on_unknown = on_unknown
         self._on_answered = on_answered
         self._on_activations = on_activations
+        # Called on each report just before its call leaves (a retried one too): the claim's
+        # state of that moment (AheadSeq: the jobs queued ahead it has taken so far).
+        self._stamp = stamp
         self._boxes: dict[str, _Outbox] = {}
         self._scheduled = False
         self._linger: asyncio.TimerHandle | None = None
@@ -73,8 +78,10 @@ class Reporter:
         self.sent = 0  # reports delivered (answered), for statistics
         self.failures = 0  # calls that went unanswered
 
-    def report(self, claim: Claim, job_ad: Mapping[str, Any], event: str, extra: dict[str, Any]) -> None:
-        """Queue a report on the job ``job_ad`` of ``claim`` to the schedd holding the claim."""
+    def report(self, claim: Claim, job_ad: Mapping[str, Any], event: str, extra: dict[str, Any],
+               *, hurry: bool = True) -> None:
+        """Queue a report on the job ``job_ad`` of ``claim`` to the schedd holding the claim;
+        ``hurry=False``: an exit that may linger like other reports (the claim has its next jobs)."""
         self.add(claim.schedd, {
             "ClaimId": claim.id,
             "GlobalJobId": lookup(job_ad, "GlobalJobId"),
@@ -83,13 +90,13 @@ class Reporter:
             "Event": event,
             "Time": time.time(),
             **extra,
-        })
+        }, hurry=hurry)
 
-    def add(self, schedd: str, report: dict[str, Any]) -> None:
-        """Queue a report; an exit leaves with the others of this loop iteration, the rest within
-        REPORT_LINGER."""
+    def add(self, schedd: str, report: dict[str, Any], *, hurry: bool = True) -> None:
+        """Queue a report; an exit leaves with the others of this loop iteration (unless it need
+        not hurry), the rest within REPORT_LINGER."""
         self._boxes.setdefault(schedd, _Outbox()).pending.append(report)
-        if report.get("Event") == "exit":
+        if hurry and report.get("Event") == "exit":
             self._schedule_flush()
         elif self._linger is None and not self._scheduled and not self._closed:
             self._linger = asyncio.get_running_loop().call_later(REPORT_LINGER, self._schedule_flush)
@@ -112,6 +119,9 @@ class Reporter:
                 continue
             batch, box.pending = box.pending[:REPORTS_PER_CALL], box.pending[REPORTS_PER_CALL:]
             box.in_flight += 1
+            if self._stamp is not None:
+                for report in batch:
+                    self._stamp(report)
             task = asyncio.get_running_loop().create_task(self._send(schedd, box, batch), name=f"JobReports {schedd}")
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -139,9 +149,12 @@ class Reporter:
             unknown_set = set(unknown)
             self._on_answered([r["ClaimId"] for r in batch if r.get("ClaimId") not in unknown_set])
             activations = result.outArgs.get("Activations")
-            if activations and isinstance(activations, list) and self._on_activations is not None:
+            ahead = result.outArgs.get("Ahead")
+            activations = activations if isinstance(activations, list) else []
+            ahead = ahead if isinstance(ahead, list) else []
+            if (activations or ahead) and self._on_activations is not None:
                 try:
-                    self._on_activations(schedd, activations)
+                    self._on_activations(schedd, activations, ahead)
                 except Exception:  # a bad activation must not stop the reports
                     log.exception("activations in the answer of %s could not be applied", schedd)
             if box.pending:

@@ -73,6 +73,11 @@ class Claim:
     retiring: bool = False  # draining: no new activation; released when idle
     requested_for: str = ""  # GlobalJobId of the RequestClaim that made the claim (tells retries from re-matches)
     launch: asyncio.Task | None = None  # the job being spawned on the claim (its ad is last_ad)
+    # Jobs the schedd queued ahead on the claim (CLAIM_PREFETCH_JOBS): (Seq, job ad), started in
+    # order the moment the claim's job exits; ahead_seq is the highest Seq taken (a resent entry
+    # is taken once).
+    ahead: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    ahead_seq: int = 0
 
     def renew(self) -> None:
         self.renewed = time.monotonic()

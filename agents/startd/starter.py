@@ -137,6 +137,9 @@ class Job:
             self.cpu_mark = (now, cpu)
 
 
+SPARE_DIRS = 8  # empty scratch directories kept made ahead
+
+
 class Starter:
     """Launches, watches and stops the job processes of one startd, on its event loop."""
 
@@ -173,6 +176,10 @@ class Starter:
         self._idle_groups: list[cgroups.JobCgroup] = []  # emptied job groups, reset for the next job
         self._to_clean: list[str] = []
         self._clean_scheduled = False
+        # Empty scratch directories made ahead by the cleaning thread: a start takes one instead of
+        # a mkdir on the loop, which waited on the rmdirs of the same parent directory.
+        self._spare_dirs: list[str] = []
+        self._shut_down = False
         self.spawn_threads = spawn_threads
         self._spawner: ThreadPoolExecutor | None = None  # made on the first start_async
         self._launching: set[asyncio.Future] = set()
@@ -245,7 +252,10 @@ class Starter:
         scratch = sandbox or os.path.join(self.execute, f"dir_{os.getpid()}_{seq}")
         try:
             if sandbox is None:
-                os.mkdir(scratch, 0o700)
+                try:
+                    scratch = self._spare_dirs.pop()  # (atomic: a spawner thread may take one too)
+                except IndexError:
+                    os.mkdir(scratch, 0o700)
             if account.switch and sandbox is None:
                 os.chown(scratch, account.uid, account.gid)
         except OSError as exc:
@@ -519,8 +529,18 @@ class Starter:
         # loop that spawns and reaps the jobs (the system call releases the GIL).
         self._clean_scheduled = False
         paths, self._to_clean = self._to_clean, []
+        make = [os.path.join(self.execute, f"dir_{os.getpid()}_{next(self._seq)}")
+                for _ in range(SPARE_DIRS - len(self._spare_dirs))] if paths else []
         if paths:
-            asyncio.get_running_loop().run_in_executor(None, _rmtree_all, paths)
+            done = asyncio.get_running_loop().run_in_executor(None, _rmtree_all, paths, make)
+            done.add_done_callback(self._spares_made)
+
+    def _spares_made(self, done: asyncio.Future) -> None:
+        made = done.result() if not done.cancelled() and done.exception() is None else []
+        if self._shut_down:  # made while the starter stopped: nothing will take them
+            _rmtree_all(made)
+        else:
+            self._spare_dirs.extend(made)
 
     def _clean_now(self, path: str) -> None:
         shutil.rmtree(path, ignore_errors=True)
@@ -622,7 +642,10 @@ class Starter:
         waits = [j.done for j in jobs if j.done is not None]
         if waits:
             await asyncio.wait(waits, timeout=5)
+        self._shut_down = True
         paths, self._to_clean = self._to_clean, []
+        paths += self._spare_dirs
+        self._spare_dirs = []
         _rmtree_all(paths)  # the loop may not run the scheduled cleaning any more
         for group in self._idle_groups:
             group.remove()
@@ -765,7 +788,10 @@ def _remove_when_empty(group: cgroups.JobCgroup, timeout: float) -> None:
         time.sleep(0.005)
 
 
-def _rmtree_all(paths: list[str]) -> None:
+def _rmtree_all(paths: list[str], make: list[str] = ()) -> list[str]:  # type: ignore[assignment]
+    """Remove the scratch directories ``paths``, then make the empty ones ``make`` for the next
+    jobs (in this one thread: a mkdir and an rmdir of one parent directory wait on each other);
+    returns those made."""
     for path in paths:
         try:
             os.rmdir(path)  # the common case: the job left its scratch directory empty
@@ -773,6 +799,14 @@ def _rmtree_all(paths: list[str]) -> None:
             pass
         except OSError:
             shutil.rmtree(path, ignore_errors=True)
+    made = []
+    for path in make:
+        try:
+            os.mkdir(path, 0o700)
+        except OSError:
+            break  # the next start makes its own, and says why if it cannot
+        made.append(path)
+    return made
 
 
 def _resolve(path: str, iwd: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from htcondor2 import JobEventLog, JobEventType
 
-from tests.e2e.pool import logged, wait_for
+from tests.e2e.pool import Pool, logged, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -25,10 +25,74 @@ def test_200_true_jobs_complete_and_the_user_log_reads_with_htcondor(pool, tmp_p
     assert all(j["JobStatus"] == 4 and j["ExitCode"] == 0 for j in hist)
     assert {j["ProcId"] for j in hist} == set(range(200))
     logged(log, JobEventType.JOB_TERMINATED, 200)  # the last events follow the history closely
-    seen: dict[JobEventType, set[int]] = {}
+    seen: dict[JobEventType, list[int]] = {}
+    order: dict[int, list[JobEventType]] = {}
     for event in JobEventLog(str(log)).events(0):
-        seen.setdefault(event.type, set()).add(event.proc)
+        seen.setdefault(event.type, []).append(event.proc)
+        order.setdefault(event.proc, []).append(event.type)
     for kind in (JobEventType.SUBMIT, JobEventType.EXECUTE, JobEventType.JOB_TERMINATED):
-        assert seen.get(kind) == set(range(200)), kind
+        assert sorted(seen.get(kind, [])) == list(range(200)), kind  # each job's once
+    # Jobs queued ahead on their claims (CLAIM_PREFETCH_JOBS) ran once each, in order.
+    assert all(o == [JobEventType.SUBMIT, JobEventType.EXECUTE, JobEventType.JOB_TERMINATED] for o in order.values())
+    assert all(j["NumJobStarts"] == 1 for j in hist)
+    stats = schedd_stats(pool)
+    assert stats["AheadStarts"] > 0 and stats["JobsAhead"] == 0 and stats["JobsRunningOnClaims"] == 0, stats
     hosts = {j.get("LastRemoteHost") or j.get("RemoteHost") for j in hist}
     assert any(str(h).endswith("@a") for h in hosts) and any(str(h).endswith("@b") for h in hosts)
+
+
+def schedd_stats(pool: Pool) -> dict:
+    return dict(pool.console().getObjects(_class="scheduler")[0].getStatistics())
+
+
+def one_slot_pool(make_pool) -> Pool:
+    """A pool of one static slot whose schedd queues jobs of up to 10 s ahead."""
+    p = make_pool()
+    p.start("collector", "c")
+    p.start("negotiator", "n")
+    p.start("schedd", "s", GRIDBUS_CLAIM_PREFETCH_JOBS="3", GRIDBUS_CLAIM_PREFETCH_MAX_RUNTIME="10")
+    p.start("startd", "a", GRIDBUS_NUM_CPUS="1", GRIDBUS_NUM_SLOTS="1", GRIDBUS_MEMORY="1024")
+    p.wait_serving("collector@c", "schedd@s", "negotiator@n")
+    p.wait_slots(1)
+    return p
+
+
+def test_jobs_held_or_removed_while_queued_ahead_never_run(make_pool, tmp_path):
+    pool = one_slot_pool(make_pool)
+    log = tmp_path / "ahead.log"
+    cluster = pool.submit("schedd@s", 6, cmd="/bin/sleep", args="1", log=log)
+    # Once a 1 s job has run on the claim, the next ones are queued ahead on the startd.
+    wait_for("jobs queued ahead", lambda: schedd_stats(pool)["JobsAhead"] >= 3, timeout=30, interval=0.05)
+    ahead = {j["ProcId"] for j in pool.jobs("schedd@s", "JobStatus == 1", ["ProcId"])}
+    running = {j["ProcId"] for j in pool.jobs("schedd@s", "JobStatus == 2", ["ProcId"])}
+    held, removed = sorted(ahead)[1:3]  # queued ahead in queue order: the second and third
+    assert len(running) == 1 and {held, removed} <= ahead
+    pool.call("schedd@s", "Hold", {"Ids": [f"{cluster}.{held}"], "Reason": "queued ahead"}).check()
+    pool.call("schedd@s", "Remove", {"Ids": [f"{cluster}.{removed}"], "Reason": "queued ahead"}).check()
+    rest = 4
+    hist = wait_for("the others complete", lambda: (h := [j for j in pool.history("schedd@s", f"ClusterId == {cluster}")
+                                                         if j["JobStatus"] == 4]) and len(h) >= rest and h, timeout=60)
+    assert sorted(j["ProcId"] for j in hist) == sorted(set(range(6)) - {held, removed})
+    logged(log, JobEventType.JOB_TERMINATED, rest)
+    executed = [e.proc for e in JobEventLog(str(log)).events(0) if e.type == JobEventType.EXECUTE]
+    assert sorted(executed) == sorted(set(range(6)) - {held, removed}), executed  # each once; never those two
+    assert [j["JobStatus"] for j in pool.jobs("schedd@s", f"ClusterId == {cluster}", ["JobStatus"])] == [5]
+    stats = schedd_stats(pool)
+    assert stats["AheadWithdrawn"] == 2 and stats["JobsAhead"] == 0, stats
+
+
+def test_a_killed_startd_returns_its_queued_ahead_jobs_and_each_completes_once(make_pool, tmp_path):
+    pool = one_slot_pool(make_pool)
+    log = tmp_path / "killed.log"
+    cluster = pool.submit("schedd@s", 6, cmd="/bin/sleep", args="1", log=log)
+    wait_for("jobs queued ahead", lambda: schedd_stats(pool)["JobsAhead"] >= 3, timeout=30, interval=0.05)
+    pool.kill("startd@a")
+    # The claim's lease (6 s here) runs out: the running job and the queued ones are Idle again.
+    wait_for("the queue returned", lambda: schedd_stats(pool)["JobsAhead"] == 0
+             and not pool.jobs("schedd@s", "JobStatus == 2", ["ProcId"]), timeout=30)
+    pool.start("startd", "b", GRIDBUS_NUM_CPUS="1", GRIDBUS_NUM_SLOTS="1", GRIDBUS_MEMORY="1024")
+    hist = wait_for("6 completed jobs", lambda: (h := pool.history("schedd@s", f"ClusterId == {cluster}"))
+                    and len(h) >= 6 and h, timeout=90)
+    assert sorted(j["ProcId"] for j in hist) == list(range(6)) and all(j["ExitCode"] == 0 for j in hist)
+    terminated = [e.proc for e in logged(log, JobEventType.JOB_TERMINATED, 6)]
+    assert sorted(terminated) == list(range(6)), terminated  # each exactly once

@@ -35,6 +35,8 @@ class FakeSchedd(Agent):
         # (claim id, event, proc id) -> activations put as they are in the answer to the
         # JobReports call that carries that report (activations in the answer)
         self.answer_after: dict[tuple[str, str, int], list[Any]] = {}
+        # Likewise for jobs queued ahead ({ClaimId, Seq, JobAd}, the answer's Ahead).
+        self.ahead_after: dict[tuple[str, str, int], list[Any]] = {}
         self.changed = threading.Condition()
 
     def wait_for(self, predicate, timeout: float = 20.0) -> Any:
@@ -58,6 +60,7 @@ class FakeSchedd(Agent):
     async def JobReports(self, call: Call, Reports: list) -> dict:
         unknown = []
         activations: list[Any] = []
+        ahead: list[Any] = []
         for r in Reports:
             self.reports.append(r)
             cid = r.get("ClaimId")
@@ -65,8 +68,10 @@ class FakeSchedd(Agent):
                 unknown.append(cid)
             else:
                 activations += self.answer_after.pop((cid, r.get("Event"), r.get("ProcId")), [])
+                ahead += self.ahead_after.pop((cid, r.get("Event"), r.get("ProcId")), [])
         self._notify()
-        return {"Unknown": unknown, **({"Activations": activations} if activations else {})}
+        return {"Unknown": unknown, **({"Activations": activations} if activations else {}),
+                **({"Ahead": ahead} if ahead else {})}
 
     @method("fakeschedd")
     async def Run(self, call: Call, Startd: str, ClaimId: str, JobAd: dict, Lease: int) -> dict:

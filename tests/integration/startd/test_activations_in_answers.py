@@ -60,3 +60,35 @@ def test_jobs_chained_through_answers_repeats_busy_and_failures(amqp_url, tmp_pa
         assert not [r for r in schedd.reports if r.get("ProcId") in (7, 8)]
         assert s.call(startd.address, "DeactivateClaim", {"ClaimId": claim, "Graceful": False}).status == 0
         assert exit_report(schedd, claim, 6)["EvictReason"] == "deactivate"
+
+
+def test_jobs_queued_ahead_run_back_to_back_and_a_withdrawn_one_never_runs(amqp_url, tmp_path):
+    """Jobs queued ahead in a JobReports answer (CLAIM_PREFETCH_JOBS) start as the claim's job
+    exits, each reported activated (Ahead) right behind that exit; WithdrawActivation over the bus
+    takes one back before its turn, and a ReleaseClaim drops the rest."""
+    with startd_and_schedd(amqp_url, tmp_path, num_slots=1) as (startd, _t, schedd), Session(amqp_url, timeout=10) as s:
+        slot = next(iter(startd.table.slots.values()))
+        r = s.call(startd.address, "RequestClaim", {"ClaimId": slot.claim_id, "JobAd": {"Owner": "alice"},
+                                                    "Schedd": schedd.address, "LeaseDuration": 60})
+        claim = r.ClaimId
+        sleeper = job(11, Cmd="/bin/sleep", Arguments="30")
+        schedd.ahead_after[(claim, "execute", 10)] = [
+            {"ClaimId": claim, "Seq": 1, "JobAd": sleeper}, {"ClaimId": claim, "Seq": 2, "JobAd": job(12)},
+            {"ClaimId": claim, "Seq": 3, "JobAd": job(13)}]
+        assert s.call(startd.address, "ActivateClaim", {"ClaimId": claim, "JobAd": job(10, Cmd="/bin/sleep",
+                                                                                     Arguments="1")}).status == 0
+        schedd.wait_for(lambda sc: reports_for(sc, claim, "execute") and any(
+            rep.get("AheadSeq") == 3 for rep in sc.reports))  # the answer with the queue was taken
+        w = s.call(startd.address, "WithdrawActivation", {"ClaimId": claim, "ClusterId": 3, "ProcId": 12})
+        assert w.status == 0 and w.Withdrawn is True, w.text
+        # Job 10 exits; 11 (a sleep) starts behind it at once.
+        schedd.wait_for(lambda sc: activated(sc, claim, 11))
+        order = [(rep["Event"], rep["ProcId"]) for rep in schedd.reports if rep["Event"] in ("exit", "activated")]
+        assert order == [("exit", 10), ("activated", 11)]
+        assert activated(schedd, claim, 11)[0].get("Ahead") is True
+        assert s.call(startd.address, "ReleaseClaim", {"ClaimId": claim}).status == 0
+        ex = exit_report(schedd, claim, 2)
+        assert ex["ProcId"] == 11 and ex.get("ClaimEnded") is True
+        # Neither the withdrawn job nor the one queued behind it ran.
+        assert [rep["ProcId"] for rep in reports_for(schedd, claim, "execute")] == [10, 11]
+        assert not [rep for rep in schedd.reports if rep.get("ProcId") in (12, 13)]

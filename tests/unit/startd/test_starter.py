@@ -95,6 +95,34 @@ def test_old_style_args_env_default_files_and_scratch_cleanup(tmp_path):
     assert not os.path.exists(job.scratch)
 
 
+def test_scratch_directories_made_ahead_are_used_once_each_and_gone_after_the_stop(tmp_path):
+    """After the first exits, the cleaning thread makes empty scratch directories ahead; a start
+    takes one (fresh and empty, never one a job used), and the stop removes what is left."""
+    execute = tmp_path / "execute"
+
+    async def main() -> list[str]:
+        exits: list[Job] = []
+        starter = Starter(str(execute), ALLOW_ROOT, on_exit=exits.append)
+        scratches = []
+        try:
+            for i in range(6):
+                job = starter.start(f"c{i}", {"Cmd": "/bin/sh", "Arguments": "-c 'ls -A . | wc -l; touch left'",
+                                              "Out": str(tmp_path / f"out{i}")}, "slot1@test", {}, None)
+                await asyncio.wait_for(job.done, 10)
+                scratches.append(job.scratch)
+                deadline = time.monotonic() + 5
+                while not starter._spare_dirs and time.monotonic() < deadline:
+                    await asyncio.sleep(0.01)
+        finally:
+            await starter.shutdown()
+        return scratches
+
+    scratches = asyncio.run(main())
+    assert len(set(scratches)) == 6  # a directory is never given to two jobs
+    assert all((tmp_path / f"out{i}").read_text().strip() == "0" for i in range(6))  # each found it empty
+    assert list(execute.iterdir()) == []
+
+
 def test_signal_is_reported(tmp_path, job_cgroups):
     ad = {"Cmd": "/bin/sh", "Arguments": "-c 'kill -SEGV $$'"}
     (job,) = run_jobs(tmp_path, ALLOW_ROOT, [ad], cgroup=job_cgroups)
