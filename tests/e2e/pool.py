@@ -121,16 +121,21 @@ class Pool:
         if self.session is not None:
             self.session.close()
             self.session = None
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        for proc in self.procs.values():
-            try:
-                proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        # The startds first: they stop their jobs and report the exits to a schedd still there to
+        # answer (a startd whose schedd is gone waits out its report timeout before it exits).
+        startds = [p for a, p in self.procs.items() if a.startswith("startd@")]
+        others = [p for a, p in self.procs.items() if not a.startswith("startd@")]
+        for group in (startds, others):
+            for proc in group:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + 10
+            for proc in group:
+                try:
+                    proc.wait(max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(5)
         # What a startd killed and not restarted left in its job cgroups.
         from gridbus.agents.startd import cgroups
 
