@@ -36,7 +36,13 @@ class Transfers:
     async def OpenTransfer(self, call: Call, ClaimId: str, ClusterId: int, ProcId: int, Direction: str) -> dict[str, Any]:
         if Direction not in ("in", "out"):
             raise invalid(f"OpenTransfer: Direction must be in or out, not {Direction[:20]!r}")
-        claim = self.claims.by_job.get((ClusterId, ProcId))
+        job = (ClusterId, ProcId)
+        claim = self.claims.by_job.get(job)
+        ahead = self.claims.ahead_of.get(job)
+        if claim is None and ahead is not None and job not in ahead.withdrawn:
+            # A job queued ahead on the claim starts at its predecessor's exit and asks for its
+            # input before the report of that start has come.
+            claim = ahead
         if claim is None or claim.claim_id != ClaimId:
             raise forbidden(f"OpenTransfer: claim {ClaimId[:6]}... does not run job {ClusterId}.{ProcId} here")
         ad = self.queue.get(ClusterId, ProcId)

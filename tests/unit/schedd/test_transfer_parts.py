@@ -44,6 +44,34 @@ def test_open_transfer_answers_only_the_claim_that_runs_the_job_and_asks_the_own
     asyncio.run(main())
 
 
+def test_open_transfer_answers_the_claim_a_job_is_queued_ahead_on(tmp_path: Path):
+    """A job queued ahead starts at its predecessor's exit and asks for its input before the
+    report of that start: the claim it is queued on is answered, a withdrawn one is not."""
+    async def main() -> None:
+        schedd = make_schedd(tmp_path)
+        await schedd.setup()
+        try:
+            cid = submit(schedd, count=2, ShouldTransferFiles="YES", Iwd=str(tmp_path))
+            claim = await run_on_claim(schedd, cid, 0, "c1")
+            schedd.claims.queue_ahead(claim, (cid, 1))
+            args = {"ClusterId": cid, "ProcId": 1, "Direction": "in"}
+            with pytest.raises(MethodError) as reached:  # past the claim check, to the owner's shadow
+                await schedd.transfers.OpenTransfer(call("OpenTransfer", user="startd"), ClaimId="c1", **args)
+            assert reached.value.status == Status.USER + OPEN_REFUSED, reached.value.text
+            with pytest.raises(MethodError) as wrong:
+                await schedd.transfers.OpenTransfer(call("OpenTransfer", user="startd"), ClaimId="c2", **args)
+            assert wrong.value.status == Status.FORBIDDEN
+            claim.withdrawn.add((cid, 1))  # held meanwhile: WithdrawActivation under way
+            with pytest.raises(MethodError) as withdrawn:
+                await schedd.transfers.OpenTransfer(call("OpenTransfer", user="startd"), ClaimId="c1", **args)
+            assert withdrawn.value.status == Status.FORBIDDEN
+        finally:
+            await schedd.owner_shadows.stop_all()
+            await schedd.commits.close()
+
+    asyncio.run(main())
+
+
 def test_spool_done_releases_the_job_to_run_from_the_spool_and_answers_once_committed(tmp_path: Path):
     spool = tmp_path / "spool"
 
