@@ -67,7 +67,9 @@ def env_of_module(module_vhost) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def tutorial_pool(env_of_module, workdir) -> Iterator[PersonalPool]:
-    config = {**FAST, "SCHEDD_NAME": f"{getpass.getuser()}@{socket.getfqdn()}"}
+    # Twelve cpus, as a workstation the notebooks run on might have: the ten 10-second sleeps of
+    # one cell run side by side instead of holding up the next cell's jobs for 50 s.
+    config = {**FAST, "SCHEDD_NAME": f"{getpass.getuser()}@{socket.getfqdn()}", "NUM_CPUS": "12"}
     pool = PersonalPool(local_dir=os.path.join(workdir, "pool"), url=env_of_module, config=config)
     pool.start()
     try:
