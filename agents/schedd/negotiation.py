@@ -43,6 +43,15 @@ class Negotiation:
         # from it) and, per autocluster, the job ids a Match takes from.
         self._ac_snapshot: dict[str, dict[int, deque[tuple[int, int]]]] = {}
         self._ac_pages: dict[str, list[tuple[int, dict[str, Any], list[tuple[int, int]]]]] = {}
+        # Matches whose RequestClaim waits for one of the MAX_PENDING_STARTD_CONTACTS places, and
+        # the calls in flight (HTCondor's schedd queues its startd contacts the same way).
+        self._waiting: deque[tuple[dict[str, Any], tuple[int, int]]] = deque()
+        self._contacts = 0
+
+    @property
+    def claims_waiting(self) -> int:
+        """Matches accepted whose RequestClaim has not been sent yet."""
+        return len(self._waiting)
 
     @property
     def owners_paged(self) -> set[str]:
@@ -131,8 +140,30 @@ class Negotiation:
             accepted += 1
             self.claims.reserved.add(job)
             self.claims.stats["Matches"] += 1
-            self._spawn(self._claim_and_run(m, job), "claim")
+            self._waiting.append((m, job))
+        self._start_claims()
         return {"Accepted": accepted}
+
+    def _start_claims(self) -> None:
+        """Send the waiting RequestClaims, at most MAX_PENDING_STARTD_CONTACTS in flight: a
+        Match of 2,000 slots must not put 2,000 calls, then 2,000 answers, ahead of a Query on
+        the schedd's one event loop. Each call that ends starts the next."""
+        limit = self.settings.max_pending_contacts
+        while self._waiting and (limit <= 0 or self._contacts < limit):
+            match, job = self._waiting.popleft()
+            self._contacts += 1
+            self._spawn(self._contact(match, job), "claim")
+
+    async def _contact(self, match: dict[str, Any], job: tuple[int, int]) -> None:
+        try:
+            await self._claim_and_run(match, job)
+        except asyncio.CancelledError:  # the schedd stops: nothing new is started
+            self._contacts -= 1
+            raise
+        except Exception:
+            log.exception("claiming %s for job %d.%d failed", match.get("Slot"), *job)
+        self._contacts -= 1
+        self._start_claims()
 
     def _take_matched_job(self, acid: int) -> tuple[int, int] | None:
         for members in self._ac_snapshot.values():
