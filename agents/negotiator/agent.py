@@ -326,9 +326,11 @@ class Negotiator(Agent):
         stats.submitters = len(subs)
         stats.idle_jobs = sum(s.idle for s in subs)
         owners = sorted({s.owner for s in subs}, key=lambda o: (self.accountant.effective_priority(o), o))
-        if self.prefetch:
+        if self.prefetch and mm.has_free():
             # NEGOTIATOR_PREFETCH_REQUESTS: every submitter's first page at once, so a cycle
-            # waits for the slowest schedd once instead of for each in turn.
+            # waits for the slowest schedd once instead of for each in turn. Not when no slot is
+            # free (a pool filling up, its slots matched and not yet re-advertised): the rounds
+            # would ask nothing of the schedds, busy with their claims.
             await asyncio.gather(*(self._fetch(s, stats) for s in subs))
         self._sends = []
         spent: dict[str, float] = {o: 0.0 for o in owners}
