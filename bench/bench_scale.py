@@ -273,12 +273,13 @@ def negotiator_only(slots: int, jobs: int) -> dict[str, Any]:
 
         client.call = timed_call  # type: ignore[method-assign]
         neg._client = client  # type: ignore[assignment]
-        started = time.perf_counter()
+        started, cpu0 = time.perf_counter(), time.process_time()
         stats = asyncio.run(neg.negotiate_with(machines, [a for s in schedds for a in s.submitter_ads()]))
-        total = time.perf_counter() - started
+        total, cpu = time.perf_counter() - started, time.process_time() - cpu0
     schedds_s = sum(spent.values())
     return {"slots": slots, "jobs": per_cluster * SCHEDDS * CLUSTERS_PER_SCHEDD, "matches": stats.matches,
             "requests": stats.requests, "cycle_s": round(total, 2),
+            "cycle_cpu_s (negotiator and simulated schedds, all threads)": round(cpu, 2),
             "negotiator_own_s (cycle less the simulated schedds' answers)": round(total - schedds_s, 2),
             "simulated_schedds_s": {k: round(v, 2) for k, v in spent.items()},
             "negotiator_rss_kib_per_slot (whole process)": round(_rss_kib(os.getpid()) / slots, 2)}

@@ -202,12 +202,33 @@ def closure(ad_low: dict[str, Any], roots: Iterable[str]) -> frozenset[str] | No
     return follow(roots, step)
 
 
-def slot_job_refs(lowered_slot_ads: Iterable[dict[str, Any]]) -> frozenset[str] | None:
+_LOWER_KEYS: dict[tuple[Any, ...], tuple[str, ...] | None] = {}
+_LOWER_KEYS_MAX = 1024
+
+
+def lowered(ad: dict[str, Any]) -> dict[str, Any]:
+    """The ad keyed by lower-case names (keys that are not strings left out). The lower-case
+    names are cached per ad shape (its keys, in order): a startd's slots share one, so a pool of
+    200,000 slot ads costs a tuple and a dict per ad instead of a lower() per attribute."""
+    keys = tuple(ad)
+    low = _LOWER_KEYS.get(keys, False)
+    if low is False:
+        low = tuple(k.lower() for k in keys) if all(type(k) is str for k in keys) else None
+        if len(_LOWER_KEYS) >= _LOWER_KEYS_MAX:
+            _LOWER_KEYS.clear()
+        _LOWER_KEYS[keys] = low
+    if low is None:
+        return {k.lower(): v for k, v in ad.items() if isinstance(k, str)}
+    return dict(zip(low, ad.values(), strict=True))  # type: ignore[arg-type]
+
+
+def slot_job_refs(lowered_slot_ads: Iterable[dict[str, Any]] | SlotRefs) -> frozenset[str] | None:
     """Every name an expression of any of these slot ads may read, and so may look up in a job
     matched to it (HTCondor's AutoClusterAttrs, which its negotiator learns from the Machine
     ads): a superset of what START, Requirements and Rank reach through the slot's own
-    expressions, whatever the path. None when some slot expression reads what cannot be named."""
-    refs = SlotRefs(lowered_slot_ads)
+    expressions, whatever the path. None when some slot expression reads what cannot be named.
+    Takes the lower-cased ads, or their :class:`SlotRefs` when already made."""
+    refs = lowered_slot_ads if isinstance(lowered_slot_ads, SlotRefs) else SlotRefs(lowered_slot_ads)
     if refs.opaque:
         return None
     out: set[str] = set()

@@ -30,7 +30,8 @@ jobs are all gone is never grouped again).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from gridbus.adrefs import closure
@@ -55,6 +56,19 @@ def _freeze(value: Any) -> Any:
     if isinstance(value, (str, int, float, bool)) or value is None:
         return (type(value).__name__, value)  # 1, 1.0 and true are different ClassAd values
     return (type(value).__name__, str(value))
+
+
+@dataclass
+class JobRun:
+    """Jobs whose ads differ only in ``varying`` attributes (lower-case names): a cluster's procs
+    that have no attribute of their own, which differ in ProcId and GlobalJobId alone. When no
+    name that decides the autocluster is among ``varying``, the run is grouped from its first
+    ad (one signature for the cluster, not one per proc); otherwise each job's ad is grouped."""
+
+    ad: dict[str, Any]  # the first job's full ad
+    ids: list[tuple[int, int]]  # (ClusterId, ProcId) of every job of the run, in queue order
+    ads: Callable[[], Iterator[dict[str, Any]]]  # every job's full ad, in the order of ``ids``
+    varying: frozenset[str]
 
 
 _PLAIN = frozenset({int, float, str, bool, type(None)})  # values that reach nothing (adrefs.is_plain)
@@ -145,18 +159,23 @@ class AutoClusters:
         low = {k.lower(): v for k, v in job.items()}
         return self._id(self._signature(job, low, self._attributes(low)), low.get("owner"))
 
-    def group(self, jobs: Iterable[dict[str, Any]], *, owner: str | None = None,
+    def group(self, jobs: Iterable[dict[str, Any] | JobRun], *, owner: str | None = None,
               ) -> list[tuple[int, dict[str, Any], list[tuple[int, int]]]]:
         """(AutoClusterId, matchmaking ad, job ids) per autocluster, in the order of ``jobs``
         (the queue's JobPrio/QDate order): an autocluster's place is that of its first job.
+        ``jobs`` holds job ads and :class:`JobRun`s of alike jobs (grouped at once when nothing
+        that decides their autocluster differs between them).
 
         With ``owner``, ``jobs`` are all of that owner's idle jobs: the owner's autoclusters not
         among them have no idle job left and are dropped."""
         order: dict[int, tuple[dict[str, Any], list[tuple[int, int]]]] = {}
         used: set[Any] = set()
-        for job in jobs:
+
+        def add(job: dict[str, Any], ids: list[tuple[int, int]] | None, varying: frozenset[str]) -> bool:
             low = {k.lower(): v for k, v in job.items()}
             names = self._attributes(low, used)
+            if ids is not None and (names is _WHOLE or not varying.isdisjoint(names)):
+                return False  # the run's jobs may differ in what decides their autocluster
             acid = self._id(self._signature(job, low, names), low.get("owner"))
             entry = order.get(acid)
             if entry is None:
@@ -167,7 +186,19 @@ class AutoClusters:
                     ad = {k: v for k, v in job.items() if k.lower() in wanted}
                 ad["AutoClusterId"] = acid
                 entry = order[acid] = (ad, [])
-            entry[1].append((job.get("ClusterId"), job.get("ProcId")))
+            if ids is None:
+                entry[1].append((job.get("ClusterId"), job.get("ProcId")))
+            else:
+                entry[1].extend(ids)
+            return True
+
+        for job in jobs:
+            if type(job) is JobRun:
+                if not add(job.ad, job.ids, job.varying):
+                    for one in job.ads():
+                        add(one, None, frozenset())
+            else:
+                add(job, None, frozenset())  # type: ignore[arg-type]
         self._keys_of[owner] = used
         if owner is not None:
             self._drop_unused(owner, order.keys())

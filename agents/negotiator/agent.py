@@ -31,7 +31,7 @@ from typing import Any
 from aio_pika.abc import AbstractIncomingMessage
 
 from gridbus import bus, wire
-from gridbus.adrefs import slot_job_refs
+from gridbus.adrefs import SlotRefs, lowered, slot_job_refs
 from gridbus.agent import Agent, Call, method
 from gridbus.agents.negotiator.accountant import Accountant, parse_limits
 from gridbus.agents.negotiator.analyze import analyze
@@ -52,6 +52,23 @@ from gridbus.status import MethodError, Status, invalid
 
 # Keys of a match's SlotAd that stay with the negotiator: the secret travels once, as ClaimId.
 _SECRET = {"claimid"}
+_SECRET_KEYS: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # an ad's keys -> those of them that are secret
+
+
+def _public(ad: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a slot ad without its secrets (the keys found once per ad shape, so a match
+    costs a dict copy, not a lower() per attribute)."""
+    keys = tuple(ad)
+    secret = _SECRET_KEYS.get(keys)
+    if secret is None:
+        secret = tuple(k for k in keys if not isinstance(k, str) or k.lower() in _SECRET)
+        if len(_SECRET_KEYS) >= 1024:
+            _SECRET_KEYS.clear()
+        _SECRET_KEYS[keys] = secret
+    out = dict(ad)
+    for k in secret:
+        del out[k]
+    return out
 MAX_ROUNDS = 6  # HTCondor gives up after a few pie spins too
 HOSTILE_REQUESTS = 2  # hostile requests of one submitter after which it is skipped for the cycle
 # Matches per Match call: each carries its slot ad (about 1 KB), and the schedd's Match takes at
@@ -310,9 +327,11 @@ class Negotiator(Agent):
         stats.submitters = len(subs)
         stats.idle_jobs = sum(s.idle for s in subs)
         owners = sorted({s.owner for s in subs}, key=lambda o: (self.accountant.effective_priority(o), o))
-        if self.prefetch:
+        if self.prefetch and mm.has_free():
             # NEGOTIATOR_PREFETCH_REQUESTS: every submitter's first page at once, so a cycle
-            # waits for the slowest schedd once instead of for each in turn.
+            # waits for the slowest schedd once instead of for each in turn. Not when no slot is
+            # free (a pool filling up, its slots matched and not yet re-advertised): the rounds
+            # would ask nothing of the schedds, busy with their claims.
             await asyncio.gather(*(self._fetch(s, stats) for s in subs))
         self._sends = []
         spent: dict[str, float] = {o: 0.0 for o in owners}
@@ -371,15 +390,18 @@ class Negotiator(Agent):
     ) -> tuple[dict[str, float], dict[str, float], Matchmaker, float]:
         """The cycle's work over every Machine ad (on the match thread): usage, the job attributes
         slots read, the matchmaker, and the pie."""
-        in_use, limits_used = self._usage(machines)
+        lows = [lowered(m) for m in machines]  # once for the cycle: the usage, the refs, the matchmaker
+        in_use, limits_used = self._usage(lows)
         # What the schedds' requests must carry besides the significant attributes: every job
         # attribute a slot may read (all Machine ads, claimed ones too, so the list, and with it
-        # the schedds' autoclusters, does not change with what is busy).
-        self._job_attrs = slot_job_refs({k.lower(): v for k, v in m.items() if isinstance(k, str)} for m in machines)
-        pie = sum(float(get(m, "Cpus", 1) or 0) for m in machines if get(m, "State") in ("Unclaimed", "Claimed", None))
-        mm = Matchmaker(
-            self._hide_pending(machines, now), strikes=self.match_strikes, request_seconds=self.match_request_seconds
-        )
+        # the schedds' autoclusters, does not change with what is busy). The matchmaker groups
+        # its slots by the same names (a superset of what its unclaimed slots read).
+        refs = SlotRefs(lows)
+        self._job_attrs = slot_job_refs(refs)
+        pie = sum(float(m.get("cpus", 1) or 0) for m in lows if m.get("state") in ("Unclaimed", "Claimed", None))
+        ads, ads_low = self._hide_pending(machines, lows, now)
+        mm = Matchmaker(ads, lows=ads_low, refs=refs, strikes=self.match_strikes,
+                        request_seconds=self.match_request_seconds)
         return in_use, limits_used, mm, pie
 
     @staticmethod
@@ -390,44 +412,50 @@ class Negotiator(Agent):
             return True
         return not sub.exhausted
 
-    def _usage(self, machines: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
-        """Slot weight held per owner, and concurrency-limit use, from the claimed slots."""
+    def _usage(self, lows: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
+        """Slot weight held per owner, and concurrency-limit use, from the claimed slots (the
+        Machine ads keyed by lower-case names)."""
         in_use: dict[str, float] = {}
         limits: dict[str, float] = {}
-        for m in machines:
-            if get(m, "State") != "Claimed" or get(m, "PartitionableSlot", False):
+        for m in lows:
+            if m.get("state") != "Claimed" or m.get("partitionableslot", False):
                 continue
-            owner = get(m, "RemoteOwner")
+            owner = m.get("remoteowner")
             if isinstance(owner, str) and owner:
                 owner = owner.split("@", 1)[0]
-                cpus = get(m, "Cpus", 1)
+                cpus = m.get("cpus", 1)
                 in_use[owner] = in_use.get(owner, 0.0) + (float(cpus) if is_number(cpus) else 1.0)
-            for name, amount in parse_limits(get(m, "ConcurrencyLimits")).items():
+            for name, amount in parse_limits(m.get("concurrencylimits")).items():
                 limits[name] = limits.get(name, 0.0) + amount
         return in_use, limits
 
-    def _hide_pending(self, machines: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
-        """Slots matched in an earlier cycle whose startd has not re-advertised them yet."""
+    def _hide_pending(
+        self, machines: list[dict[str, Any]], lows: list[dict[str, Any]], now: float
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Slots matched in an earlier cycle whose startd has not re-advertised them yet are
+        left out (the ads, and the same keyed by lower-case names)."""
         for cid, (_seq, when, _carved) in list(self._pending.items()):
             if now - when > self.match_hold:
                 del self._pending[cid]
         if not self._pending:
-            return machines
-        out = []
-        for m in machines:
-            cid = get(m, "ClaimId")
+            return machines, lows
+        out, out_low = [], []
+        for m, low in zip(machines, lows, strict=True):
+            cid = low.get("claimid")
             pending = self._pending.get(cid) if isinstance(cid, str) else None
-            if pending is None or get(m, "UpdateSequenceNumber") != pending[0]:
+            if pending is None or low.get("updatesequencenumber") != pending[0]:
                 if pending is not None:
                     del self._pending[cid]
                 out.append(m)
+                out_low.append(low)
             elif pending[2] is not None:  # a partitionable slot: take off what was carved
                 m = dict(m)
                 for attr, amount in zip(("Cpus", "Memory", "Disk"), pending[2], strict=True):
                     value = get(m, attr, 0) or 0
                     m[attr] = value - amount
                 out.append(m)
-        return out
+                out_low.append(lowered(m))
+        return out, out_low
 
     def _submitters(self, ads: list[dict[str, Any]]) -> list[Submitter]:
         out = []
@@ -509,6 +537,7 @@ class Negotiator(Agent):
         the slot weight spent so far, and whether the submitter's budget ran out."""
         matches: list[dict[str, Any]] = []
         out_of_budget = False
+        now = time.time()
         for req in batch:
             job = req["Ad"]
             wanted = parse_limits(get(job, "ConcurrencyLimits"))
@@ -531,10 +560,10 @@ class Negotiator(Agent):
                         "ClaimId": m.slot.claim_id,
                         "Slot": m.slot.name,
                         "Startd": m.slot.startd,
-                        "SlotAd": {k: v for k, v in m.slot_ad.items() if k.lower() not in _SECRET},
+                        "SlotAd": _public(m.slot_ad),
                     }
                 )
-                self._remember(m.slot, m.slot_ad, job)
+                self._remember(m.slot, m.slot_ad, job, now)
             req["Left"] -= len(found)
             req["Reason"] = reason
             if reason == REJECT_HOSTILE:
@@ -554,7 +583,7 @@ class Negotiator(Agent):
                 break
         return matches, spent, out_of_budget
 
-    def _remember(self, slot: Any, slot_ad: dict[str, Any], job: dict[str, Any]) -> None:
+    def _remember(self, slot: Any, slot_ad: dict[str, Any], job: dict[str, Any], now: float) -> None:
         carved = None
         if slot.partitionable:
             from gridbus.agents.negotiator.matchmaker import _request
@@ -562,7 +591,7 @@ class Negotiator(Agent):
             before = self._pending.get(slot.claim_id)
             need = _request(job, slot_ad)
             carved = need if before is None or before[2] is None else tuple(a + b for a, b in zip(before[2], need, strict=True))
-        self._pending[slot.claim_id] = (get(slot.ad, "UpdateSequenceNumber"), time.time(), carved)
+        self._pending[slot.claim_id] = (slot.low.get("updatesequencenumber"), now, carved)
 
     async def _send_matches(self, sub: Submitter, matches: list[dict[str, Any]], stats: CycleStats) -> int:
         stats.schedd_calls += 1

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gridbus import classad
-from gridbus.adrefs import SlotRefs, reach
+from gridbus.adrefs import SlotRefs, lowered, reach
 from gridbus.agents.negotiator.prefilter import AttrIndex, conjuncts
 from gridbus.classad.limits import EvaluationLimitExceeded
 from gridbus.classad.values import is_number
@@ -119,7 +119,7 @@ def eval_number(value: Any, my: dict, target: dict, default: float = 0.0, strict
 class Slot:
     """An unclaimed slot the negotiator may hand out."""
 
-    ad: dict[str, Any]
+    ad: dict[str, Any]  # a static slot's ad as given (never changed); a partitionable slot's own copy
     name: str
     claim_id: str
     startd: str
@@ -127,36 +127,41 @@ class Slot:
     taken: bool = False  # a static slot matched earlier in this cycle
     index: int = -1  # place in the collector's answer: the last tie-breaker between equal ranks
     low: dict[str, Any] = field(default_factory=dict)  # the ad keyed by lower-case names
-
-    @property
-    def weight(self) -> float:
-        """SlotWeight = Cpus, as HTCondor's default."""
-        cpus = get(self.ad, "Cpus", 1)
-        return float(cpus) if is_number(cpus) and cpus > 0 else 1.0
+    weight: float = 1.0  # SlotWeight = Cpus, as HTCondor's default (a static slot's never changes)
 
 
 @dataclass
 class SlotMatch:
     slot: Slot
-    slot_ad: dict[str, Any]  # the ad as matched (a partitionable slot's resources before carving)
+    slot_ad: dict[str, Any]  # the ad as matched (a partitionable slot's resources before carving); not to be changed
     weight: float
 
 
-def slot_from_ad(ad: dict[str, Any]) -> Slot | None:
-    """The matchable slot an (ad + private ClaimId) describes, or None when it is not matchable."""
-    state = get(ad, "State")
-    claim = get(ad, "ClaimId")
-    name = get(ad, "Name")
-    startd = get(ad, "MyAddress")
+def _weight(cpus: Any) -> float:
+    return float(cpus) if is_number(cpus) and cpus > 0 else 1.0
+
+
+def slot_from_ad(ad: dict[str, Any], low: dict[str, Any] | None = None) -> Slot | None:
+    """The matchable slot an (ad + private ClaimId) describes, or None when it is not matchable
+    (``low``: the ad keyed by lower-case names, when the caller has it)."""
+    if low is None:
+        low = lowered(ad)
+    state = low.get("state")
+    claim = low.get("claimid")
+    name = low.get("name")
+    startd = low.get("myaddress")
     if state not in (None, "Unclaimed") or not isinstance(claim, str) or not claim:
         return None
     if not isinstance(name, str) or not isinstance(startd, str):
         return None
-    slot_type = get(ad, "SlotType")
-    partitionable = bool(get(ad, "PartitionableSlot", False)) or slot_type == "Partitionable"
+    slot_type = low.get("slottype")
+    partitionable = bool(low.get("partitionableslot", False)) or slot_type == "Partitionable"
     if slot_type == "Dynamic":
         return None
-    return Slot(dict(ad), name, claim, startd, partitionable)
+    if partitionable:  # carved as the cycle goes: a copy of its own
+        ad = dict(ad)
+        low = lowered(ad)
+    return Slot(ad, name, claim, startd, partitionable, low=low, weight=_weight(low.get("cpus", 1)))
 
 
 def number(ad: dict[str, Any], name: str) -> float:
@@ -192,8 +197,12 @@ class Matchmaker:
 
     def __init__(
         self, slot_ads: Iterable[dict[str, Any]], *, strikes: int = HOSTILE_STRIKES,
-        request_seconds: float = REQUEST_SECONDS,
+        request_seconds: float = REQUEST_SECONDS, lows: Iterable[dict[str, Any]] | None = None,
+        refs: SlotRefs | None = None,
     ):
+        """``lows``: the ads keyed by lower-case names, in the order of ``slot_ads``, when the
+        caller has them; ``refs``: what the slots' expressions reach, when the caller made it over
+        these ads or more (more names only make the groups of alike slots finer)."""
         if strikes < 1 or request_seconds <= 0:
             raise ValueError(f"strikes must be at least 1 and request_seconds positive, got {strikes}, {request_seconds}")
         self.strikes = strikes
@@ -203,13 +212,16 @@ class Matchmaker:
         self._struck = 0
         self._spent = 0.0
         self.hostile: str | None = None
-        self.slots = [s for s in (slot_from_ad(a) for a in slot_ads) if s is not None]
+        if lows is None:
+            made = (slot_from_ad(a) for a in slot_ads)
+        else:
+            made = (slot_from_ad(a, low) for a, low in zip(slot_ads, lows, strict=True))
+        self.slots = [s for s in made if s is not None]
         for i, s in enumerate(self.slots):
             s.index = i
-            s.low = {k.lower(): v for k, v in s.ad.items() if isinstance(k, str)}
         self.static = [s for s in self.slots if not s.partitionable]
         self.pslots = [s for s in self.slots if s.partitionable]
-        self._refs = SlotRefs(s.low for s in self.slots)
+        self._refs = refs if refs is not None else SlotRefs(s.low for s in self.slots)
         self._free_static = len(self.static)
         self._partitions: dict[frozenset[str] | None, _Partition] = {}
         self._sorted_names: dict[frozenset[str], tuple[str, ...]] = {}
@@ -529,7 +541,7 @@ class Matchmaker:
             weight = slot.weight
             if spent + weight > budget + 1e-9:
                 return matches, REJECT_PRIORITY
-            matches.append(SlotMatch(slot, dict(slot.ad), weight))
+            matches.append(SlotMatch(slot, slot.ad, weight))  # a static slot's ad never changes
             spent += weight
             self._take(slot)
         if len(matches) >= count:

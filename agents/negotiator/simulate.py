@@ -8,11 +8,13 @@ exactly as a cycle does, with the broker round trips replaced by direct calls.
 from __future__ import annotations
 
 import random
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from gridbus import classad
-from gridbus.autocluster import AutoClusters
+from gridbus.autocluster import AutoClusters, JobRun
 from gridbus.rpc import MethodResult
 
 ARCHES = ("X86_64", "aarch64")
@@ -51,18 +53,20 @@ def machine_ads(n: int, kinds: int = 10, seed: int = 1, partitionable: int = 0) 
 
 
 def job_ads(owner: str, autoclusters: int, jobs_per_cluster: int, first_cluster: int = 1) -> list[dict[str, Any]]:
-    """Idle jobs of ``owner`` in ``autoclusters`` distinct autoclusters (distinct memory needs)."""
+    """Idle jobs of ``owner`` in ``autoclusters`` distinct autoclusters (distinct memory needs);
+    the procs of a cluster share its expressions, as a schedd's share their cluster ad's."""
     jobs = []
     for a in range(autoclusters):
+        requirements = classad.ExprTree(
+            'TARGET.Arch == "X86_64" && TARGET.OpSys == "LINUX" && TARGET.Memory >= MY.RequestMemory'
+            " && TARGET.Disk >= MY.RequestDisk"
+        )
+        rank = classad.ExprTree("TARGET.KFlops")
         for p in range(jobs_per_cluster):
             jobs.append({
                 "ClusterId": first_cluster + a, "ProcId": p, "Owner": owner, "JobStatus": 1, "JobPrio": 0,
                 "QDate": 1_700_000_000 + a, "RequestCpus": 1, "RequestMemory": 128 + a, "RequestDisk": 1024,
-                "Requirements": classad.ExprTree(
-                    'TARGET.Arch == "X86_64" && TARGET.OpSys == "LINUX" && TARGET.Memory >= MY.RequestMemory'
-                    " && TARGET.Disk >= MY.RequestDisk"
-                ),
-                "Rank": classad.ExprTree("TARGET.KFlops"),
+                "Requirements": requirements, "Rank": rank,
             })
     return jobs
 
@@ -96,6 +100,29 @@ class SimSchedd:
         self.autoclusters = AutoClusters()
         self._taken: set[tuple[int, int]] = set()
         self._groups: dict[str, Any] = {}
+        self._members: dict[int, deque[tuple[int, int]]] = {}  # autocluster -> job ids a Match takes from
+
+    def _runs(self, owner: str) -> Iterator[JobRun]:
+        """The owner's idle jobs as runs of consecutive jobs alike but for ProcId (a schedd's
+        procs with no attribute of their own), as the schedd hands them to its autoclusters."""
+        run: list[dict[str, Any]] = []
+        shape: dict[str, Any] | None = None
+        for j in self.jobs.get(owner, []):
+            if self._key(j) in self._taken:
+                continue
+            rest = dict(j)
+            del rest["ProcId"]
+            if run and rest != shape:
+                yield self._run(run)
+                run = []
+            if not run:
+                shape = rest
+            run.append(j)
+        if run:
+            yield self._run(run)
+
+    def _run(self, jobs: list[dict[str, Any]]) -> JobRun:
+        return JobRun(jobs[0], [self._key(j) for j in jobs], lambda: iter(jobs), frozenset({"procid"}))
 
     @property
     def address(self) -> str:
@@ -118,22 +145,22 @@ class SimSchedd:
         if method == "GetResourceRequests":
             owner = args["Owner"]
             if args.get("After", -1) < 0 or owner not in self._groups:
-                idle = (j for j in self.jobs.get(owner, []) if self._key(j) not in self._taken)
                 self.autoclusters.set_pool_attrs(None if args.get("WholeAds") else args.get("AutoClusterAttrs", []))
-                self._groups[owner] = self.autoclusters.group(idle, owner=owner)
+                self._groups[owner] = self.autoclusters.group(self._runs(owner), owner=owner)
+                for acid, _ad, ids in self._groups[owner]:
+                    self._members[acid] = deque(ids)
             return MethodResult(0, "OK", {"Requests": self.autoclusters.page(self._groups[owner], args["Limit"], args.get("After", -1))})
         if method == "Match":
             accepted = 0
             for m in args["Matches"]:
-                for _owner, groups in self._groups.items():
-                    for acid, _ad, ids in groups:
-                        if acid != m["AutoClusterId"]:
-                            continue
-                        free = [i for i in ids if i not in self._taken]
-                        if free:
-                            self._taken.add(free[0])
-                            self.matched.append({**m, "Job": free[0]})
-                            accepted += 1
+                ids = self._members.get(m["AutoClusterId"])
+                while ids:
+                    job = ids.popleft()
+                    if job not in self._taken:
+                        self._taken.add(job)
+                        self.matched.append({**m, "Job": job})
+                        accepted += 1
+                        break
             return MethodResult(0, "OK", {"Accepted": accepted})
         return MethodResult(2, f"the simulated schedd has no method {method}")
 

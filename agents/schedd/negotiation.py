@@ -9,21 +9,24 @@ import asyncio
 import logging
 import time
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
 from gridbus.agent import Call, method
 from gridbus.agents.schedd.claims import Claim, Claims, Spawn
-from gridbus.agents.schedd.jobqueue import JobQueue
+from gridbus.agents.schedd.jobqueue import JobQueue, Proc
 from gridbus.agents.schedd.scheduniv import runs_on_submit_host
 from gridbus.agents.schedd.settings import ScheddSettings
 from gridbus.agents.schedd.shadows import Shadows
-from gridbus.autocluster import AutoClusters
+from gridbus.autocluster import AutoClusters, JobRun
 from gridbus.rpc import CallTimeout
 from gridbus.status import invalid
 
 log = logging.getLogger("gridbus.schedd.negotiation")
 
 IDLE_STATUS = 1
+# What differs between the full ads of a cluster's procs that have no attribute of their own.
+_PER_PROC = frozenset({"procid", "globaljobid"})
 
 
 class Negotiation:
@@ -40,6 +43,15 @@ class Negotiation:
         # from it) and, per autocluster, the job ids a Match takes from.
         self._ac_snapshot: dict[str, dict[int, deque[tuple[int, int]]]] = {}
         self._ac_pages: dict[str, list[tuple[int, dict[str, Any], list[tuple[int, int]]]]] = {}
+        # Matches whose RequestClaim waits for one of the MAX_PENDING_STARTD_CONTACTS places, and
+        # the calls in flight (HTCondor's schedd queues its startd contacts the same way).
+        self._waiting: deque[tuple[dict[str, Any], tuple[int, int]]] = deque()
+        self._contacts = 0
+
+    @property
+    def claims_waiting(self) -> int:
+        """Matches accepted whose RequestClaim has not been sent yet."""
+        return len(self._waiting)
 
     @property
     def owners_paged(self) -> set[str]:
@@ -61,13 +73,45 @@ class Negotiation:
             # The pool's slots read these job attributes: the requests carry them (a page after
             # the first keeps the grouping the first page was cut from).
             self.autoclusters.set_pool_attrs(None if WholeAds else AutoClusterAttrs)
-            jobs = (j for j in self.queue.idle_jobs(Owner)
-                    if (j.get("ClusterId"), j.get("ProcId")) not in self.claims.reserved and not runs_on_submit_host(j))
-            groups = self.autoclusters.group(jobs, owner=Owner)
+            groups = self.autoclusters.group(self._idle_runs(Owner), owner=Owner)
             self._ac_pages[Owner] = groups
             self._ac_snapshot[Owner] = {acid: deque(ids) for acid, _ad, ids in groups}
             self._prune_autoclusters()
         return {"Requests": self.autoclusters.page(groups, Limit, After)}
+
+    def _idle_runs(self, owner: str) -> Iterator[dict[str, Any] | JobRun]:
+        """The owner's idle jobs not reserved by a match, in the negotiator's order, a cluster's
+        consecutive procs as one run: they share the cluster ad, so when none of what decides the
+        autocluster differs between them (their ProcId, GlobalJobId and their own attributes,
+        such as a requeued job's LastJobStatus) the run is grouped once, from one ad."""
+        queue, reserved = self.queue, self.claims.reserved
+        run: list[Proc] = []
+
+        def flush() -> Iterator[dict[str, Any] | JobRun]:
+            procs = list(run)
+            run.clear()
+            varying = set(_PER_PROC)
+            for p in procs:
+                if p.attrs:
+                    varying.update(k.lower() for k in p.attrs)
+            if "jobuniverse" in varying:  # some may run on the submit host: each on its own
+                for p in procs:
+                    ad = queue.ad(p)
+                    if not runs_on_submit_host(ad):
+                        yield ad
+                return
+            ad = queue.ad(procs[0])
+            if not runs_on_submit_host(ad):
+                yield JobRun(ad, [p.key for p in procs], lambda: (queue.ad(p) for p in procs), frozenset(varying))
+
+        for p in queue.idle_procs(owner):
+            if (p.cluster.id, p.id) in reserved:
+                continue
+            if run and run[0].cluster is not p.cluster:
+                yield from flush()
+            run.append(p)
+        if run:
+            yield from flush()
 
     def _prune_autoclusters(self) -> None:
         """Forget the autoclusters, attribute lists and request pages of owners with no idle job
@@ -96,8 +140,30 @@ class Negotiation:
             accepted += 1
             self.claims.reserved.add(job)
             self.claims.stats["Matches"] += 1
-            self._spawn(self._claim_and_run(m, job), "claim")
+            self._waiting.append((m, job))
+        self._start_claims()
         return {"Accepted": accepted}
+
+    def _start_claims(self) -> None:
+        """Send the waiting RequestClaims, at most MAX_PENDING_STARTD_CONTACTS in flight: a
+        Match of 2,000 slots must not put 2,000 calls, then 2,000 answers, ahead of a Query on
+        the schedd's one event loop. Each call that ends starts the next."""
+        limit = self.settings.max_pending_contacts
+        while self._waiting and (limit <= 0 or self._contacts < limit):
+            match, job = self._waiting.popleft()
+            self._contacts += 1
+            self._spawn(self._contact(match, job), "claim")
+
+    async def _contact(self, match: dict[str, Any], job: tuple[int, int]) -> None:
+        try:
+            await self._claim_and_run(match, job)
+        except asyncio.CancelledError:  # the schedd stops: nothing new is started
+            self._contacts -= 1
+            raise
+        except Exception:
+            log.exception("claiming %s for job %d.%d failed", match.get("Slot"), *job)
+        self._contacts -= 1
+        self._start_claims()
 
     def _take_matched_job(self, acid: int) -> tuple[int, int] | None:
         for members in self._ac_snapshot.values():
@@ -106,8 +172,8 @@ class Negotiation:
                 job = ids.popleft()
                 if job in self.claims.reserved or job in self.claims.by_job:
                     continue
-                ad = self.queue.get(*job)
-                if ad is not None and ad.get("JobStatus") == 1:
+                p = self.queue.proc(*job)
+                if p is not None and p.status == IDLE_STATUS:
                     return job
         return None
 

@@ -32,6 +32,10 @@ knob("CLAIM_PREFETCH_MAX_RUNTIME", 2.0, "seconds: a claim whose last job ran lon
      "job's successors stay free for other slots)")
 knob("JOB_LEASE_DURATION", 2400.0, "seconds a claim lives without word from its startd (Alive); also the lease given to RequestClaim")
 knob("SHADOW_CALL_TIMEOUT", 10.0, "seconds the schedd waits for a startd's answer to RequestClaim, ActivateClaims, Alive")
+knob("MAX_PENDING_STARTD_CONTACTS", 200,
+     "RequestClaim calls the schedd has in flight at once; further matches wait their turn (0: no limit). "
+     "HTCondor's default is no limit; the schedd's calls and answers share one event loop, so a bound keeps "
+     "its queries prompt while it claims thousands of slots")
 knob("SCHEDD_MAX_SCHEDULER_JOBS", 200, "scheduler/local universe jobs the schedd runs at once (0: no limit)")
 knob("SCHEDD_RUN_LOCAL_JOBS_AS_SELF", False,
      "a root schedd runs scheduler universe jobs whose Owner has no account here as its own user "
@@ -72,6 +76,7 @@ class ScheddSettings:
     claim_prefetch_max_runtime: float = 2.0  # CLAIM_PREFETCH_MAX_RUNTIME
     lease_duration: float = 2400.0  # JOB_LEASE_DURATION: also the claim lease given to RequestClaim
     shadow_call_timeout: float = 10.0
+    max_pending_contacts: int = 200  # MAX_PENDING_STARTD_CONTACTS (0: no limit)
     max_local_jobs: int = 200  # SCHEDD_MAX_SCHEDULER_JOBS
     local_jobs_as_self: bool = False  # SCHEDD_RUN_LOCAL_JOBS_AS_SELF
     local_kill_timeout: float = 10.0  # SCHEDD_LOCAL_KILL_TIMEOUT
@@ -105,6 +110,7 @@ class ScheddSettings:
             "claim_prefetch_max_runtime": float(cfg.get("CLAIM_PREFETCH_MAX_RUNTIME")),
             "lease_duration": float(cfg.get("JOB_LEASE_DURATION")),
             "shadow_call_timeout": float(cfg.get("SHADOW_CALL_TIMEOUT")),
+            "max_pending_contacts": int(cfg.get("MAX_PENDING_STARTD_CONTACTS")),
             "max_local_jobs": int(cfg.get("SCHEDD_MAX_SCHEDULER_JOBS")),
             "local_jobs_as_self": bool(cfg.get("SCHEDD_RUN_LOCAL_JOBS_AS_SELF")),
             "local_kill_timeout": float(cfg.get("SCHEDD_LOCAL_KILL_TIMEOUT")),

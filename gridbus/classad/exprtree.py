@@ -17,6 +17,10 @@ from gridbus.classad.values import ERROR, MISSING, UNDEFINED, AbsTime, RelTime, 
 # costs one re-parse per expression and keeps a daemon's memory flat under arbitrary input.
 _PARSE_CACHE: dict[str, N.Node] = {}
 _FN_CACHE: dict[int, Any] = {}
+# The pretty text of a tree, keyed like _FN_CACHE: every ExprTree decoded from the same wire text
+# shares one parsed tree, so a pool's 200,000 slot ads (or a cluster's procs) print each distinct
+# expression once instead of once per ad.
+_TEXT_CACHE: dict[int, tuple[N.Node, str]] = {}
 _CACHE_MAX = 50_000
 
 
@@ -39,6 +43,17 @@ def fn_for(node: N.Node) -> Any:
         fn = (node, compile_node(node))
         _FN_CACHE[id(node)] = fn
     return fn[1]
+
+
+def text_for(node: N.Node) -> str:
+    """The pretty text of a tree (cached per shared tree, as :func:`fn_for`)."""
+    entry = _TEXT_CACHE.get(id(node))
+    if entry is None or entry[0] is not node:
+        if len(_TEXT_CACHE) >= _CACHE_MAX:
+            _TEXT_CACHE.clear()
+        entry = (node, unparse(node, PRETTY))
+        _TEXT_CACHE[id(node)] = entry
+    return entry[1]
 
 
 def _make_scope(obj: Any, what: str) -> Scope | None:
@@ -104,7 +119,7 @@ class ExprTree:
     def __str__(self) -> str:
         text = self._text
         if text is None:
-            text = self._text = unparse(self._node, PRETTY)
+            text = self._text = text_for(self._node)
         return text
 
     def __repr__(self) -> str:

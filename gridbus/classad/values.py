@@ -39,6 +39,9 @@ _MASK64 = (1 << 64) - 1
 def is_number(v: Any) -> bool:
     """Whether ``v`` is a ClassAd number: an int or float, but neither a bool nor a Value member
     (both of which Python counts as ints)."""
+    t = type(v)
+    if t is int or t is float:  # the common case, without the isinstance walks
+        return True
     return isinstance(v, (int, float)) and not isinstance(v, (bool, Value))
 
 

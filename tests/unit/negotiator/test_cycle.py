@@ -129,3 +129,15 @@ def test_a_submitter_back_with_fewer_idle_jobs_than_before_wakes_a_cycle(tmp_pat
     # never advertising 0 idle); the next cluster, of 2, must wake a cycle.
     assert asyncio.run(woken_by(ad(3)))
     assert asyncio.run(woken_by(gone, ad(2)))
+
+
+def test_no_free_slot_asks_no_schedd_for_requests(tmp_path):
+    """A pool whose every slot is claimed (or matched, not yet re-advertised): the cycle does not
+    prefetch resource requests from schedds busy with their claims."""
+    s = SimSchedd("s1", {"alice": job_ads("alice", 3, 10)})
+    neg = negotiator(tmp_path, [s])
+    machines = machine_ads(5, kinds=1, seed=3)
+    assert cycle(neg, machines, [s]).matches == 5 and s.calls["GetResourceRequests"] == 1
+    stats = cycle(neg, machines, [s])  # the same ads again: every slot is still pending
+    assert stats.matches == 0 and stats.slots == 0
+    assert s.calls["GetResourceRequests"] == 1

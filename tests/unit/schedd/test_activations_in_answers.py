@@ -37,6 +37,18 @@ class FakeQueue:
     def idle_jobs(self, owner: str) -> list[dict]:
         return [a for a in self.jobs.values() if a["JobStatus"] == IDLE and a["Owner"] == owner]
 
+    def idle_procs(self, owner: str) -> list[SimpleNamespace]:
+        """The idle jobs as proc records, each with an attribute of its own (so each is grouped
+        from its full ad)."""
+        return [self._proc(key) for key, a in self.jobs.items() if a["JobStatus"] == IDLE and a["Owner"] == owner]
+
+    def proc(self, cluster: int, proc: int) -> SimpleNamespace | None:
+        return self._proc((cluster, proc)) if (cluster, proc) in self.jobs else None
+
+    def _proc(self, key: tuple[int, int]) -> SimpleNamespace:
+        return SimpleNamespace(key=key, id=key[1], cluster=SimpleNamespace(id=key[0]), attrs={"Own": True},
+                               status=self.jobs[key]["JobStatus"])
+
     def idle_clusters(self, owner: str) -> list[SimpleNamespace]:
         by_cluster: dict[int, set[int]] = {}
         for ad in self.idle_jobs(owner):
