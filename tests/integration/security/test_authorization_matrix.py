@@ -108,6 +108,7 @@ VALID: dict[tuple[str, str], Callable[[Cell], dict[str, Any]]] = {
     ("startd", "ActivateClaims"): lambda c: {"Activations": [{"ClaimId": "forged#1", "JobAd": _job_ad(c)}]},
     ("startd", "ActivateClaim"): lambda c: {"ClaimId": "forged#1", "JobAd": _job_ad(c)},
     ("startd", "DeactivateClaim"): lambda c: {"ClaimId": "forged#1"},
+    ("startd", "WithdrawActivation"): lambda c: {"ClaimId": "forged#1", "ClusterId": 1, "ProcId": 0},
     ("startd", "SuspendClaim"): lambda c: {"ClaimId": "forged#1"},
     ("startd", "ContinueClaim"): lambda c: {"ClaimId": "forged#1"},
     ("startd", "ReleaseClaim"): lambda c: {"ClaimId": "forged#1"},
