@@ -117,18 +117,21 @@ class Connection:
         self._watched.discard(queue)
 
     async def missing_queues(self, connection: aiormq.abc.AbstractConnection) -> list[str]:
-        """The watched queues the broker no longer has. Each is asked with a passive declaration on
-        a plain channel of its own: the broker closes the channel it answers "not found" on."""
+        """The watched queues the broker no longer has, asked with passive declarations on a plain
+        channel (a new one after each "not found": the broker closes the channel it answers on)."""
         missing = []
-        for name in sorted(self._watched):
-            channel = await connection.channel(publisher_confirms=False)
-            try:
-                await channel.queue_declare(name, passive=True)
-            except aiormq.exceptions.ChannelNotFoundEntity:
-                missing.append(name)
-            finally:
-                if not channel.is_closed:
-                    await channel.close()
+        channel = None
+        try:
+            for name in sorted(self._watched):
+                if channel is None or channel.is_closed:
+                    channel = await connection.channel(publisher_confirms=False)
+                try:
+                    await channel.queue_declare(name, passive=True)
+                except aiormq.exceptions.ChannelNotFoundEntity:
+                    missing.append(name)
+        finally:
+            if channel is not None and not channel.is_closed:
+                await channel.close()
         return missing
 
     async def keep_queues(self) -> None:

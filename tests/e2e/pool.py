@@ -82,6 +82,12 @@ class Pool:
         kind, _, name = address.partition("@")
         return self.workdir / f"{kind}-{name}"
 
+    def console_dir(self, address: str) -> Path:
+        """Where the daemon's stdout and stderr (stderr.log), as a terminal would show them, stay
+        with the test, on this host."""
+        kind, _, name = address.partition("@")
+        return self.workdir / f"{kind}-{name}"
+
     def reach(self, address: str, path: Path) -> Path:
         """``path`` of the host that runs ``address``, as this test process reaches it."""
         return Path(path)
@@ -91,8 +97,7 @@ class Pool:
         address = f"{kind}@{name}"
         local = self.local_dir(address)
         self.reach(address, local).mkdir(parents=True, exist_ok=True)
-        # The daemon's stdout and stderr, as a terminal would show them, stay with the test.
-        console = self.workdir / f"{kind}-{name}"
+        console = self.console_dir(address)
         console.mkdir(parents=True, exist_ok=True)
         full = {k: v for k, v in os.environ.items() if not k.startswith("GRIDBUS_")}
         full.update(self.env)
@@ -149,7 +154,7 @@ class Pool:
             state = "running" if proc.poll() is None else f"exited {proc.returncode}"
             out.append(f"== {address} (pid {proc.pid}, {state})")
             logs = self.reach(address, self.local_dir(address) / "log")
-            for path in [*sorted(logs.glob("*")), self.workdir / address.replace("@", "-") / "stderr.log"]:
+            for path in [*sorted(logs.glob("*")), self.console_dir(address) / "stderr.log"]:
                 if path.is_file():
                     tail = path.read_text(errors="replace").splitlines()[-lines:]
                     out.append(f"-- {path.name}:\n" + "\n".join(tail))
