@@ -18,7 +18,7 @@ from htcondor2 import JobEventType
 
 from console.schedd import Schedd
 from tests.e2e.multihost.helpers import LEASE, all_unclaimed, finished, on
-from tests.e2e.pool import wait_for
+from tests.e2e.pool import logged, wait_for
 from tests.integration.faults.helpers import count, events
 from tests.multihost import LOCAL_DIR, SCHEDD, Host, MultiHostPool
 from tests.multihost.rss import PeakRss
@@ -130,6 +130,8 @@ def test_a_missing_input_holds_the_job_with_code_13(settled: MultiHostPool, tmp_
                    and j[0], 30)
     assert job["HoldReasonCode"] == 13, job
     assert "missing.txt" in job["HoldReason"], job
+    # The owner's shadow writes the event just after the hold is committed: wait for the log.
+    logged(iwd / "job.log", JobEventType.JOB_HELD, 1)
     assert count(iwd / "job.log", JobEventType.JOB_HELD, cluster) == 1, events(iwd / "job.log")
     assert not (iwd / "job.out").exists()
     settled.call(SCHEDD, "Remove", {"Ids": [str(cluster)], "Reason": "test over"})
@@ -260,6 +262,7 @@ def test_an_input_transfer_cut_by_the_link_going_down_never_runs_the_job_on_part
     assert job["ExitCode"] == 0 and job["LastRemoteHost"].endswith("@exec2"), job
     assert (iwd / "job.out").read_text() == f"big.bin: OK\n{exec2.fqdn}\n"
     # It ran once, on the whole input; the cut transfer left nothing on exec1.
+    logged(log, JobEventType.JOB_TERMINATED, 1)  # written by the owner's shadow just after the commit
     assert count(log, JobEventType.EXECUTE, cluster) == 1 and count(log, JobEventType.JOB_TERMINATED, cluster) == 1
     wait_for("exec1's scratch directory removed", lambda: not any(execute.iterdir()), LEASE * 4)
     wait_for("every slot unclaimed", lambda: all_unclaimed(settled), LEASE * 4)
