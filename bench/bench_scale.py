@@ -312,5 +312,8 @@ if __name__ == "__main__":
     try:
         run(a.quick, a.slots, a.jobs, a.runtime, a.slots_per_startd, figures, a.workdir)
     finally:
+        if LATENCIES and "q_totals_s_per_schedd_by_phase (calls, max, mean)" not in figures:  # a stopped run
+            figures["q_totals_s_per_schedd_by_phase so far (calls, max, mean)"] = {
+                k: (len(v), round(max(v), 3), round(sum(v) / len(v), 3)) for k, v in LATENCIES.items()}
         for key, value in figures.items():
             print(f"{key:58} {value}", flush=True)

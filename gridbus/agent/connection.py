@@ -1,9 +1,13 @@
 """An agent's link to the broker: one connection, its channels, gridbus's topology, publishing.
 
 The connection is robust and moves to the next broker GRIDBUS_URL lists when the one it has goes
-(a restarted broker or a closed connection is back within a second). It has two channels: one for
-requests, answers and plain messages, and one with publisher confirms for the messages whose loss
-would matter (job events), which are sent again until the broker confirms them.
+(a restarted broker or a closed connection is back within a second). It has three channels: one for
+requests and plain messages, one for the answers to requests, and one with publisher confirms for
+the messages whose loss would matter (job events), which are sent again until the broker confirms
+them. A channel sends one publish at a time and each waits until its frames are written to the
+socket, so under the broker's flow control a busy agent's publishes queue on their channel: a schedd
+claiming thousands of slots had its `q -totals` answers wait seconds behind its own RequestClaims.
+Answers on a channel of their own wait behind no more than one frame of each other channel.
 
 The queues the agent consumes from are checked every QUEUE_CHECK_INTERVAL: a queue can vanish with
 no word to its consumer (on a cluster, the clean-up of a dead node's queues can delete the queue
@@ -48,6 +52,7 @@ class Connection:
         self._robust: AbstractRobustConnection | None = None
         self._channel: AbstractChannel | None = None
         self._confirm_channel: AbstractChannel | None = None
+        self._answer_channel: AbstractChannel | None = None
         self._watched: set[str] = set()
 
     async def open(self, *, quorum: bool, on_reconnect: Callable[..., Awaitable[None]]) -> None:
@@ -58,6 +63,7 @@ class Connection:
         self._channel = await self._robust.channel(publisher_confirms=False)
         await self._channel.set_qos(prefetch_count=self.prefetch)
         self._confirm_channel = await self._robust.channel(publisher_confirms=True)
+        self._answer_channel = await self._robust.channel(publisher_confirms=False)
         await declare_topology(self._channel, quorum=quorum)
 
     @property
@@ -69,6 +75,12 @@ class Connection:
     def channel(self) -> AbstractChannel:
         assert self._channel is not None, "agent not started"
         return self._channel
+
+    @property
+    def answer_channel(self) -> AbstractChannel:
+        """The channel the answers to requests are published on (see the module's note)."""
+        assert self._answer_channel is not None, "agent not started"
+        return self._answer_channel
 
     @property
     def is_open(self) -> bool:

@@ -209,7 +209,7 @@ class Agent(CommonMethods):
         await self._client.start()
         await self.setup()
         await self.dispatcher.consume(self.connection.channel, durable=self.durable_requests,
-                                      arguments=self.request_queue_arguments())
+                                      arguments=self.request_queue_arguments(), answers=self.connection.answer_channel)
         self.connection.watch(bus.rpc_queue(self.address))
         self.spawn(self.connection.keep_queues(), "keep queues")
         await self.on_start()

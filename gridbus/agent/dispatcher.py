@@ -63,14 +63,19 @@ class Dispatcher:
         sizes = [m.max_bytes for c in schema.classes.values() for m in c.methods.values()]
         self.largest_request = max(sizes, default=DEFAULT_MAX_BYTES)
         self._channel: AbstractChannel | None = None
+        self._answers: AbstractChannel | None = None
         self._queue: AbstractQueue | None = None
         self._consumer_tag: str | None = None
         self._stopped = False
 
     # ------------------------------------------------------------------ the queue
-    async def consume(self, channel: AbstractChannel, *, durable: bool, arguments: dict[str, Any]) -> None:
-        """Declare and bind the request queue and serve what comes on it; answers go on ``channel``."""
+    async def consume(self, channel: AbstractChannel, *, durable: bool, arguments: dict[str, Any],
+                      answers: AbstractChannel | None = None) -> None:
+        """Declare and bind the request queue on ``channel`` and serve what comes on it; answers go
+        on ``answers`` (a channel of their own, so they never wait behind the agent's other
+        publishes), or on ``channel``."""
         self._channel = channel
+        self._answers = answers or channel
         self._stopped = False
         address = self.host.address
         queue = await channel.declare_queue(bus.rpc_queue(address), durable=durable, arguments=arguments)
@@ -269,9 +274,9 @@ class Dispatcher:
             body = wire.encode(reply, ctype)
         except TypeError as exc:
             body = wire.encode({"status": Status.EXCEPTION, "text": f"unencodable answer: {exc}", "partial": False}, ctype)
-        assert self._channel is not None
+        assert self._answers is not None
         # mandatory=False: RabbitMQ 3.10 returns a delivered direct reply-to message as unroutable.
-        await self._channel.default_exchange.publish(
+        await self._answers.default_exchange.publish(
             aio_pika.Message(body, content_type=ctype, correlation_id=message.correlation_id, type=mtype,
                              app_id=self.host.address),
             routing_key=message.reply_to,
