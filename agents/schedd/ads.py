@@ -15,25 +15,40 @@ COUNTERS = ("JobsSubmitted", "JobsStarted", "JobsCompleted", "JobsExited", "Jobs
 
 
 class Counters:
-    """JobsSubmitted, JobsStarted, ...: since the start, and within RATE_WINDOW."""
+    """JobsSubmitted, JobsStarted, ...: since the start, and within RATE_WINDOW.
+
+    The window's sums are kept as counts come and go: the Scheduler ad is built at every
+    advertisement, and summing a busy schedd's window (tens of thousands of starts and exits in
+    five minutes) each time took a third of its cpu while 20,000 jobs ran. Counts of one kind
+    within a second share one entry, so the window holds at most a few entries a second, and may
+    count up to a second more than RATE_WINDOW."""
 
     def __init__(self) -> None:
         self.cum = dict.fromkeys(COUNTERS, 0)
-        self._rates: deque[tuple[float, str, int]] = deque()
+        self._in_window = dict.fromkeys(COUNTERS, 0)
+        # [first stamp, last stamp, what, n], oldest first; an entry leaves with its last count
+        self._rates: deque[list[Any]] = deque()
 
     def count(self, what: str, n: int = 1) -> None:
         self.cum[what] += n
+        self._in_window[what] += n
         now = time.time()
-        self._rates.append((now, what, n))
-        while self._rates and self._rates[0][0] < now - RATE_WINDOW:
-            self._rates.popleft()
+        last = self._rates[-1] if self._rates else None
+        if last is not None and last[2] == what and 0 <= now - last[0] < 1.0:
+            last[1] = now
+            last[3] += n
+        else:
+            self._rates.append([now, now, what, n])
+        self._expire(now)
+
+    def _expire(self, now: float) -> None:
+        while self._rates and self._rates[0][1] < now - RATE_WINDOW:
+            _, _, what, n = self._rates.popleft()
+            self._in_window[what] -= n
 
     def window(self, now: float) -> dict[str, int]:
-        out = dict.fromkeys(self.cum, 0)
-        for stamp, what, n in self._rates:
-            if stamp >= now - RATE_WINDOW:
-                out[what] += n
-        return out
+        self._expire(now)
+        return dict(self._in_window)
 
 
 class Ads:
