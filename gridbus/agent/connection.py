@@ -54,6 +54,7 @@ class Connection:
         self._confirm_channel: AbstractChannel | None = None
         self._answer_channel: AbstractChannel | None = None
         self._watched: set[str] = set()
+        self._checking: asyncio.Future[list[str]] | None = None  # the queue check under way
 
     async def open(self, *, quorum: bool, on_reconnect: Callable[..., Awaitable[None]]) -> None:
         """Connect, open the channels and declare the topology (the dead-letter queue a quorum
@@ -154,13 +155,23 @@ class Connection:
 
     async def check_queues(self) -> list[str]:
         """One check: the watched queues found missing (and, if any, the connection is closed so
-        that the robust connection reconnects and declares them again)."""
+        that the robust connection reconnects and declares them again).
+
+        A check the broker is slow to answer (a loaded broker can take many seconds) is left to
+        finish, never cancelled: cancelling a channel's open or a declaration half way left
+        aiormq and the broker disagreeing about the channel, and the broker closed the whole
+        connection (CHANNEL_ERROR), which cost a 200,000-slot pool's collector its ads queue."""
         robust = self._robust
         transport = robust.transport if robust is not None else None
         if robust is None or transport is None or transport.connection.is_closed or robust.reconnecting:
             return []  # reconnecting already: it declares everything again
+        if self._checking is not None and not self._checking.done():
+            self.log.info("the last queue check on broker %s is still unanswered", self.broker)
+            return []
+        self._checking = checking = asyncio.ensure_future(self.missing_queues(transport.connection))
+        checking.add_done_callback(_retrieved)
         try:
-            missing = await asyncio.wait_for(self.missing_queues(transport.connection), QUEUE_CHECK_TIMEOUT)
+            missing = await asyncio.wait_for(asyncio.shield(checking), QUEUE_CHECK_TIMEOUT)
         except (TimeoutError, *CONNECTION_EXCEPTIONS) as exc:  # the connection's own trouble: it sees to it
             self.log.info("could not check the queues on broker %s: %r", self.broker, exc)
             return []
@@ -169,6 +180,12 @@ class Connection:
                              self.broker, ", ".join(missing))
             await transport.connection.close(ConnectionError(f"queues lost: {', '.join(missing)}"))
         return missing
+
+
+def _retrieved(done: asyncio.Future) -> None:
+    """A check that ended after its caller stopped waiting: its failure is not an error to report."""
+    if not done.cancelled():
+        done.exception()
 
 
 async def declare_topology(channel: AbstractChannel, *, quorum: bool = False) -> None:

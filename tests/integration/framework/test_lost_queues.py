@@ -57,3 +57,38 @@ def test_a_queue_gone_without_a_word_makes_the_agent_reconnect(amqp_url: str, vh
 async def _on_reconnect(agent: Echoer, event: threading.Event) -> None:
     assert agent.connection.robust is not None
     agent.connection.robust.reconnect_callbacks.add(lambda *_: event.set())
+
+
+def test_a_check_the_broker_is_slow_to_answer_is_left_to_finish(amqp_url: str, monkeypatch) -> None:
+    # Cancelling a channel's open or a declaration half way made a loaded broker close the whole
+    # connection: a check past its time is given up on, not cancelled, and not started again meanwhile.
+    from gridbus.agent import connection as connection_module
+
+    monkeypatch.setattr(connection_module, "QUEUE_CHECK_TIMEOUT", 0.2)
+    agent = Echoer("lost3", amqp_url, update_interval=5)
+    with AgentThread(agent) as thread:
+        gate = thread.call(_event())
+        real = agent.connection.missing_queues
+        started: list[int] = []
+
+        async def slow(conn):  # a broker slow to answer the passive declarations
+            started.append(1)
+            await gate.wait()
+            return await real(conn)
+
+        agent.connection.missing_queues = slow  # type: ignore[method-assign]
+        assert thread.call(agent.connection.check_queues()) == []  # given up on after 0.2 s
+        pending = agent.connection._checking
+        assert pending is not None and not pending.done()
+        assert thread.call(agent.connection.check_queues()) == []  # none started while it waits
+        assert started == [1]
+        thread.loop.call_soon_threadsafe(gate.set)
+        wait_for(pending.done, 10, "the slow check to finish")
+        assert not pending.cancelled() and pending.result() == []
+        assert _answers(amqp_url, "echoer@lost3")
+
+
+async def _event():
+    import asyncio
+
+    return asyncio.Event()
