@@ -9,6 +9,7 @@ frees the slot: a dynamic slot goes away, a static one gets a fresh claim id.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import secrets
 import time
@@ -51,6 +52,10 @@ class Claims:
         # Claims ended, in the order they ended -> until when an unanswered exit report of theirs
         # is still sent (their lease from the end).
         self._ended: dict[str, float] = {}
+        # (when the claim's lease could run out, claim id), soonest first. A renewal does not
+        # touch the heap: an entry found due with the claim renewed since goes back with its new
+        # deadline, so a check costs the claims that are due, not a walk over 10,000 of them.
+        self._deadlines: list[tuple[float, str]] = []
 
     # ------------------------------------------------------------------ lookup
     def get(self, claim_id: str, what: str) -> sl.Claim:
@@ -131,6 +136,7 @@ class Claims:
             claim = self.table.claim(self.table.carve(slot, req), Schedd, float(LeaseDuration), JobAd)
         claim.requested_for = gid
         self.by_id[claim.id] = claim
+        self.watch_lease(claim)
         log.info("%s claimed by %s for %s (lease %d s)", claim.slot.name, Schedd, claim.owner or "?", LeaseDuration)
         self.ads_changed(sl.ad_names(claim.slot))
         return self._granted(claim)
@@ -186,11 +192,36 @@ class Claims:
             await asyncio.sleep(self._lease_check_interval())
             now = time.monotonic()
             self._forget_ended(now)
-            for claim in list(self.by_id.values()):
-                if claim.id not in self._ending and claim.expired(now):
-                    log.warning("claim on %s: lease of %.0f s ran out with no word from %s; ending it",
-                                claim.slot.name, claim.lease, claim.schedd)
-                    self.spawn(self.end(claim, graceful=True, reason="lease"), "lease expired")
+            for claim in self.leases_run_out(now):
+                log.warning("claim on %s: lease of %.0f s ran out with no word from %s; ending it",
+                            claim.slot.name, claim.lease, claim.schedd)
+                self.spawn(self.end(claim, graceful=True, reason="lease"), "lease expired")
+
+    def watch_lease(self, claim: sl.Claim) -> None:
+        heap = self._deadlines
+        if len(heap) > 2 * len(self.by_id) + 64:
+            # Mostly claims ended before their deadline came up (a claim per job, no reuse):
+            # rebuilt from the live ones, so the heap stays the size of the claims.
+            heap[:] = [(c.renewed + c.lease, c.id) for c in self.by_id.values() if c is not claim]
+            heapq.heapify(heap)
+        heapq.heappush(heap, (claim.renewed + claim.lease, claim.id))
+
+    def leases_run_out(self, now: float) -> list[sl.Claim]:
+        """The live claims whose lease ran out by ``now`` and that nobody is ending yet."""
+        due: list[sl.Claim] = []
+        heap = self._deadlines
+        while heap and heap[0][0] < now:
+            _, cid = heapq.heappop(heap)
+            claim = self.by_id.get(cid)
+            if claim is None:
+                continue  # ended: its entry goes with it
+            if claim.expired(now) and cid not in self._ending:
+                due.append(claim)
+            # Still live: renewed since (its new deadline is not before now), or being ended
+            # (looked at again in a second, as long as the end has not removed it).
+            deadline = claim.renewed + claim.lease
+            heapq.heappush(heap, (deadline if deadline >= now else now + 1.0, cid))
+        return due
 
     def _forget_ended(self, now: float) -> None:
         # Oldest first; a longer lease ahead keeps shorter ones behind it a little longer.
@@ -201,8 +232,11 @@ class Claims:
             del self._ended[cid]
 
     def _lease_check_interval(self) -> float:
-        leases = [c.lease for c in self.by_id.values()]
-        return max(0.1, min([1.0, *(lease / 10 for lease in leases)]))
+        """Until the soonest lease could run out: at least 0.1 s, at most 1 s (the ended claims'
+        report window is trimmed at the same pace)."""
+        if not self._deadlines:
+            return 1.0
+        return max(0.1, min(1.0, self._deadlines[0][0] - time.monotonic()))
 
     # ------------------------------------------------------------------ ending
     @method("startd")

@@ -83,7 +83,8 @@ class Claim:
         self.renewed = time.monotonic()
 
     def expired(self, now: float) -> bool:
-        return now - self.renewed > self.lease
+        # The same sum as the lease heap's deadline (claims.py), so both agree to the last bit.
+        return now > self.renewed + self.lease
 
 
 @dataclass
