@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable
+from functools import partial
 from typing import Any
 
 from aio_pika.abc import AbstractIncomingMessage
@@ -50,6 +51,14 @@ ADS_QUEUE_MAX_BYTES = 256 * 1024 * 1024
 ADS_PREFETCH = 1000
 ADS_ACK_EVERY = 250
 ADS_ACK_DELAY = 0.05
+# A sender whose messages were lost is asked to advertise everything again at most this often: a
+# whole round of a 10,000-slot startd is 8 MB, and one round makes good every loss before it.
+READVERTISE_HOLDOFF = 10.0
+# ... and only once the ads queue holds fewer messages than this: asked while the queue still
+# overflows, the senders' whole rounds would add to the flood and be dropped in their turn.
+READVERTISE_BACKLOG = 1000
+# Senders whose message sequence is followed (oldest forgotten first past this many).
+MAX_SENDERS = 100_000
 
 # Application status of Locate when no such daemon has advertised.
 NOT_FOUND = Status.USER + 1
@@ -67,6 +76,21 @@ DAEMON_AD_TYPES = {
     "submitter": "Submitter",
     "generic": "Generic",
 }
+
+
+def _with_secrets(entry: Any, project: Any = None) -> dict[str, Any]:
+    """A stored ad merged with its private attributes (a new dict; the stored one is shared),
+    projected when ``project`` is given."""
+    ad = {**entry.ad, **entry.private} if entry.private else entry.ad
+    return project(ad) if project else ad
+
+
+def _put_bounded(table: dict[str, Any], key: str, value: Any) -> None:
+    """``table[key] = value``, forgetting the oldest key past MAX_SENDERS: made-up senders in a
+    flood of messages must not grow the collector without end."""
+    if key not in table and len(table) >= MAX_SENDERS:
+        del table[next(iter(table))]
+    table[key] = value
 
 
 def ads_queue_name(name: str) -> str:
@@ -106,6 +130,14 @@ class Collector(Agent):
         self._unacked: AbstractIncomingMessage | None = None
         self._unacked_count = 0
         self.ingest_log = logging.getLogger("gridbus.collector.ingest")
+        # Per sender (its address): (its DaemonStartTime, the highest message ``seq`` seen). A
+        # number skipped is messages the ads queue dropped (drop-head, under a flood): counted as
+        # UpdatesLost, and the sender is asked to advertise again (Advertise).
+        self._senders: dict[str, tuple[int, int]] = {}
+        self._readvertise_asked: dict[str, float] = {}
+        self._readvertise_wanted: dict[str, None] = {}  # senders to ask (an ordered set)
+        self.updates_lost = 0
+        self.readvertise_asked = 0
 
     # ------------------------------------------------------------------ lifecycle
     async def setup(self) -> None:
@@ -129,6 +161,7 @@ class Collector(Agent):
     async def on_start(self) -> None:
         self.spawn(self._expire_loop(), "expire")
         self.spawn(self._ack_loop(), "ack-ads")
+        self.spawn(self._readvertise_loop(), "ask to advertise again")
         # Ads published before this collector's queue was bound went nowhere: ask every agent to
         # advertise now rather than at its next interval (the queue is bound in setup()).
         try:
@@ -213,6 +246,7 @@ class Collector(Agent):
             self._refuse(f"undecodable message on {routing_key!r}: {exc}")
             return 0
         try:
+            self._follow_sequence(payload, routing_key)
             if mtype == bus.T_INVALIDATE:
                 self._invalidate_message(payload, routing_key)
                 return 0
@@ -221,6 +255,61 @@ class Collector(Agent):
             self._refuse(f"message on {routing_key!r} failed: {type(exc).__name__}: {exc}")
             self.log.debug("ingest failure", exc_info=True)
             return 0
+
+    def _follow_sequence(self, payload: Any, routing_key: str) -> None:
+        """Count the messages lost before this one from its sender, and mark the sender to be
+        asked to advertise again (`due_readvertisements`)."""
+        if not isinstance(payload, dict):
+            return
+        sender, start, seq = payload.get("from"), payload.get("start"), payload.get("seq")
+        if not (isinstance(sender, str) and type(start) is int and type(seq) is int):
+            return  # not from an advertiser (a tool publishing ads by hand)
+        name = sender.partition("@")[2]
+        if not name or not routing_key.endswith("." + name.replace(".", "_")):
+            return  # a sender must publish under its own name; another's is not followed
+        last = self._senders.get(sender)
+        if last is not None and (start, seq) <= last:
+            return  # a late or repeated message (or one of an earlier start)
+        _put_bounded(self._senders, sender, (start, seq))
+        if last is None or last[0] != start or seq == last[1] + 1:
+            return
+        lost = seq - last[1] - 1
+        self.updates_lost += lost
+        if sender not in self._readvertise_wanted:
+            _put_bounded(self._readvertise_wanted, sender, None)
+            self.ingest_log.warning("%d ad message(s) from %s lost (the ads queue dropped its oldest); it is "
+                                    "asked to advertise again once the queue has drained", lost, sender)
+
+    def due_readvertisements(self, backlog: int | None, now: float) -> list[str]:
+        """The senders to ask to advertise again now: none while the ads queue holds
+        READVERTISE_BACKLOG messages or more (or its length is unknown), and each at most once
+        per READVERTISE_HOLDOFF (one asked sooner stays wanted)."""
+        if backlog is None or backlog >= READVERTISE_BACKLOG:
+            return []
+        due = []
+        for sender in list(self._readvertise_wanted):
+            if now - self._readvertise_asked.get(sender, -READVERTISE_HOLDOFF) < READVERTISE_HOLDOFF:
+                continue
+            del self._readvertise_wanted[sender]
+            _put_bounded(self._readvertise_asked, sender, now)
+            due.append(sender)
+        self.readvertise_asked += len(due)
+        return due
+
+    async def _readvertise_loop(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            if not self._readvertise_wanted:
+                continue
+            backlog = await self.connection.queue_length(ads_queue_name(self.name))
+            for sender in self.due_readvertisements(backlog, time.monotonic()):
+                await self._ask_readvertise(sender)
+
+    async def _ask_readvertise(self, address: str) -> None:
+        try:
+            await self.client.notify(address, "Advertise")
+        except Exception:  # the broker is away: the sender's next full round makes good
+            self.log.warning("could not ask %s to advertise again", address, exc_info=True)
 
     def _ads_message(self, payload: Any, private: bool, routing_key: str) -> int:
         ads = payload.get("ads") if isinstance(payload, dict) else None
@@ -282,6 +371,8 @@ class Collector(Agent):
             "AdsHeld": len(self.store),
             "UpdatesTotal": s.updates,
             "UpdatesOutOfOrder": s.out_of_order,
+            "UpdatesLost": self.updates_lost,
+            "ReadvertisementsAsked": self.readvertise_asked,
             "UpdatesRejected": self.rejected,
             "UpdatesPerSecond": round(self.update_rate.per_second(), 3),
             "QueriesTotal": self.query_rate.total,
@@ -321,20 +412,24 @@ class Collector(Agent):
         predicate = compile_constraint(text)
         project = projector(Projection)
         entries = self._candidates(types, text)
-        if Private:
-            ads: Iterable[dict[str, Any]] = (
-                {**e.ad, **e.private} if e.private else e.ad for e in entries
-            )
+        shape: Any = project  # what each answered item becomes
+        if Private and predicate is always:
+            # Every ad with its secrets (the negotiator's query): the entries are chosen here and
+            # each merged into one dict a chunk at a time while the answer streams, so the ads
+            # queue is read between chunks. Merging 200,000 first kept the collector from its ads
+            # for seconds, long enough on a busy machine for its queue to overflow.
+            matches: list[Any] = list(select(entries, always, Limit))
+            shape = partial(_with_secrets, project=project)
         else:
-            ads = (e.ad for e in entries)
-        if predicate is not always:
-            ads = list(ads)  # references: the store replaces an ad's dict on update, never changes one
-            if len(ads) > PACED_SCAN:
-                return self._answer_paced(ads, predicate, Limit, project)
-        matches = list(select(ads, predicate, Limit))
+            ads: Iterable[dict[str, Any]] = (_with_secrets(e) for e in entries) if Private else (e.ad for e in entries)
+            if predicate is not always:
+                ads = list(ads)  # references: the store replaces an ad's dict on update, never changes one
+                if len(ads) > PACED_SCAN:
+                    return self._answer_paced(ads, predicate, Limit, project)
+            matches = list(select(ads, predicate, Limit))
         if len(matches) <= self.query_chunk:
-            return self._answer_whole([project(a) for a in matches] if project else matches)
-        return self._answer_chunks(matches, project)
+            return self._answer_whole([shape(a) for a in matches] if shape else matches)
+        return self._answer_chunks(matches, shape)
 
     async def _answer_paced(self, ads: list[dict[str, Any]], predicate: Any, limit: int,
                             project: Any) -> AsyncIterator[dict[str, Any]]:
@@ -356,11 +451,13 @@ class Collector(Agent):
     async def _answer_whole(ads: list[dict[str, Any]]) -> dict[str, Any]:
         return {"Ads": ads}
 
-    async def _answer_chunks(self, matches: list[dict[str, Any]], project: Any) -> AsyncIterator[dict[str, Any]]:
+    async def _answer_chunks(self, matches: list[Any], shape: Any) -> AsyncIterator[dict[str, Any]]:
+        """``matches`` in chunks, each item made an ad by ``shape`` (a projection, the merge with
+        its secrets) as its chunk goes out."""
         size = self.query_chunk
         for i in range(0, max(len(matches), 1), size):  # an empty answer is still one part
             chunk = matches[i : i + size]
-            yield {"Ads": [project(a) for a in chunk] if project else chunk}
+            yield {"Ads": [shape(a) for a in chunk] if shape else chunk}
 
     def _candidates(self, types: list[str] | None, text: str) -> Iterable[Any]:
         if not is_trivially_true(text):

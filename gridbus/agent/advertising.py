@@ -2,6 +2,11 @@
 when a collector asks (the Advertise broadcast a starting collector sends, so no first ad is lost),
 and their invalidation when the agent stops.
 
+Every ad and invalidation message carries its sender's address, start and a message sequence
+number (``from``, ``start``, ``seq``): a collector that sees a number skipped (its ads queue full
+under a storm drops the oldest messages) counts the updates lost and asks that agent to advertise
+everything again, instead of holding the lost slots' old states until the next full round.
+
 What is advertised is the agent's (`AdSource`: its ads, its private ads, how often); the
 advertiser owns when and how they travel: batched by MyType, stamped with one sequence number per
 round, the ads gone since the last round invalidated.
@@ -34,6 +39,7 @@ class AdSource(Protocol):
     """What the advertiser asks of its agent."""
 
     name: str
+    address: str
     my_type: str
     start_time: int
     update_interval: float
@@ -56,6 +62,7 @@ class Advertiser:
         self.log = log
         # UpdateSequenceNumber: the collector keeps the newest (DaemonStartTime, sequence) per ad.
         self.sequence = first_sequence
+        self._message_seq = 0  # the ``seq`` of the messages: one more per message, no gap
         self._published: dict[str, set[str]] = {}  # MyType -> names sent in the last round
         self._wanted = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -124,7 +131,7 @@ class Advertiser:
             for mytype, group in by_type.items():
                 for i in range(0, len(group), ADS_PER_MESSAGE):
                     await self.publish(bus.ADS, bus.ad_key(mytype, src.name, private=private),
-                                       {"ads": group[i : i + ADS_PER_MESSAGE]}, bus.T_AD)
+                                       self._stamped({"ads": group[i : i + ADS_PER_MESSAGE]}), bus.T_AD)
         if names is None:
             gone = {t: sent - names_now.get(t, set()) for t, sent in self._published.items()}
             self._published = names_now
@@ -155,7 +162,12 @@ class Advertiser:
             ordered = sorted(names)
             for i in range(0, len(ordered), ADS_PER_MESSAGE):
                 await self.publish(bus.ADS, bus.ad_key(mytype, self.source.name),
-                                   {"mytype": mytype, "names": ordered[i : i + ADS_PER_MESSAGE]}, bus.T_INVALIDATE)
+                                   self._stamped({"mytype": mytype, "names": ordered[i : i + ADS_PER_MESSAGE]}),
+                                   bus.T_INVALIDATE)
+
+    def _stamped(self, body: dict[str, Any]) -> dict[str, Any]:
+        self._message_seq += 1
+        return {**body, "from": self.source.address, "start": self.source.start_time, "seq": self._message_seq}
 
     def next_update_wait(self, first: bool) -> float:
         """Seconds to the next periodic update.

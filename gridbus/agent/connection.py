@@ -55,6 +55,7 @@ class Connection:
         self._answer_channel: AbstractChannel | None = None
         self._watched: set[str] = set()
         self._checking: asyncio.Future[list[str]] | None = None  # the queue check under way
+        self._probe: aiormq.abc.AbstractChannel | None = None  # queue_length's plain channel
 
     async def open(self, *, quorum: bool, on_reconnect: Callable[..., Awaitable[None]]) -> None:
         """Connect, open the channels and declare the topology (the dead-letter queue a quorum
@@ -161,14 +162,13 @@ class Connection:
         finish, never cancelled: cancelling a channel's open or a declaration half way left
         aiormq and the broker disagreeing about the channel, and the broker closed the whole
         connection (CHANNEL_ERROR), which cost a 200,000-slot pool's collector its ads queue."""
-        robust = self._robust
-        transport = robust.transport if robust is not None else None
-        if robust is None or transport is None or transport.connection.is_closed or robust.reconnecting:
+        connection = self._plain_connection()
+        if connection is None:
             return []  # reconnecting already: it declares everything again
         if self._checking is not None and not self._checking.done():
             self.log.info("the last queue check on broker %s is still unanswered", self.broker)
             return []
-        self._checking = checking = asyncio.ensure_future(self.missing_queues(transport.connection))
+        self._checking = checking = asyncio.ensure_future(self.missing_queues(connection))
         checking.add_done_callback(_retrieved)
         try:
             missing = await asyncio.wait_for(asyncio.shield(checking), QUEUE_CHECK_TIMEOUT)
@@ -178,8 +178,32 @@ class Connection:
         if missing:
             self.log.warning("broker %s no longer has %s: reconnecting to declare it again",
                              self.broker, ", ".join(missing))
-            await transport.connection.close(ConnectionError(f"queues lost: {', '.join(missing)}"))
+            await connection.close(ConnectionError(f"queues lost: {', '.join(missing)}"))
         return missing
+
+    def _plain_connection(self) -> aiormq.abc.AbstractConnection | None:
+        """The open aiormq connection under the robust one, for plain channels of passive
+        declarations; None while it is down or reconnecting."""
+        robust = self._robust
+        transport = robust.transport if robust is not None else None
+        if robust is None or transport is None or transport.connection.is_closed or robust.reconnecting:
+            return None
+        return transport.connection
+
+    async def queue_length(self, queue: str) -> int | None:
+        """The messages ready in ``queue``, or None when the broker did not say (reconnecting, or
+        no such queue). Asked with a passive declaration on a plain channel of its own, kept
+        between calls: the "not found" of a queue not (yet) declared closes only that channel."""
+        connection = self._plain_connection()
+        if connection is None:
+            return None
+        try:
+            if self._probe is None or self._probe.is_closed:
+                self._probe = await connection.channel(publisher_confirms=False)
+            ok = await self._probe.queue_declare(queue, passive=True)
+        except (aiormq.exceptions.AMQPError, *CONNECTION_EXCEPTIONS):
+            return None
+        return int(ok.message_count or 0)
 
 
 def _retrieved(done: asyncio.Future) -> None:

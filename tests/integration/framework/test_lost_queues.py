@@ -92,3 +92,20 @@ async def _event():
     import asyncio
 
     return asyncio.Event()
+
+
+def test_a_queues_length_is_asked_without_harm_when_it_is_not_there(amqp_url: str) -> None:
+    name = "gridbus.test.counted"
+    agent = Echoer("counted", amqp_url, update_interval=5)
+    with AgentThread(agent) as thread:
+        assert thread.call(agent.connection.queue_length(name)) is None  # no such queue (yet)
+        with pika.BlockingConnection(pika.URLParameters(amqp_url)) as conn:
+            ch = conn.channel()
+            ch.queue_declare(name)
+            for i in range(3):
+                ch.basic_publish("", name, b"x%d" % i)
+        # The "not found" closed only the probe's own channel: asked again, it says.
+        wait_for(lambda: thread.call(agent.connection.queue_length(name)) == 3, 10, "the queue's three messages")
+        assert _answers(amqp_url, "echoer@counted")  # the agent's own channels were not touched
+        with pika.BlockingConnection(pika.URLParameters(amqp_url)) as conn:
+            conn.channel().queue_delete(name)

@@ -50,6 +50,9 @@ def test_many_ads_travel_batched_by_type_with_sequence_and_lifetime():
     a.sent.clear()
     asyncio.run(a.advertiser.publish_ads())
     assert {ad["UpdateSequenceNumber"] for _, b, _ in a.sent for ad in b["ads"]} == {first + 1}
+    # Each message is numbered, one more than the last, whatever its type: a gap is a lost message.
+    stamps = [(b["from"], b["start"], b["seq"]) for _, b, _ in a.sent]
+    assert stamps == [("rec@r1", a.start_time, n) for n in range(6, 11)]
 
 
 def test_a_daemon_restarted_within_the_same_second_outranks_its_predecessor(monkeypatch):
@@ -77,7 +80,7 @@ def test_an_ad_gone_since_the_last_round_is_invalidated_and_a_stop_invalidates_a
     a.sent.clear()
     asyncio.run(a.advertiser.publish_ads())
     invalidations = [(k, b) for k, b, t in a.sent if t == bus.T_INVALIDATE]
-    assert invalidations == [("machine.r1", {"mytype": "Machine", "names": ["slot1@h"]})]
+    assert [(k, b["mytype"], b["names"]) for k, b in invalidations] == [("machine.r1", "Machine", ["slot1@h"])]
     a.sent.clear()
     asyncio.run(a.advertiser.invalidate())
     got = {b["mytype"]: sorted(b["names"]) for _, b, t in a.sent if t == bus.T_INVALIDATE}

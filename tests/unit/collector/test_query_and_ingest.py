@@ -148,3 +148,49 @@ def test_configuration_and_reconfig(tmp_path, monkeypatch):
     # The daemons' UPDATE_INTERVAL is not the collector's own interval.
     assert coll.update_interval == 60.0 and coll.lifetime == 180.0
     assert coll.store.default_lifetime == 5.0 and coll.private_readers == {"daemon"}
+
+
+def test_a_gap_in_a_senders_messages_is_counted_and_asked_for_once_the_queue_drains(coll):
+    def send(seq, start=1, sender="startd@h", key="machine.h"):
+        body = {"ads": [machine(f"s{seq}")], "from": sender, "start": start, "seq": seq}
+        coll.ingest(wire.encode(body), wire.MSGPACK, bus.T_AD, key)
+
+    for seq in (1, 2, 5):  # 3 and 4 lost
+        send(seq)
+    assert coll.collector_statistics()["UpdatesLost"] == 2
+    # Not while the queue still overflows (its senders' rounds would be dropped too), nor when
+    # its length is unknown; then once, and not again within the holdoff.
+    assert coll.due_readvertisements(5000, now=100.0) == []
+    assert coll.due_readvertisements(None, now=100.0) == []
+    assert coll.due_readvertisements(0, now=100.0) == ["startd@h"]
+    send(4)  # late: no gap
+    send(7)  # another loss: counted, and wanted again, but within the holdoff
+    assert coll.updates_lost == 3
+    assert coll.due_readvertisements(0, now=105.0) == []
+    assert coll.due_readvertisements(0, now=111.0) == ["startd@h"]
+    send(1, start=2)  # the sender restarted: its numbers begin again
+    send(2, start=2)
+    send(9, sender="startd@other", key="machine.h")  # not its own routing key: not followed
+    send(12, sender="startd@other", key="machine.h")
+    assert coll.updates_lost == 3 and coll.due_readvertisements(0, now=200.0) == []
+    assert coll.collector_statistics()["ReadvertisementsAsked"] == 2
+    assert len(coll.store) == 7  # every ad was stored (s1..s12, seven names), whatever its sequence said
+
+
+def test_a_private_query_of_every_ad_streams_each_with_its_secret():
+    coll = Collector("c3", "amqp://guest:guest@127.0.0.1:5672/", query_chunk=500)
+    coll.ingest(wire.encode({"ads": [machine(f"s{i}") for i in range(1200)]}), wire.MSGPACK, bus.T_AD, "machine.h")
+    secrets = [{"MyType": "Machine", "Name": f"s{i}", "ClaimId": f"claim-{i}", "DaemonStartTime": 1} for i in range(1200)]
+    coll.ingest(wire.encode({"ads": secrets}), wire.MSGPACK, bus.T_AD, "private.machine.h")
+
+    async def chunks(**args):
+        call = Call("guest", "collector@c3", "Query", {})
+        base = {"AdTypes": ["Machine"], "Constraint": "true", "Projection": [], "Limit": -1, "Private": True}
+        return [c["Ads"] for c in await collect(coll.Query(call, **{**base, **args}))]
+
+    got = asyncio.run(chunks())
+    assert [len(c) for c in got] == [500, 500, 200]
+    assert all(ad["ClaimId"] == f"claim-{ad['Name'][1:]}" for c in got for ad in c)
+    assert all("ClaimId" not in e.ad for e in coll.store.entries())  # the stored ads are not touched
+    assert asyncio.run(chunks(Limit=3, Projection=["Name", "ClaimId"])) == [
+        [{"Name": f"s{i}", "ClaimId": f"claim-{i}"} for i in range(3)]]
