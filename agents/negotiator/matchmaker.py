@@ -22,9 +22,10 @@ Memory and Disk.
 Hostile requests. Each evaluation is bounded (``gridbus.classad.limits``), but a request whose
 Requirements reach a per-slot attribute (``regexp("(a|aa)+$", strcat(MY.S, TARGET.Name))``) is
 one group per slot, so its cost would be slots x the budget. A request is therefore charged per
-cycle: the evaluations of it that go past a bound (``strikes``) and the time its evaluations take
-(``request_seconds``); past either, the request is rejected for the cycle as a hostile expression
-(:data:`REJECT_HOSTILE`, with a sentence in :attr:`Matchmaker.hostile`) instead of being tried on
+cycle: the evaluations of it that go past a bound (``strikes``) and the cpu time its evaluations
+take on the matching thread (``request_seconds``: cpu, not wall time, so a busy machine does not
+make an honest request look hostile); past either, the request is rejected for the cycle as a
+hostile expression (:data:`REJECT_HOSTILE`, with a sentence in :attr:`Matchmaker.hostile`) instead of being tried on
 every slot.
 """
 
@@ -288,7 +289,7 @@ class Matchmaker:
     # ------------------------------------------------------------------ ranks
     def _rank(self, job: dict[str, Any], job_rank: Any, slot_ad: dict[str, Any]) -> tuple[float, float]:
         self.rank_evaluations += 1
-        started = time.perf_counter()
+        started = time.thread_time()
         try:
             return eval_number(job_rank, job, slot_ad, strict=True), eval_number(get(slot_ad, "Rank"), slot_ad, job, strict=True)
         except EvaluationLimitExceeded as exc:
@@ -304,7 +305,7 @@ class Matchmaker:
             raise _Hostile(f"its expressions went past an evaluation bound on {self._struck} slots ({exc})")
 
     def _charge(self, started: float) -> None:
-        self._spent += time.perf_counter() - started
+        self._spent += time.thread_time() - started
         if self._spent > self.request_seconds:
             raise _Hostile(f"its expressions took more than {self.request_seconds:g} s of evaluation in this cycle")
 
@@ -424,7 +425,7 @@ class Matchmaker:
         """Both Requirements (HTCondor's symmetric match); an evaluation past a bound is false
         and a strike against the request."""
         self.evaluations += 1
-        started = time.perf_counter()
+        started = time.thread_time()
         try:
             return test_expr(job_req, job, slot_ad, True) and test_expr(get(slot_ad, "Requirements"), slot_ad, job, True)
         except EvaluationLimitExceeded as exc:

@@ -128,9 +128,11 @@ class Negotiation:
         for i, m in enumerate(Matches):
             if not isinstance(m, dict):
                 raise invalid(f"Match: Matches[{i}] must be a map, got {type(m).__name__}")
-            for key, kind in (("AutoClusterId", int), ("ClaimId", str), ("Slot", str), ("Startd", str), ("SlotAd", dict)):
+            for key, kind in (("AutoClusterId", int), ("ClaimId", str), ("Slot", str), ("Startd", str)):
                 if not isinstance(m.get(key), kind):
                     raise invalid(f"Match: Matches[{i}] needs {key} ({kind.__name__})")
+            if not isinstance(m.get("SlotAd", {}), dict):
+                raise invalid(f"Match: Matches[{i}].SlotAd, when given, must be the slot's ad (a map)")
             checked.append(m)
         accepted = 0
         for m in checked:
@@ -204,7 +206,7 @@ class Negotiation:
             startd=match["Startd"],
             slot=str(out.get("Slot") or match["Slot"]),
             owner=str(ad.get("Owner", "")),
-            slot_ad=out.get("SlotAd") if isinstance(out.get("SlotAd"), dict) else match["SlotAd"],
+            slot_ad=out.get("SlotAd") if isinstance(out.get("SlotAd"), dict) else match.get("SlotAd", {}),
             worklife_end=time.time() + self.settings.claim_worklife,
             in_reports=out.get("ReportActivations") is True,
         )

@@ -48,8 +48,9 @@ def test_claims_wait_their_turn_and_all_are_made(tmp_path: Path):
         reqs = await schedd.negotiation.GetResourceRequests(neg, Owner="alice", Limit=10, After=-1,
                                                            AutoClusterAttrs=[], WholeAds=False)
         acid = reqs["Requests"][0]["AutoClusterId"]
-        matches = [{"AutoClusterId": acid, "ClaimId": f"c{i}", "Slot": f"slot{i}@a", "Startd": "startd@a",
-                    "SlotAd": dict(SLOT_AD)} for i in range(10)]
+        # As the negotiator sends them: no SlotAd (the startd's answer brings it).
+        matches = [{"AutoClusterId": acid, "ClaimId": f"c{i}", "Slot": f"slot{i}@a", "Startd": "startd@a"}
+                   for i in range(10)]
         out = await schedd.negotiation.Match(call("Match", user="negotiator"), Matches=matches)
         assert out["Accepted"] == 10
         for _ in range(20):
@@ -66,6 +67,7 @@ def test_claims_wait_their_turn_and_all_are_made(tmp_path: Path):
             await asyncio.sleep(0)
         assert sorted(startds.claimed) == sorted(f"c{i}" for i in range(10))
         assert startds.most == 3
+        assert [c.slot_ad for c in schedd.claims.by_id.values()] == [SLOT_AD] * 10
         await schedd.commits.close()
 
     asyncio.run(main())
