@@ -210,9 +210,13 @@ class OwnerShadows:
         return sh
 
     async def _call(self, owner: str, req: dict[str, Any], doing: str) -> dict[str, Any]:
-        answer = await self._shadow(owner).request(req)
+        sh = self._shadow(owner)
+        answer = await sh.request(req)
         if not answer.get("ok"):
-            what = f"{owner} cannot {doing} {req['path']}" if req.get("path") else f"the shadow of {owner} cannot {doing}"
+            # The account that tried, when it is not the owner's namesake (a personal pool run by
+            # root acts for other broker users as its unprivileged account, nobody by default).
+            who = owner if sh.account.name == owner else f"{owner} (as the Unix account {sh.account.name})"
+            what = f"{who} cannot {doing} {req['path']}" if req.get("path") else f"the shadow of {who} cannot {doing}"
             raise ShadowRefused(f"{what}: {answer.get('error')}",
                                 int(answer.get("errno") or 0))
         return answer

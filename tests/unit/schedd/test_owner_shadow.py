@@ -47,9 +47,10 @@ def test_a_root_only_file_is_neither_read_nor_written_and_each_refusal_is_a_sent
         try:
             assert await shadows.uid_of("alice") == pwd.getpwnam("nobody").pw_uid
             assert await shadows.read("alice", str(public), 0, 0, 100) == "hello\n"
-            with pytest.raises(ShadowRefused, match=r"alice cannot read .*secret: Permission denied"):
+            # The sentence names the account that tried: alice has no account here, nobody acts.
+            with pytest.raises(ShadowRefused, match=r"alice \(as the Unix account nobody\) cannot read .*secret: Permission denied"):
                 await shadows.read("alice", str(secret), 0, 0, 100)
-            with pytest.raises(ShadowRefused, match=r"alice cannot write .*secret: Permission denied"):
+            with pytest.raises(ShadowRefused, match=r"alice \(as the Unix account nobody\) cannot write .*secret: Permission denied"):
                 await shadows.append("alice", str(secret), "appended\n")
             with pytest.raises(ShadowRefused, match="Permission denied"):
                 await shadows.append("alice", str(tmp_path / "new.log"), "x")  # directory is root's
