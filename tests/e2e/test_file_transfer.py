@@ -376,9 +376,17 @@ def test_the_shadow_s_broker_connection_closed_mid_transfer_requeues_the_job_and
     (subdir / "in.txt").write_text("x")
     keeper = _submit(tpool, subdir, _script(subdir / "sleep.sh", "sleep 120\n"), TransferInput="in.txt",
                      Out="/dev/null", Err="/dev/null")
-    shadow_conn = wait_for("the shadow's connection listed by the broker", lambda: [
-        c["name"] for c in mgmt.connections(vhost)
-        if str((c.get("client_properties") or {}).get("connection_name", "")).startswith("gridbus shadow of ")], 30)[0]
+    # The keeper running and one shadow connection left: an earlier test's shadow of the same owner
+    # may still be listed while the schedd stops it (it had no running job), and cutting that one
+    # would find it already gone.
+    def one_shadow_connection() -> list[str]:
+        if not [j for j in tpool.jobs("schedd@s", f"ClusterId == {keeper}") if j.get("JobStatus") == 2]:
+            return []
+        names = [c["name"] for c in mgmt.connections(vhost)
+                 if str((c.get("client_properties") or {}).get("connection_name", "")).startswith("gridbus shadow of ")]
+        return names if len(names) == 1 and len(_shadow_pids(tpool)) == 1 else []
+    shadow_conn = wait_for("the keeper running and its shadow's one connection listed by the broker",
+                           one_shadow_connection, 30)[0]
     (subdir / "big.bin").write_bytes(os.urandom(128 << 20))
     cluster = _submit(tpool, subdir, _script(subdir / "job.sh", "cp big.bin copy.bin\n"), TransferInput="big.bin",
                       TransferOutput="copy.bin")
