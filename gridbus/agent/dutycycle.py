@@ -3,16 +3,31 @@
 HTCondor measures its daemons' duty cycle as the share of time spent outside the wait for events
 (select/poll). An asyncio loop waits in its selector's ``select``; the meter wraps that selector
 and adds up the time spent inside ``select``, so busy = 1 - waiting / elapsed over a window.
+
+The same wrapper sees each turn of the loop (from one ``select`` to the next). A turn that runs
+longer than ``STALL_SECONDS`` holds up every answer of the agent (a q -totals waits behind it),
+so :meth:`DutyCycle.watch_stalls` reports it: a watchdog thread samples the loop thread's stack
+while the turn goes on, and the turn's length and where it was are logged once it ends.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
+import threading
 import time
+import traceback
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 # Windows shorter than this are noise (one burst of work reads as 100%).
 MIN_WINDOW = 1.0
+# A loop turn this long (seconds) without waiting for I/O is reported.
+STALL_SECONDS = 1.0
+# Frames named in a sample of where a long turn was (the innermost ones of gridbus's own code).
+SAMPLE_FRAMES = 4
 
 
 class DutyCycle:
@@ -22,6 +37,14 @@ class DutyCycle:
         self.value = 0.0
         self._mark = (time.monotonic(), 0.0)
         self.installed = False
+        # When the current loop turn began (select returned); None while the loop waits in select.
+        self.turn_started: float | None = None
+        self.stalls = 0  # turns longer than the stall threshold
+        self.longest_turn = 0.0
+        self._stall: tuple[float, Callable[[float, list[str]], None]] | None = None
+        self._samples: list[tuple[float, str]] = []  # (the turn's start, where it was), from the watchdog
+        self._loop_thread = 0
+        self._loop: Callable[[], asyncio.AbstractEventLoop | None] = lambda: None
 
     def install(self, loop: asyncio.AbstractEventLoop) -> bool:
         """Wrap the loop's selector; False (the value stays 0) for a loop without one (uvloop)."""
@@ -31,7 +54,55 @@ class DutyCycle:
         loop._selector = _TimedSelector(selector, self)  # type: ignore[attr-defined]
         self._mark = (time.monotonic(), self.waiting)
         self.installed = True
+        self._loop_thread = threading.get_ident()
+        self._loop = weakref.ref(loop)
         return True
+
+    def watch_stalls(self, report: Callable[[float, list[str]], None], threshold: float = STALL_SECONDS) -> None:
+        """Call ``report(seconds, samples)`` on the loop's thread after each turn of the loop
+        longer than ``threshold``; ``samples`` say where the turn was, sampled every quarter of
+        the threshold while it lasted. Needs :meth:`install` first; the watchdog is a daemon
+        thread that only reads a float until a turn runs long."""
+        if not self.installed or self._stall is not None:
+            return
+        self._stall = (threshold, report)
+        threading.Thread(target=self._watchdog, args=(threshold,), name="loop-stall-watch", daemon=True).start()
+
+    def _watchdog(self, threshold: float) -> None:
+        sampled_at = 0.0  # the next time into the current turn to sample at
+        turn = None
+        while True:
+            time.sleep(threshold / 4)
+            loop = self._loop()
+            if loop is None or loop.is_closed():
+                return  # (an agent run in a thread of a test, or a loop run again, ends it)
+            del loop
+            started = self.turn_started
+            if started is None:
+                continue
+            if started != turn:
+                turn, sampled_at = started, threshold
+            if time.monotonic() - started < sampled_at:
+                continue
+            frame = sys._current_frames().get(self._loop_thread)
+            if frame is not None and self.turn_started == started:
+                self._samples.append((started, _where(frame)))
+            sampled_at += threshold / 4
+
+    def _turn_ended(self, started: float, now: float) -> None:
+        """On the loop's thread, when ``select`` is called again."""
+        length = now - started
+        if length > self.longest_turn:
+            self.longest_turn = length
+        if self._stall is None or length < self._stall[0]:
+            return
+        self.stalls += 1
+        samples, self._samples = self._samples, []
+        ours = [where for s, where in samples if s == started]
+        try:
+            self._stall[1](length, ours)
+        except Exception:  # a report must never break the loop's select
+            pass
 
     def sample(self) -> float:
         """The busy fraction since the previous sample (at least min_window ago), in [0, 1]."""
@@ -53,11 +124,31 @@ class _TimedSelector:
         self._meter = meter
 
     def select(self, timeout: float | None = None) -> Any:
+        meter = self._meter
         started = time.monotonic()
+        turn = meter.turn_started
+        meter.turn_started = None
+        if turn is not None:
+            meter._turn_ended(turn, started)
         try:
             return self._inner.select(timeout)
         finally:
-            self._meter.waiting += time.monotonic() - started
+            meter.turn_started = now = time.monotonic()
+            meter.waiting += now - started
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+
+def _where(frame: Any) -> str:
+    """Where a stack is: its innermost frames of gridbus's own code (and the innermost frame of
+    all, when that is a library's), as ``file:line function``, each called from the next."""
+    stack = traceback.extract_stack(frame)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    own = [f for f in stack if f.filename.startswith(root)] or list(stack)
+    inner = stack[-1]
+    picked = own[-SAMPLE_FRAMES:]
+    if picked[-1] is not inner:
+        picked = picked[-(SAMPLE_FRAMES - 1):] + [inner]
+    return " < ".join(f"{os.path.relpath(f.filename, root) if f.filename.startswith(root) else os.path.basename(f.filename)}"
+                      f":{f.lineno} {f.name}" for f in reversed(picked))

@@ -1,0 +1,65 @@
+"""A loop turn that runs long is reported with where it was; short turns are not."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from gridbus.agent.dutycycle import DutyCycle
+
+
+def _blocking_on_purpose(seconds: float) -> None:
+    time.sleep(seconds)  # sleeps release the GIL, so the watchdog thread samples meanwhile
+
+
+async def _run(work, threshold: float) -> tuple[DutyCycle, list[tuple[float, list[str]]]]:
+    meter = DutyCycle()
+    assert meter.install(asyncio.get_running_loop())
+    reports: list[tuple[float, list[str]]] = []
+    meter.watch_stalls(lambda seconds, samples: reports.append((seconds, samples)), threshold=threshold)
+    await work()
+    for _ in range(3):  # turns of the loop after the work, so the last turn ends and is reported
+        await asyncio.sleep(0.01)
+    return meter, reports
+
+
+def test_a_long_turn_is_reported_once_with_the_function_it_was_in():
+    async def work():
+        await asyncio.sleep(0.01)
+        _blocking_on_purpose(0.6)
+
+    meter, reports = asyncio.run(_run(work, threshold=0.2))
+    assert len(reports) == 1, reports
+    seconds, samples = reports[0]
+    assert seconds >= 0.6
+    assert samples and all("_blocking_on_purpose" in s for s in samples), samples
+    assert "tests/unit/agent/test_loop_stalls.py" in samples[0]
+    assert meter.stalls == 1 and meter.longest_turn >= 0.6
+
+
+def test_turns_shorter_than_the_threshold_are_not_reported():
+    async def work():
+        for _ in range(20):
+            _blocking_on_purpose(0.01)
+            await asyncio.sleep(0)
+
+    meter, reports = asyncio.run(_run(work, threshold=0.5))
+    assert reports == [] and meter.stalls == 0
+    assert 0 < meter.longest_turn < 0.5
+
+
+def test_a_report_that_raises_does_not_break_the_loop():
+    async def main():
+        meter = DutyCycle()
+        meter.install(asyncio.get_running_loop())
+
+        def broken(seconds, samples):
+            raise RuntimeError("a broken report")
+        meter.watch_stalls(broken, threshold=0.05)
+        await asyncio.sleep(0.01)  # (the turn that installed the meter is not timed)
+        _blocking_on_purpose(0.1)
+        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)
+        return meter.stalls
+
+    assert asyncio.run(main()) == 1
