@@ -70,11 +70,12 @@ class CommonMethods:
         if self._duty.install(asyncio.get_running_loop()):
             self._duty.watch_stalls(self._loop_stalled)
 
-    def _loop_stalled(self, seconds: float, samples: list[str]) -> None:
+    def _loop_stalled(self, seconds: float, gc_seconds: float, samples: list[str]) -> None:
         where = Counter(samples)
         self.log.warning(
-            "the event loop ran %.2f s without waiting for I/O (every answer of this daemon waited); sampled in: %s",
-            seconds, "; ".join(f"{w} (x{n})" if n > 1 else w for w, n in where.most_common()) or "(no sample)")
+            "the event loop ran %.2f s without waiting for I/O (every answer of this daemon waited), %.2f s of it "
+            "in garbage collection; sampled in: %s", seconds, gc_seconds,
+            "; ".join(f"{w} (x{n})" if n > 1 else w for w, n in where.most_common()) or "(no sample)")
 
     def ad_extras(self) -> dict[str, Any]:
         return {"DaemonCoreDutyCycle": self._duty.sample() if self._duty else 0.0}

@@ -13,6 +13,7 @@ while the turn goes on, and the turn's length and where it was are logged once i
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import sys
 import threading
@@ -41,10 +42,13 @@ class DutyCycle:
         self.turn_started: float | None = None
         self.stalls = 0  # turns longer than the stall threshold
         self.longest_turn = 0.0
-        self._stall: tuple[float, Callable[[float, list[str]], None]] | None = None
+        self._stall: tuple[float, Callable[[float, float, list[str]], None]] | None = None
+        self._gc_at_turn = 0.0  # gc_seconds when the current turn began
         self._samples: list[tuple[float, str]] = []  # (the turn's start, where it was), from the watchdog
         self._loop_thread = 0
         self._loop: Callable[[], asyncio.AbstractEventLoop | None] = lambda: None
+        self.gc_seconds = 0.0  # in the cyclic garbage collector, since install (the loop's thread)
+        self._gc_started = 0.0
 
     def install(self, loop: asyncio.AbstractEventLoop) -> bool:
         """Wrap the loop's selector; False (the value stays 0) for a loop without one (uvloop)."""
@@ -56,12 +60,28 @@ class DutyCycle:
         self.installed = True
         self._loop_thread = threading.get_ident()
         self._loop = weakref.ref(loop)
+        gc.callbacks.append(self._gc_phase)
         return True
 
-    def watch_stalls(self, report: Callable[[float, list[str]], None], threshold: float = STALL_SECONDS) -> None:
-        """Call ``report(seconds, samples)`` on the loop's thread after each turn of the loop
-        longer than ``threshold``; ``samples`` say where the turn was, sampled every quarter of
-        the threshold while it lasted. Needs :meth:`install` first; the watchdog is a daemon
+    def _gc_phase(self, phase: str, info: dict[str, int]) -> None:
+        """Time the cyclic collector's runs on the loop's thread (a long turn may be one)."""
+        if threading.get_ident() != self._loop_thread:
+            return
+        if phase == "start":
+            loop = self._loop()
+            if loop is None or loop.is_closed():  # (an agent run in a thread of a test)
+                gc.callbacks.remove(self._gc_phase)
+                return
+            self._gc_started = time.perf_counter()
+        elif self._gc_started:
+            self.gc_seconds += time.perf_counter() - self._gc_started
+            self._gc_started = 0.0
+
+    def watch_stalls(self, report: Callable[[float, float, list[str]], None], threshold: float = STALL_SECONDS) -> None:
+        """Call ``report(seconds, gc_seconds, samples)`` on the loop's thread after each turn of
+        the loop longer than ``threshold``; ``gc_seconds`` of it were spent in the cyclic garbage
+        collector, and ``samples`` say where the turn was, sampled every quarter of
+        the threshold from the first quarter on. Needs :meth:`install` first; the watchdog is a daemon
         thread that only reads a float until a turn runs long."""
         if not self.installed or self._stall is not None:
             return
@@ -80,8 +100,8 @@ class DutyCycle:
             started = self.turn_started
             if started is None:
                 continue
-            if started != turn:
-                turn, sampled_at = started, threshold
+            if started != turn:  # sampled from a quarter of the threshold on, so a turn just
+                turn, sampled_at = started, threshold / 4  # over it has samples too
             if time.monotonic() - started < sampled_at:
                 continue
             frame = sys._current_frames().get(self._loop_thread)
@@ -94,13 +114,15 @@ class DutyCycle:
         length = now - started
         if length > self.longest_turn:
             self.longest_turn = length
+        samples: list[tuple[float, str]] = []
+        if self._samples:  # (a turn under the threshold may have some too: they go)
+            samples, self._samples = self._samples, []
         if self._stall is None or length < self._stall[0]:
             return
         self.stalls += 1
-        samples, self._samples = self._samples, []
         ours = [where for s, where in samples if s == started]
         try:
-            self._stall[1](length, ours)
+            self._stall[1](length, self.gc_seconds - self._gc_at_turn, ours)
         except Exception:  # a report must never break the loop's select
             pass
 
@@ -135,6 +157,7 @@ class _TimedSelector:
         finally:
             meter.turn_started = now = time.monotonic()
             meter.waiting += now - started
+            meter._gc_at_turn = meter.gc_seconds
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import logging.handlers
 import signal
@@ -13,6 +14,24 @@ from pathlib import Path
 
 from gridbus.agent.core import Agent
 from gridbus.config import Config
+
+# The cyclic garbage collector's young generation is collected once this many more container
+# objects were made than freed (CPython's default is 700). A collector replacing 200,000 slot ads
+# makes a message's 500 new ads before it frees the old ones: at 700, each round of updates ran
+# about 1,100 young and 100 middle collections, and promoted enough to run three full ones over
+# its 1.2 million objects, 45% of its ingest time. At 10,000 the churn of a steady pool runs
+# none; a growing heap is still collected, full collections stay as rare as CPython makes them.
+GC_YOUNG_THRESHOLD = 10_000
+
+
+def tune_gc() -> None:
+    """Before a daemon's loop starts: the objects of its start-up (modules, configuration) are
+    moved out of the collector's view for good (they live as long as the process), and the young
+    generation's threshold is raised to GC_YOUNG_THRESHOLD."""
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
 
 
 def setup_logging(
@@ -98,6 +117,7 @@ def run(make_agent: Callable[[], Agent]) -> None:
         loop.add_signal_handler(signal.SIGHUP, lambda: _reconfig(agent))
         await agent.run(stop)
 
+    tune_gc()
     try:
         asyncio.run(main())
     except KeyboardInterrupt:

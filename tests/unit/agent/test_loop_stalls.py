@@ -16,7 +16,7 @@ async def _run(work, threshold: float) -> tuple[DutyCycle, list[tuple[float, lis
     meter = DutyCycle()
     assert meter.install(asyncio.get_running_loop())
     reports: list[tuple[float, list[str]]] = []
-    meter.watch_stalls(lambda seconds, samples: reports.append((seconds, samples)), threshold=threshold)
+    meter.watch_stalls(lambda seconds, gc_seconds, samples: reports.append((seconds, samples)), threshold=threshold)
     await work()
     for _ in range(3):  # turns of the loop after the work, so the last turn ends and is reported
         await asyncio.sleep(0.01)
@@ -42,10 +42,12 @@ def test_turns_shorter_than_the_threshold_are_not_reported():
         for _ in range(20):
             _blocking_on_purpose(0.01)
             await asyncio.sleep(0)
+        _blocking_on_purpose(0.3)  # sampled (from a quarter of the threshold on), not reported
 
     meter, reports = asyncio.run(_run(work, threshold=0.5))
     assert reports == [] and meter.stalls == 0
-    assert 0 < meter.longest_turn < 0.5
+    assert 0.3 <= meter.longest_turn < 0.5
+    assert meter._samples == []  # the short turn's samples went with it
 
 
 def test_a_report_that_raises_does_not_break_the_loop():
@@ -53,7 +55,7 @@ def test_a_report_that_raises_does_not_break_the_loop():
         meter = DutyCycle()
         meter.install(asyncio.get_running_loop())
 
-        def broken(seconds, samples):
+        def broken(seconds, gc_seconds, samples):
             raise RuntimeError("a broken report")
         meter.watch_stalls(broken, threshold=0.05)
         await asyncio.sleep(0.01)  # (the turn that installed the meter is not timed)
@@ -63,3 +65,30 @@ def test_a_report_that_raises_does_not_break_the_loop():
         return meter.stalls
 
     assert asyncio.run(main()) == 1
+
+
+def test_the_garbage_collector_s_share_of_a_long_turn_is_told():
+    import gc
+
+    reports = []
+
+    async def main():
+        meter = DutyCycle()
+        meter.install(asyncio.get_running_loop())
+        meter.watch_stalls(lambda seconds, gc_seconds, samples: reports.append((seconds, gc_seconds)), threshold=0.05)
+        await asyncio.sleep(0.01)
+        junk = []
+        for _ in range(200_000):  # objects in cycles, for the collector to find
+            a: list = []
+            a.append(a)
+            junk.append(a)
+        del junk
+        t = time.perf_counter()
+        while time.perf_counter() - t < 0.06:
+            gc.collect()
+        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)
+        gc.callbacks.remove(meter._gc_phase)
+    asyncio.run(main())
+    (seconds, gc_seconds), = reports
+    assert 0.03 < gc_seconds <= seconds

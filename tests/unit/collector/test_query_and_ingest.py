@@ -194,3 +194,41 @@ def test_a_private_query_of_every_ad_streams_each_with_its_secret():
     assert all("ClaimId" not in e.ad for e in coll.store.entries())  # the stored ads are not touched
     assert asyncio.run(chunks(Limit=3, Projection=["Name", "ClaimId"])) == [
         [{"Name": f"s{i}", "ClaimId": f"claim-{i}"} for i in range(3)]]
+
+
+class _Delivered:
+    """An ad message as aio-pika delivers it, recording its acknowledgement."""
+
+    def __init__(self, body: bytes, acked: list):
+        self.body, self.content_type, self.type, self.routing_key = body, wire.MSGPACK, bus.T_AD, "machine.h"
+        self._acked = acked
+
+    async def ack(self, multiple: bool = False) -> None:
+        self._acked.append((self, multiple))
+
+
+def test_a_flood_of_ad_messages_is_ingested_in_slices_in_order_and_every_one_acknowledged(coll, monkeypatch):
+    from gridbus.agents.collector import agent as collector_agent
+
+    monkeypatch.setattr(collector_agent, "INGEST_SLICE", 0.0)  # a slice per message: a quick machine too
+    acked: list = []
+    messages = [_Delivered(wire.encode({"ads": [machine(f"slot{i}@h", seq=1)]}), acked) for i in range(400)]
+    progress: list[int] = []
+
+    async def main():
+        ingest = asyncio.create_task(coll._ingest_loop())
+        for m in messages:  # one delivery of many messages, handed over in one turn of the loop
+            await coll._on_ads(m)
+
+        async def other_work():
+            while coll._inbox:
+                progress.append(len(coll._inbox))
+                await asyncio.sleep(0)
+        await other_work()
+        await coll._ack_ads()
+        ingest.cancel()
+    asyncio.run(main())
+    assert [e.ad["Name"] for e in coll.store.entries(["Machine"])] == [f"slot{i}@h" for i in range(400)]
+    # Other work ran while the messages were ingested, not only once they all were.
+    assert len(progress) > 2 and 0 < progress[-1] < 400
+    assert acked and acked[-1] == (messages[-1], True)  # acknowledged together, up to the last
