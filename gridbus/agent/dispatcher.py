@@ -58,7 +58,7 @@ class Dispatcher:
         self.handlers = handlers
         self.log = log
         self.stats = stats  # the agent's statistics: requests served, failed, in flight are counted here
-        stats.update({"RequestsServed": 0, "RequestsFailed": 0, "RequestsInFlight": 0})
+        stats.update({"RequestsServed": 0, "RequestsFailed": 0, "RequestsInFlight": 0, "AnswersAbandoned": 0})
         # The largest request any method takes (checked before decoding).
         sizes = [m.max_bytes for c in schema.classes.values() for m in c.methods.values()]
         self.largest_request = max(sizes, default=DEFAULT_MAX_BYTES)
@@ -255,9 +255,23 @@ class Dispatcher:
         return Call(user, obj, name, args, correlation_id, self.host.is_admin(user))
 
     async def _stream(self, message: AbstractIncomingMessage, gen: Any, ctype: str) -> None:
+        # The caller's timeout (x-gridbus-timeout-ms) is for the whole answer: past it, counted
+        # from the delivery, the caller has given up and the rest would be made for nobody. (A
+        # collector of 200,000 slots kept streaming the Query of a negotiator that had timed out
+        # and tried again, each a stream of 400 chunks, while its ads queue overflowed.)
+        timeout_ms = (message.headers or {}).get("x-gridbus-timeout-ms")
+        deadline = time.monotonic() + timeout_ms / 1000 if type(timeout_ms) is int and timeout_ms > 0 else None
+        chunks = 0
         try:
             async for chunk in gen:
+                if deadline is not None and time.monotonic() > deadline:
+                    await gen.aclose()
+                    self.stats["AnswersAbandoned"] += 1
+                    self.log.info("the rest of an answer was dropped after %d chunk(s): its caller's timeout of "
+                                  "%.3g s has passed", chunks, timeout_ms / 1000)
+                    return
                 await self._answer(message, {"status": 0, "text": "OK", "out": chunk, "partial": True}, ctype)
+                chunks += 1
         except MethodError as exc:
             await self._answer(message, {"status": exc.status, "text": exc.text}, ctype)
             raise

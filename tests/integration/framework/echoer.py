@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from gridbus.agent import Agent, Call, method
@@ -18,6 +19,7 @@ class Echoer(Agent):
     def __init__(self, name: str, url: str, color: str = "blue", **kw):
         super().__init__(name, url, schema=SCHEMA, **kw)
         self.color = color
+        self.dripped = 0  # chunks Drip has made
 
     def object_properties(self) -> dict:
         return {**super().object_properties(), "Color": self.color}
@@ -42,3 +44,10 @@ class Echoer(Agent):
     async def Count(self, call: Call, N: int):
         for start in range(0, N, 100):
             yield {"Items": list(range(start, min(N, start + 100)))}
+
+    @method("echoer")
+    async def Drip(self, call: Call, N: int, Pause: float):
+        for i in range(N):
+            await asyncio.sleep(Pause)
+            self.dripped += 1
+            yield {"Items": [i]}

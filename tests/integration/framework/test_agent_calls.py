@@ -178,3 +178,20 @@ def test_agent_reconnects_after_broker_closes_its_connection(echoer, session, mg
             pass
         assert time.monotonic() - start < 15, "agent did not serve again within 15 s"
     assert time.monotonic() - start < 15
+
+
+def test_a_streamed_answer_stops_once_its_caller_has_timed_out(echoer, session):
+    agent = echoer.agent
+    with pytest.raises(CallTimeout, match="did not answer Drip within 0.5 s"):
+        session.call("echoer@e1", "Drip", {"N": 100, "Pause": 0.05}, timeout=0.5)
+    # The agent drops the rest of the answer once the caller's timeout, counted from when the
+    # request reached it, has passed: it makes nothing more for nobody.
+    deadline = time.monotonic() + 10
+    while agent.stats["AnswersAbandoned"] < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert agent.stats["AnswersAbandoned"] == 1
+    made = agent.dripped
+    time.sleep(0.3)
+    assert agent.dripped == made < 20, made
+    # A caller that waits long enough still gets the whole answer.
+    assert session.call("echoer@e1", "Drip", {"N": 5, "Pause": 0.01}, timeout=10).Items == [0, 1, 2, 3, 4]
