@@ -23,6 +23,7 @@ from gridbus import wire
 from gridbus.agents.schedd.commits import Commits
 from gridbus.agents.schedd.jobqueue import JobQueue, reads_proc_id
 from gridbus.agents.schedd.settings import ScheddSettings
+from gridbus.agents.schedd.taken import TakenDict, TakenIndex, TakenSet
 from gridbus.rpc import CallTimeout, MethodResult
 
 log = logging.getLogger("gridbus.schedd.claims")
@@ -121,8 +122,10 @@ class Claims:
         self._spawn = spawn
         self.settings = settings
         self.by_id: dict[str, Claim] = {}
-        self.by_job: dict[tuple[int, int], Claim] = {}
-        self.reserved: set[tuple[int, int]] = set()  # matched jobs not running yet
+        # Both counted by cluster in ``taken`` (claim reuse skips a cluster's taken procs at once).
+        self.taken = TakenIndex()
+        self.by_job: dict[tuple[int, int], Claim] = TakenDict(self.taken)
+        self.reserved: set[tuple[int, int]] = TakenSet(self.taken)  # matched jobs not running yet
         self.ahead_of: dict[tuple[int, int], Claim] = {}  # jobs queued ahead -> their claim
         self._dirty: set[str] = set()
         self.stats = {"Matches": 0, "ClaimsRequested": 0, "ClaimsRefused": 0, "Activations": 0,

@@ -32,6 +32,7 @@ The endpoints that feed it are negotiation.py (GetResourceRequests, Match) and r
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import time
 from typing import Any, Protocol
@@ -444,14 +445,31 @@ class Shadows:
         self.activate(claim, job)
 
     def _next_job_for(self, claim: Claim) -> tuple[int, int] | None:
-        """The owner's first idle job (queue order) that fits the claim's slot. The procs of a
-        cluster with nothing of their own are its cluster ad with a ProcId: one match test answers
-        for all of them, kept on the claim, so an exit costs a test per cluster and per proc
-        with attributes of its own, not one per idle job."""
+        """The owner's first idle job (queue order) that fits the claim's slot and is not taken
+        (reserved, or on a claim). A cluster's taken procs are skipped at once through the claims'
+        index of them (agents/schedd/taken.py): with thousands of claims and jobs queued ahead on
+        each, most idle procs at the head of a cluster are taken, and walking past them one by one
+        for every exit held a busy schedd's loop for seconds. The procs of a cluster with nothing
+        of their own are its cluster ad with a ProcId: one match test answers for all of them,
+        kept on the claim, so an exit costs a test per cluster and per proc with attributes of its
+        own, not one per idle job."""
         queue = self.queue
+        taken_index = self.claims.taken
         for c in queue.idle_clusters(claim.owner):
+            taken = taken_index.procs(c.id)
+            if taken:
+                free = c.idle.difference(taken)
+                if not free:
+                    continue
+            else:
+                free = c.idle
             plain = self._plain_fits(claim, c)
-            for pid in sorted(c.idle_own if plain is False else c.idle):
+            # In queue order, lazily: the first free proc usually answers (a heap is made in
+            # linear time; sorting a cluster of 100,000 idle procs at every exit is not).
+            order = list(free if plain is not False else free.intersection(c.idle_own))
+            heapq.heapify(order)
+            while order:
+                pid = heapq.heappop(order)
                 job = (c.id, pid)
                 p = c.procs.get(pid)
                 if p is None or job in self.claims.reserved or job in self.claims.by_job:

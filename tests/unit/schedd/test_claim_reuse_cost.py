@@ -48,3 +48,38 @@ def test_an_exit_does_not_test_every_idle_job_of_the_owner(tmp_path: Path, monke
         await schedd.commits.close()
 
     asyncio.run(main())
+
+
+def test_an_exit_skips_the_procs_already_taken_at_once(tmp_path: Path):
+    """With thousands of a cluster's idle procs reserved (matched, or queued ahead on claims), the
+    claim's next job is found without looking at each of them."""
+    from gridbus.agents.schedd.taken import TakenSet
+
+    looked: list[tuple[int, int]] = []
+
+    class Watched(TakenSet):
+        def __contains__(self, job: object) -> bool:
+            looked.append(job)  # type: ignore[arg-type]
+            return super().__contains__(job)
+
+    async def main() -> None:
+        schedd = make_schedd(tmp_path)
+        await schedd.setup()
+        fits = submit(schedd, count=4)
+        await run_on_claim(schedd, fits, 0)
+        many = submit(schedd, count=3000)
+        watched = Watched(schedd.claims.taken)
+        watched.update(schedd.claims.reserved)
+        schedd.claims.reserved = watched  # (the index is shared: it holds the claims' jobs already)
+        for p in range(1, 4):
+            schedd.queue.set_status(schedd.queue.proc(fits, p), 5)  # the first cluster has no idle job left
+        for p in range(2990):
+            schedd.claims.reserved.add((many, p))
+        looked.clear()
+        report = {**exit_report(fits, 0), "ClaimEnded": False}
+        await schedd.reports.JobReports(call("JobReports", user="startd"), Reports=[report])
+        assert schedd.claims.by_job[(many, 2990)].claim_id == "c1"
+        assert len([j for j in looked if j[0] == many]) <= 3, f"{len(looked)} reserved procs looked at"
+        await schedd.commits.close()
+
+    asyncio.run(main())
