@@ -77,9 +77,20 @@ def _sum(v: Any) -> Any:
     lone = _lone_boolean(v)
     if lone is not None:
         return lone
-    if any(type(e) is float for e in nums):
-        return sum(float(e) for e in nums)
-    return wrap64(sum(nums))
+    return _added(nums)
+
+
+def _added(nums: list[Any]) -> Any:
+    """The elements added left to right with the ClassAd ``+``, as HTCondor's sum and avg do: an
+    integer sum wraps at 64 bits and becomes real at the first real, so {INT_MAX, 1, -3.25} sums
+    to about -9.22e18, not +9.22e18."""
+    acc: Any = 0
+    for e in nums:
+        if type(acc) is int and type(e) is int:
+            acc = wrap64(acc + e)
+        else:
+            acc = float(acc) + float(e)
+    return acc
 
 
 @strict("avg", 1)
@@ -89,7 +100,7 @@ def _avg(v: Any) -> Any:
         return nums
     if not nums:
         return 0
-    return sum(float(e) for e in nums) / len(nums)
+    return float(_added(nums)) / len(nums)
 
 
 def _extreme(pick_max: bool) -> Callable:
