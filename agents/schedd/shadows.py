@@ -472,7 +472,7 @@ class Shadows:
                 pid = heapq.heappop(order)
                 job = (c.id, pid)
                 p = c.procs.get(pid)
-                if p is None or job in self.claims.reserved or job in self.claims.by_job:
+                if p is None:  # (taken procs are not in ``free``: the index is kept exact)
                     continue
                 if p.attrs is None and plain is not None:
                     if plain:
