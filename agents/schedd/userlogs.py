@@ -2,7 +2,9 @@
 (owner_shadow.py), so a log is written as its owner, never as the schedd, and never on the
 schedd's event loop.
 
-Each owner's text goes out in order through a queue and a task of its own: an owner whose log
+Each owner's text goes out in order through a queue and a task of its own, and what queued
+behind one append for the same log goes in the next as one text (under load a job's events and
+its neighbours' share one round trip to the shadow and one write). An owner whose log
 hangs (a hung NFS mount, a FIFO nobody reads) delays only that owner's later log text, never
 another owner's, nor any call the schedd answers. A log the owner cannot write (refused by its
 shadow) calls ``on_error(owner, path, sentence)``: the schedd holds the jobs that log there.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable, Iterable
 
 from gridbus.agents.schedd.owner_shadow import OwnerShadows, ShadowRefused
@@ -26,14 +29,14 @@ class UserLogs:
     def __init__(self, shadows: OwnerShadows, on_error: Callable[[str, str, str], None]):
         self.shadows = shadows
         self.on_error = on_error
-        self._pending: dict[str, list[tuple[str, str]]] = {}  # owner -> (path, text) in order
+        self._pending: dict[str, deque[tuple[str, str]]] = {}  # owner -> (path, text) in order
         self._writers: dict[str, asyncio.Task[None]] = {}
         self.errors = 0
 
     def write(self, texts: Iterable[tuple[str, str, str]]) -> None:
         """Queue (owner, path, text) appends; each owner's are written in this order."""
         for owner, path, text in texts:
-            self._pending.setdefault(owner, []).append((path, text))
+            self._pending.setdefault(owner, deque()).append((path, text))
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # a commit outside the event loop (a tool): the next write takes it
@@ -46,7 +49,12 @@ class UserLogs:
     async def _run(self, owner: str) -> None:
         pending = self._pending.get(owner)
         while pending:
-            path, text = pending.pop(0)
+            path, text = pending.popleft()
+            if pending and pending[0][0] == path:
+                parts = [text]
+                while pending and pending[0][0] == path:
+                    parts.append(pending.popleft()[1])
+                text = "".join(parts)
             try:
                 await self.shadows.append(owner, path, text)
             except ShadowRefused as exc:

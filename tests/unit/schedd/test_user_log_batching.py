@@ -1,0 +1,44 @@
+"""What queues behind one user-log append goes to the owner's shadow as one text per log, in
+order: a burst of job events costs one round trip to the shadow, not one per event."""
+
+from __future__ import annotations
+
+import asyncio
+
+from gridbus.agents.schedd.userlogs import UserLogs
+
+
+class _SlowShadows:
+    """Records each append and holds the first one until released."""
+
+    def __init__(self) -> None:
+        self.appends: list[tuple[str, str, str]] = []
+        self.release = asyncio.Event()
+
+    async def append(self, owner: str, path: str, text: str) -> None:
+        self.appends.append((owner, path, text))
+        if len(self.appends) == 1:
+            await self.release.wait()
+
+    async def stop_all(self) -> None:
+        pass
+
+
+def test_texts_queued_behind_an_append_go_in_one_per_log_in_order():
+    async def main() -> None:
+        shadows = _SlowShadows()
+        logs = UserLogs(shadows, on_error=lambda *a: None)  # type: ignore[arg-type]
+        logs.write([("alice", "/a.log", "1\n")])
+        await asyncio.sleep(0)  # the first append is in flight and held
+        logs.write([("alice", "/a.log", "2\n"), ("alice", "/a.log", "3\n"), ("alice", "/b.log", "4\n"),
+                    ("alice", "/a.log", "5\n"), ("bob", "/c.log", "6\n")])
+        await asyncio.sleep(0)
+        shadows.release.set()
+        assert await logs.written(timeout=5)
+        alice = [(path, text) for owner, path, text in shadows.appends if owner == "alice"]
+        # Consecutive texts of one log are joined; a text for another log keeps its place.
+        assert alice == [("/a.log", "1\n"), ("/a.log", "2\n3\n"), ("/b.log", "4\n"), ("/a.log", "5\n")]
+        assert [(p, t) for o, p, t in shadows.appends if o == "bob"] == [("/c.log", "6\n")]
+        await logs.close()
+
+    asyncio.run(main())
