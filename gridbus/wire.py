@@ -100,7 +100,7 @@ def _is_expr_attr(ad: Any, key: str) -> bool:
 def _msgpack_ext(code: int, data: bytes) -> Any:
     ca = _classad()
     if code == EXT_EXPR:
-        return ca.ExprTree(data.decode())
+        return ca.exprtree.shared(data.decode())
     if code == EXT_UNDEFINED:
         return ca.Value.Undefined
     if code == EXT_ERROR:
@@ -143,7 +143,7 @@ def _json_hook(obj: dict[str, Any]) -> Any:
     if len(obj) == 1:
         ((key, val),) = obj.items()
         if key == "$expr" and isinstance(val, str):
-            return _classad().ExprTree(val)
+            return _classad().exprtree.shared(val)
         if key == "$undefined":
             return _classad().Value.Undefined
         if key == "$error":

@@ -22,6 +22,8 @@ _FN_CACHE: dict[int, Any] = {}
 # expression once instead of once per ad.
 _TEXT_CACHE: dict[int, tuple[N.Node, str]] = {}
 _CACHE_MAX = 50_000
+# One ExprTree per distinct wire text (see `shared`).
+_SHARED: dict[str, ExprTree] = {}
 
 
 def parse_cached(text: str) -> N.Node:
@@ -147,6 +149,20 @@ class ExprTree:
         my = _make_scope(scope, "scope") or EMPTY_SCOPE
         v = run(self._fn(), my, _make_scope(target, "target"))
         return ExprTree._from_node(value_to_node(v))
+
+
+def shared(text: str) -> ExprTree:
+    """The ExprTree of ``text``, one object for every caller that asks for the same text. An
+    ExprTree never changes once made, so the decoder hands the same one to every ad that carries
+    the expression: a collector holding 200,000 slot ads of a few distinct Requirements and Start
+    expressions holds a few ExprTrees, not 800,000 objects for its garbage collector to walk."""
+    expr = _SHARED.get(text)
+    if expr is None:
+        expr = ExprTree(text)
+        if len(_SHARED) >= _CACHE_MAX:
+            _SHARED.clear()
+        _SHARED[text] = expr
+    return expr
 
 
 class Compiled:
