@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gridbus import bus
-from gridbus.agent.dutycycle import DutyCycle
+from gridbus.agent.dutycycle import DutyCycle, GcTime
 from gridbus.agent.objects import Call, method
 from gridbus.config import knob
 from gridbus.status import forbidden, invalid
@@ -70,11 +70,12 @@ class CommonMethods:
         if self._duty.install(asyncio.get_running_loop()):
             self._duty.watch_stalls(self._loop_stalled)
 
-    def _loop_stalled(self, seconds: float, gc_seconds: float, samples: list[str]) -> None:
+    def _loop_stalled(self, seconds: float, gc: GcTime, samples: list[str]) -> None:
         where = Counter(samples)
         self.log.warning(
             "the event loop ran %.2f s without waiting for I/O (every answer of this daemon waited), %.2f s of it "
-            "in garbage collection; sampled in: %s", seconds, gc_seconds,
+            "in garbage collection (%.2f s cpu; %d full, %d young); sampled in: %s",
+            seconds, gc.seconds, gc.cpu_seconds, gc.full, gc.young,
             "; ".join(f"{w} (x{n})" if n > 1 else w for w, n in where.most_common()) or "(no sample)")
 
     def ad_extras(self) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import time
 import traceback
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 # Windows shorter than this are noise (one burst of work reads as 100%).
 MIN_WINDOW = 1.0
@@ -29,6 +29,21 @@ MIN_WINDOW = 1.0
 STALL_SECONDS = 1.0
 # Frames named in a sample of where a long turn was (the innermost ones of gridbus's own code).
 SAMPLE_FRAMES = 4
+
+
+class GcTime(NamedTuple):
+    """The cyclic garbage collector's share of a turn: wall and cpu seconds (on a loaded machine
+    the wall time is many times the cpu), and how many of its runs were full collections (every
+    object the process holds) and young ones (the two younger generations)."""
+
+    seconds: float
+    cpu_seconds: float
+    full: int
+    young: int
+
+    def __sub__(self, other: object) -> GcTime:
+        assert isinstance(other, GcTime)
+        return GcTime(*(a - b for a, b in zip(self, other, strict=True)))
 
 
 class DutyCycle:
@@ -43,12 +58,12 @@ class DutyCycle:
         self.stalls = 0  # turns longer than the stall threshold
         self.longest_turn = 0.0
         self._stall: tuple[float, Callable[[float, float, list[str]], None]] | None = None
-        self._gc_at_turn = 0.0  # gc_seconds when the current turn began
+        self._gc_at_turn = GcTime(0.0, 0.0, 0, 0)  # gc when the current turn began
         self._samples: list[tuple[float, str]] = []  # (the turn's start, where it was), from the watchdog
         self._loop_thread = 0
         self._loop: Callable[[], asyncio.AbstractEventLoop | None] = lambda: None
-        self.gc_seconds = 0.0  # in the cyclic garbage collector, since install (the loop's thread)
-        self._gc_started = 0.0
+        self.gc = GcTime(0.0, 0.0, 0, 0)  # in the cyclic garbage collector, since install (the loop's thread)
+        self._gc_started = (0.0, 0.0)
 
     def install(self, loop: asyncio.AbstractEventLoop) -> bool:
         """Wrap the loop's selector; False (the value stays 0) for a loop without one (uvloop)."""
@@ -72,15 +87,24 @@ class DutyCycle:
             if loop is None or loop.is_closed():  # (an agent run in a thread of a test)
                 gc.callbacks.remove(self._gc_phase)
                 return
-            self._gc_started = time.perf_counter()
-        elif self._gc_started:
-            self.gc_seconds += time.perf_counter() - self._gc_started
-            self._gc_started = 0.0
+            self._gc_started = (time.perf_counter(), time.thread_time())
+        elif self._gc_started[0]:
+            wall, cpu = self._gc_started
+            full = info.get("generation") == 2
+            g = self.gc
+            self.gc = GcTime(g.seconds + time.perf_counter() - wall, g.cpu_seconds + time.thread_time() - cpu,
+                             g.full + full, g.young + (not full))
+            self._gc_started = (0.0, 0.0)
 
-    def watch_stalls(self, report: Callable[[float, float, list[str]], None], threshold: float = STALL_SECONDS) -> None:
-        """Call ``report(seconds, gc_seconds, samples)`` on the loop's thread after each turn of
-        the loop longer than ``threshold``; ``gc_seconds`` of it were spent in the cyclic garbage
-        collector, and ``samples`` say where the turn was, sampled every quarter of
+    @property
+    def gc_seconds(self) -> float:
+        """Wall seconds in the cyclic garbage collector since install."""
+        return self.gc.seconds
+
+    def watch_stalls(self, report: Callable[[float, GcTime, list[str]], None], threshold: float = STALL_SECONDS) -> None:
+        """Call ``report(seconds, gc, samples)`` on the loop's thread after each turn of the loop
+        longer than ``threshold``; ``gc`` is the cyclic garbage collector's share of it (`GcTime`),
+        and ``samples`` say where the turn was, sampled every quarter of
         the threshold from the first quarter on. Needs :meth:`install` first; the watchdog is a daemon
         thread that only reads a float until a turn runs long."""
         if not self.installed or self._stall is not None:
@@ -125,7 +149,7 @@ class DutyCycle:
         self.stalls += 1
         ours = [where for s, where in samples if s == started]
         try:
-            self._stall[1](length, self.gc_seconds - self._gc_at_turn, ours)
+            self._stall[1](length, self.gc - self._gc_at_turn, ours)
         except Exception:  # a report must never break the loop's select
             pass
 
@@ -160,7 +184,7 @@ class _TimedSelector:
         finally:
             meter.turn_started = now = time.monotonic()
             meter.waiting += now - started
-            meter._gc_at_turn = meter.gc_seconds
+            meter._gc_at_turn = meter.gc
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
