@@ -123,7 +123,7 @@ class Claims:
         self.settings = settings
         self.by_id: dict[str, Claim] = {}
         # Both counted by cluster in ``taken`` (claim reuse skips a cluster's taken procs at once).
-        self.taken = TakenIndex()
+        self.taken = TakenIndex(on_free=queue.untaken)
         self.by_job: dict[tuple[int, int], Claim] = TakenDict(self.taken)
         self.reserved: set[tuple[int, int]] = TakenSet(self.taken)  # matched jobs not running yet
         self.ahead_of: dict[tuple[int, int], Claim] = {}  # jobs queued ahead -> their claim

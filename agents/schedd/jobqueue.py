@@ -19,8 +19,9 @@ fewer idle (or live) procs than its bound, so a cluster of a million procs costs
 
 from __future__ import annotations
 
+import heapq
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +130,7 @@ def _full_ad(cluster_ad: dict[str, Any], attrs: dict[str, Any] | None, proc_id: 
 
 
 class Cluster:
-    __slots__ = ("ad", "factory", "id", "idle", "idle_own", "keys", "owner", "prio", "prio_procs", "procs", "qdate",
+    __slots__ = ("ad", "factory", "id", "idle", "idle_heads", "idle_own", "keys", "owner", "prio", "prio_procs", "procs", "qdate",
                  "reads_proc_id", "version")
 
     def __init__(self, cluster_id: int, owner: str, ad: dict[str, Any], factory: dict[str, Any] | None):
@@ -139,6 +140,10 @@ class Cluster:
         self.factory = factory
         self.procs: dict[int, Proc] = {}
         self.idle: set[int] = set()
+        # The idle procs in queue order, as a heap whose entries may be stale (a proc that left
+        # Idle, or was taken by a claim, stays until it comes to the top): claim reuse finds the
+        # first free one in logarithmic time (`first_free`), not by sorting the idle set.
+        self.idle_heads: list[int] = []
         # Idle procs with attributes of their own: the others are their cluster ad with a ProcId,
         # and a slot answers them all alike (the shadows' claim reuse tests one for all).
         self.idle_own: set[int] = set()
@@ -155,6 +160,30 @@ class Cluster:
         # An expression that names what differs from proc to proc: its procs may match differently.
         self.reads_proc_id = reads_proc_id(self.ad)
         self.version += 1
+
+    def became_idle(self, proc_id: int) -> None:
+        self.idle.add(proc_id)
+        self.head_again(proc_id)
+
+    def head_again(self, proc_id: int) -> None:
+        """``proc_id`` is idle again, or no longer taken: a candidate for `first_free` again."""
+        heads = self.idle_heads
+        if len(heads) > 2 * len(self.idle) + 64:  # mostly stale entries: made again, in order
+            heads[:] = sorted(self.idle)
+        else:
+            heapq.heappush(heads, proc_id)
+
+    def first_free(self, taken: Container[int]) -> int | None:
+        """The first idle proc (in ProcId order) not in ``taken``; the stale and taken entries
+        in front of it are dropped (a proc given back by a claim comes back through
+        `head_again`)."""
+        heads, idle = self.idle_heads, self.idle
+        while heads:
+            pid = heads[0]
+            if pid in idle and pid not in taken:
+                return pid
+            heapq.heappop(heads)
+        return None
 
     def pending(self) -> int:
         """Procs of the factory not materialized yet."""
@@ -211,6 +240,12 @@ class JobQueue:
     # ------------------------------------------------------------------ reading
     def __len__(self) -> int:
         return sum(len(c.procs) for c in self.clusters.values())
+
+    def untaken(self, job: tuple[int, int]) -> None:
+        """A claim no longer holds ``job``: if it is idle, claim reuse may pick it again."""
+        c = self.clusters.get(job[0])
+        if c is not None and job[1] in c.idle:
+            c.head_again(job[1])
 
     def proc(self, cluster: int, proc: int) -> Proc | None:
         c = self.clusters.get(cluster)
@@ -366,7 +401,7 @@ class JobQueue:
                 p.cluster.idle.discard(p.id)
                 p.cluster.idle_own.discard(p.id)
             if status == IDLE:
-                p.cluster.idle.add(p.id)
+                p.cluster.became_idle(p.id)
         self.update(p, changes)  # keeps idle_own
         if old == IDLE and status != IDLE:
             for hook in self.on_left_idle:
@@ -522,7 +557,7 @@ class JobQueue:
     def _attach(self, c: Cluster, p: Proc) -> None:
         c.procs[p.id] = p
         if p.status == IDLE:
-            c.idle.add(p.id)
+            c.became_idle(p.id)
             if p.attrs:
                 c.idle_own.add(p.id)
         if p.attrs and p.attrs.get("JobPrio") is not None:

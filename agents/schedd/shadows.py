@@ -457,13 +457,22 @@ class Shadows:
         taken_index = self.claims.taken
         for c in queue.idle_clusters(claim.owner):
             taken = taken_index.procs(c.id)
+            plain = self._plain_fits(claim, c)
+            if plain:
+                # The cluster's procs fit alike: its first free proc answers, found in its
+                # ordered heads (a set difference of every idle proc, at every exit, cost a
+                # cluster of 100,000 jobs milliseconds per completion).
+                pid = c.first_free(taken)
+                if pid is None:
+                    continue
+                if pid not in c.idle_own:
+                    return (c.id, pid)
             if taken:
                 free = c.idle.difference(taken)
                 if not free:
                     continue
             else:
                 free = c.idle
-            plain = self._plain_fits(claim, c)
             # In queue order, lazily: the first free proc usually answers (a heap is made in
             # linear time; sorting a cluster of 100,000 idle procs at every exit is not).
             order = list(free if plain is not False else free.intersection(c.idle_own))

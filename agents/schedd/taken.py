@@ -9,17 +9,19 @@ cluster are taken, and the index lets it skip them a cluster at a time instead o
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 Job = tuple[int, int]
 
 
 class TakenIndex:
-    """Cluster id -> {proc id: how many of the two collections hold it}."""
+    """Cluster id -> {proc id: how many of the two collections hold it}. ``on_free(job)`` is
+    called when neither holds ``job`` any more."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_free: Callable[[Job], None] | None = None) -> None:
         self.by_cluster: dict[int, dict[int, int]] = {}
+        self.on_free = on_free
 
     def add(self, job: Job) -> None:
         procs = self.by_cluster.get(job[0])
@@ -35,6 +37,8 @@ class TakenIndex:
             del procs[job[1]]
             if not procs:
                 del self.by_cluster[job[0]]
+            if self.on_free is not None:
+                self.on_free(job)
         else:
             procs[job[1]] -= 1
 

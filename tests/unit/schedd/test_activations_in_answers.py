@@ -60,6 +60,9 @@ class FakeQueue:
     def ad(self, p: SimpleNamespace) -> dict:
         return self.jobs[p.key]
 
+    def untaken(self, job: tuple[int, int]) -> None:
+        """(Its clusters are made at each look: no ordered heads to keep.)"""
+
     def add_writes(self, writes: list) -> None:
         for sql, rows in writes:
             self.store.db.executemany(sql, rows)
