@@ -138,6 +138,7 @@ class Job:
 
 
 SPARE_DIRS = 8  # empty scratch directories kept made ahead
+MAX_SPARE_DIRS = 256
 
 
 class Starter:
@@ -529,8 +530,12 @@ class Starter:
         # loop that spawns and reaps the jobs (the system call releases the GIL).
         self._clean_scheduled = False
         paths, self._to_clean = self._to_clean, []
+        # As many made as this batch removed (each was a start that took a spare, or made its
+        # own on the loop), and the store topped up to SPARE_DIRS: at hundreds of jobs a second
+        # a fixed eight ran out between two cleanings, and most starts made theirs on the loop.
+        wanted = min(len(paths) + SPARE_DIRS - len(self._spare_dirs), MAX_SPARE_DIRS - len(self._spare_dirs))
         make = [os.path.join(self.execute, f"dir_{os.getpid()}_{next(self._seq)}")
-                for _ in range(SPARE_DIRS - len(self._spare_dirs))] if paths else []
+                for _ in range(wanted)] if paths else []
         if paths:
             done = asyncio.get_running_loop().run_in_executor(None, _rmtree_all, paths, make)
             done.add_done_callback(self._spares_made)
