@@ -24,12 +24,13 @@ transfer with the token.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,18 @@ class _Shadow:
         self.used = time.monotonic()
         self.starts = 0
         self.queue = ""  # its exclusive queue on the broker, once connected (file transfer)
+        # Operations under way or waiting for the lock (a transfer's set-up is several requests):
+        # a shadow in use is never stopped as idle, or a request waiting behind the check that
+        # found it idle would find it stopping, and start another beside it.
+        self.users = 0
+
+    @contextlib.contextmanager
+    def in_use(self) -> Iterator[None]:
+        self.users += 1
+        try:
+            yield
+        finally:
+            self.users -= 1
 
     async def start(self) -> None:
         kwargs: dict[str, Any] = {}
@@ -126,6 +139,10 @@ class _Shadow:
         log.info("started the shadow of %s (uid %d, pid %d)", self.owner, self.account.uid, self.proc.pid)
 
     async def request(self, req: dict[str, Any]) -> dict[str, Any]:
+        with self.in_use():
+            return await self._request(req)
+
+    async def _request(self, req: dict[str, Any]) -> dict[str, Any]:
         async with self.lock:
             self.used = time.monotonic()
             for attempt in (1, 2):  # a shadow that died is started again, once per request
@@ -209,8 +226,8 @@ class OwnerShadows:
             sh = self._shadows[owner] = _Shadow(owner, account)
         return sh
 
-    async def _call(self, owner: str, req: dict[str, Any], doing: str) -> dict[str, Any]:
-        sh = self._shadow(owner)
+    async def _call(self, owner: str, req: dict[str, Any], doing: str, sh: _Shadow | None = None) -> dict[str, Any]:
+        sh = sh or self._shadow(owner)
         answer = await sh.request(req)
         if not answer.get("ok"):
             # The account that tried, when it is not the owner's namesake (a personal pool run by
@@ -236,21 +253,23 @@ class OwnerShadows:
         if not self.bus_url:
             raise ShadowRefused("the owner's shadow has no broker to transfer files over")
         sh = self._shadow(owner)
-        # A shadow that died, or whose broker connection went, is started and connected again.
-        for _attempt in (1, 2):
-            if not sh.queue or sh.proc is None or sh.proc.returncode is not None:
-                paths = [p for p in sys.path if p and os.path.isabs(p)]
-                answer = await self._call(owner, {"op": "connect", "url": self.bus_url, "paths": paths,
-                                                  "name": f"gridbus shadow of {owner}", "tls": _tls_material(self.bus_url)},
-                                          "connect to the broker")
-                sh.queue = str(answer["queue"])
-            queue = sh.queue
-            answer = await sh.request({"op": "expect", "token": token, "direction": direction, "spec": spec})
-            if answer.get("ok") and sh.queue == queue:  # (a restart in between would have lost it)
-                return queue
-            if not answer.get("ok") and not answer.get("connect"):
-                raise ShadowRefused(f"the shadow of {owner} cannot expect a transfer: {answer.get('error')}")
-            sh.queue = ""
+        with sh.in_use():  # the connect and the expect go to this one shadow, never stopped between
+            # A shadow that died, or whose broker connection went, is started and connected again.
+            for _attempt in (1, 2):
+                if not sh.queue or sh.proc is None or sh.proc.returncode is not None:
+                    paths = [p for p in sys.path if p and os.path.isabs(p)]
+                    answer = await self._call(owner, {"op": "connect", "url": self.bus_url, "paths": paths,
+                                                      "name": f"gridbus shadow of {owner}",
+                                                      "tls": _tls_material(self.bus_url)},
+                                              "connect to the broker", sh)
+                    sh.queue = str(answer["queue"])
+                queue = sh.queue
+                answer = await sh.request({"op": "expect", "token": token, "direction": direction, "spec": spec})
+                if answer.get("ok") and sh.queue == queue:  # (a restart in between would have lost it)
+                    return queue
+                if not answer.get("ok") and not answer.get("connect"):
+                    raise ShadowRefused(f"the shadow of {owner} cannot expect a transfer: {answer.get('error')}")
+                sh.queue = ""
         raise ShadowRefused(f"the shadow of {owner} lost its broker connection twice while a transfer was being set up")
 
     async def uid_of(self, owner: str) -> int:
@@ -264,7 +283,10 @@ class OwnerShadows:
         now = time.monotonic()
         for owner, sh in list(self._shadows.items()):
             if owner not in keep or now - sh.used > IDLE_SECONDS:
-                if sh.lock.locked() or await self._busy(owner, sh):
+                if sh.users or await self._busy(owner, sh):
+                    continue
+                # (Asked while the busy check was answered: in use again, or replaced meanwhile.)
+                if sh.users or self._shadows.get(owner) is not sh:
                     continue
                 del self._shadows[owner]
                 await sh.stop()
@@ -273,7 +295,9 @@ class OwnerShadows:
         if not sh.queue or sh.proc is None or sh.proc.returncode is not None:
             return False  # never connected to the broker: it transfers nothing
         try:
-            return int((await self._call(owner, {"op": "busy"}, "count its transfers"))["count"]) > 0
+            # (On the shadow's lock directly: the check is not a use that keeps it.)
+            answer = await sh._request({"op": "busy"})
+            return bool(answer.get("ok")) and int(answer.get("count") or 0) > 0
         except ShadowRefused:
             return False
 

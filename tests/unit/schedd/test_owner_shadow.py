@@ -130,3 +130,36 @@ def test_a_shadow_with_a_transfer_expected_is_not_stopped_and_one_without_a_brok
             await shadows.stop_all()
 
     asyncio.run(go())
+
+
+def test_a_shadow_asked_for_while_found_idle_is_kept_not_stopped_and_doubled(tmp_path):
+    """The schedd stops an owner's shadow once the owner runs nothing; a request that waits for
+    the shadow at that moment (a transfer's set-up behind a user-log line) keeps it: the check
+    passes it by, and the request is answered by the same process, never by a second one started
+    beside a stopping first."""
+    def me(owner: str) -> Account:
+        return Account("me", os.geteuid(), os.getegid(), (), "/")
+
+    log = tmp_path / "job.log"
+
+    async def go() -> None:
+        shadows = OwnerShadows(me)
+        try:
+            await shadows.append("alice", str(log), "event 1\n")
+            sh = shadows._shadows["alice"]
+            first = shadows.running()["alice"]
+            sh.queue = "q"  # as if connected for transfers: the idle check asks it whether it transfers
+            check = asyncio.create_task(shadows.retain([]))  # alice runs nothing
+            await asyncio.sleep(0)  # the check waits for the shadow's answer...
+            asked = asyncio.create_task(shadows.append("alice", str(log), "event 2\n"))  # ...and this behind it
+            await check
+            await asked
+            assert sh.starts == 1 and shadows.running() == {"alice": first}
+            sh.queue = ""
+            await shadows.retain([])  # nothing waits now: stopped
+            assert shadows.running() == {}
+        finally:
+            await shadows.stop_all()
+
+    asyncio.run(go())
+    assert log.read_text() == "event 1\nevent 2\n"
