@@ -67,7 +67,7 @@ class Reports:
         activations = self.shadows.activations_for_answer(callers, resend)
         if activations:
             out["Activations"] = activations
-        ahead = self.shadows.ahead_for_answer(reporting)
+        ahead = self.shadows.ahead_for_answer(reporting, {a["ClaimId"] for a in activations})
         if ahead:
             out["Ahead"] = ahead
         # The rest of the next jobs chosen for this batch go out in one ActivateClaims per startd.

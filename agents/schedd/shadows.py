@@ -35,6 +35,7 @@ import asyncio
 import heapq
 import logging
 import time
+from collections.abc import Collection
 from typing import Any, Protocol
 
 from gridbus import classad
@@ -366,10 +367,14 @@ class Shadows:
             self.claims.return_ahead(claim)
             self.start_next(claim)
 
-    def ahead_for_answer(self, acked: dict[str, tuple[Claim, int]]) -> list[dict[str, Any]]:
+    def ahead_for_answer(self, acked: dict[str, tuple[Claim, int]],
+                         activated: Collection[str] = ()) -> list[dict[str, Any]]:
         """The jobs queued ahead for the claims that reported in this JobReports call (claim id ->
         (claim, the AheadSeq its reports carried)): topped up to CLAIM_PREFETCH_JOBS on a claim
-        running a short job, and every entry the startd has not taken yet (a lost answer's too)."""
+        running a short job, or about to (its activation rides in this answer: ``activated``, the
+        claim ids), and every entry the startd has not taken yet (a lost answer's too). (Without
+        the second kind, a claim whose short jobs each started and ended between two calls was
+        never found running at an answer, and ran one job per round trip for good.)"""
         limit = self.settings.claim_prefetch
         out: list[dict[str, Any]] = []
         if limit <= 0 and not self.claims.ahead_of:
@@ -378,7 +383,8 @@ class Shadows:
         for claim, seen in acked.values():
             if self.claims.by_id.get(claim.claim_id) is not claim or not claim.in_reports:
                 continue
-            if (claim.state == RUNNING_JOB and not claim.stopping and claim.last_runtime is not None
+            running = claim.state == RUNNING_JOB or (claim.state == ACTIVATING and claim.claim_id in activated)
+            if (running and not claim.stopping and claim.last_runtime is not None
                     and claim.last_runtime < self.settings.claim_prefetch_max_runtime and now < claim.worklife_end):
                 while len(claim.ahead) - len(claim.withdrawn) < limit:
                     job = self._next_job_for(claim)

@@ -105,11 +105,14 @@ def test_an_exit_with_no_start_behind_it_returns_the_queue_and_reuses_the_claim(
         claim, call = short_claim(s)
         await s.JobReports(call, Reports=[report("usage", 0)])
         out = await s.JobReports(call, Reports=[report("exit", 0, ExitCode=0, AheadSeq=3)])
-        # The startd held none of them: Idle again, and the claim's next job goes as before.
-        assert s.shadow_stats["AheadReturned"] == 3 and not s.claims.ahead_of
+        # The startd held none of them: Idle again, and the claim's next job goes as before,
+        # with the jobs after it queued ahead again behind it in the same answer (new sequence
+        # numbers: the startd takes each once).
+        assert s.shadow_stats["AheadReturned"] == 3
         assert [a["JobAd"]["ProcId"] for a in out["Activations"]] == [1]
         assert (claim.state, claim.job) == (ACTIVATING, (1, 1))
-        assert (1, 2) not in s._reserved and (1, 3) not in s._reserved
+        assert [(a["Seq"], a["JobAd"]["ProcId"]) for a in out["Ahead"]] == [(4, 2), (5, 3), (6, 4)]
+        assert sorted(s.claims.ahead_of) == [(1, 2), (1, 3), (1, 4)]
 
     asyncio.run(main())
 
@@ -256,5 +259,29 @@ def test_a_retried_call_repeating_starts_and_exits_already_applied_changes_nothi
         assert claim.job == (1, 2) and s.exits == [(1, 0), (1, 1)] and claim.state == RUNNING_JOB
         assert not [c for c in s.calls if c[1] in ("DeactivateClaim", "ReleaseClaim", "ActivateClaims")]
         assert s.shadow_stats["AheadStarts"] == 2
+
+    asyncio.run(main())
+
+
+def test_a_claim_whose_short_jobs_start_and_end_between_two_calls_gets_jobs_queued_ahead():
+    """Jobs so short that each one's start and exit reach the schedd in one call: the claim is
+    never found running at an answer, only about to run its next job, which rides in that answer.
+    The jobs after it are queued ahead behind it in the same answer, or the claim would run one
+    job per round trip for good."""
+    async def main() -> None:
+        s = PrefetchShadows()
+        claim, call = short_claim(s)
+        claim.in_reports = True
+        # 1.0's exit: its next job (1.1) goes in the answer, and 1.2-1.4 queued ahead behind it.
+        out = await s.JobReports(call, Reports=[report("exit", 0, ExitCode=0)])
+        assert [a["JobAd"]["ProcId"] for a in out["Activations"]] == [1]
+        assert procs(out["Ahead"]) == [(1, 2), (2, 3), (3, 4)]
+        # 1.1 started and ended, and the startd started 1.2 behind it, all in one call: the claim
+        # runs 1.2 and its queue is topped up; no job waits for a round trip of its own.
+        out = await s.JobReports(call, Reports=[
+            report("activated", 1, Status=0, Text="OK"), report("exit", 1, ExitCode=0, AheadSeq=3),
+            report("activated", 2, Status=0, Text="OK", Ahead=True, AheadSeq=3)])
+        assert (claim.state, claim.job) == (RUNNING_JOB, (1, 2))
+        assert "Activations" not in out and procs(out["Ahead"]) == [(4, 5)]
 
     asyncio.run(main())
