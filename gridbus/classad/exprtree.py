@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Callable
 from typing import Any
 
 from gridbus.classad import nodes as N
@@ -26,14 +27,19 @@ _CACHE_MAX = 50_000
 _SHARED: dict[str, ExprTree] = {}
 
 
+def _cached(cache: dict[str, Any], text: str, make: Callable[[str], Any]) -> Any:
+    """``cache[text]``, made by ``make(text)`` when missing (the cache is cleared when full)."""
+    value = cache.get(text)
+    if value is None:
+        value = make(text)
+        if len(cache) >= _CACHE_MAX:
+            cache.clear()
+        cache[text] = value
+    return value
+
+
 def parse_cached(text: str) -> N.Node:
-    node = _PARSE_CACHE.get(text)
-    if node is None:
-        node = parse_expression(text)
-        if len(_PARSE_CACHE) >= _CACHE_MAX:
-            _PARSE_CACHE.clear()
-        _PARSE_CACHE[text] = node
-    return node
+    return _cached(_PARSE_CACHE, text, parse_expression)
 
 
 def fn_for(node: N.Node) -> Any:
@@ -156,12 +162,7 @@ def shared(text: str) -> ExprTree:
     ExprTree never changes once made, so the decoder hands the same one to every ad that carries
     the expression: a collector holding 200,000 slot ads of a few distinct Requirements and Start
     expressions holds a few ExprTrees, not 800,000 objects for its garbage collector to walk."""
-    expr = _SHARED.get(text)
-    if expr is None:
-        expr = ExprTree(text)
-        if len(_SHARED) >= _CACHE_MAX:
-            _SHARED.clear()
-        _SHARED[text] = expr
+    expr: ExprTree = _cached(_SHARED, text, ExprTree)
     return expr
 
 

@@ -18,6 +18,11 @@ from gridbus.agents.startd.accounts import Account, RunAsPolicy, RunAsRefused, U
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="switching to another account needs root")
 
 
+def _me(owner: str) -> Account:
+    """Every owner acts as the test's own account."""
+    return Account("me", os.geteuid(), os.getegid(), (), "/")
+
+
 def _nobody(owner: str) -> Account:
     pw = pwd.getpwnam("nobody")
     return Account("nobody", pw.pw_uid, pw.pw_gid, (pw.pw_gid,), "/")
@@ -70,13 +75,10 @@ def test_a_root_only_file_is_neither_read_nor_written_and_each_refusal_is_a_sent
 
 
 def test_a_schedd_that_is_not_root_runs_the_shadow_as_itself(tmp_path):
-    def me(owner: str) -> Account:
-        return Account("me", os.geteuid(), os.getegid(), (), "/")
-
     log = tmp_path / "job.log"
 
     async def go() -> None:
-        shadows = OwnerShadows(me)
+        shadows = OwnerShadows(_me)
         try:
             await shadows.append("alice", str(log), "event 1\n")
             await shadows.append("alice", str(log), "event 2\n")
@@ -106,11 +108,8 @@ def test_an_owner_without_an_account_gets_no_shadow():
 
 
 def test_a_shadow_with_a_transfer_expected_is_not_stopped_and_one_without_a_broker_refuses_transfers():
-    def me(owner: str) -> Account:
-        return Account("me", os.geteuid(), os.getegid(), (), "/")
-
     async def go() -> None:
-        shadows = OwnerShadows(me)  # no broker URL: no transfer
+        shadows = OwnerShadows(_me)  # no broker URL: no transfer
         try:
             with pytest.raises(ShadowRefused, match="no broker"):
                 await shadows.expect("alice", "tok", "in", {"Iwd": "/"})
@@ -137,13 +136,10 @@ def test_a_shadow_asked_for_while_found_idle_is_kept_not_stopped_and_doubled(tmp
     the shadow at that moment (a transfer's set-up behind a user-log line) keeps it: the check
     passes it by, and the request is answered by the same process, never by a second one started
     beside a stopping first."""
-    def me(owner: str) -> Account:
-        return Account("me", os.geteuid(), os.getegid(), (), "/")
-
     log = tmp_path / "job.log"
 
     async def go() -> None:
-        shadows = OwnerShadows(me)
+        shadows = OwnerShadows(_me)
         try:
             await shadows.append("alice", str(log), "event 1\n")
             sh = shadows._shadows["alice"]
