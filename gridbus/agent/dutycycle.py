@@ -96,11 +96,6 @@ class DutyCycle:
                              g.full + full, g.young + (not full))
             self._gc_started = (0.0, 0.0)
 
-    @property
-    def gc_seconds(self) -> float:
-        """Wall seconds in the cyclic garbage collector since install."""
-        return self.gc.seconds
-
     def watch_stalls(self, report: Callable[[float, GcTime, list[str]], None], threshold: float = STALL_SECONDS) -> None:
         """Call ``report(seconds, gc, samples)`` on the loop's thread after each turn of the loop
         longer than ``threshold``; ``gc`` is the cyclic garbage collector's share of it (`GcTime`),
