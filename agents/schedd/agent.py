@@ -62,7 +62,7 @@ from gridbus.agents.schedd.job_actions import JobActions
 from gridbus.agents.schedd.job_objects import JobObjects
 from gridbus.agents.schedd.jobattrs import RUNNING
 from gridbus.agents.schedd.jobevents import JobEvents
-from gridbus.agents.schedd.jobqueue import JobQueue, Proc
+from gridbus.agents.schedd.jobqueue import JobQueue
 from gridbus.agents.schedd.jobstate import JobState
 from gridbus.agents.schedd.leases import Leases
 from gridbus.agents.schedd.negotiation import Negotiation
@@ -127,6 +127,7 @@ class Schedd(Agent):
                                                                       self.url.alternatives[0].url)
         self.user_logs = UserLogs(self.owner_shadows, lambda owner, path, why: self.state.hold_for_log(owner, path, why))
         self.events = JobEvents(self.publish_event, self.address, self.user_logs)
+        self.queue.on_take.append(self.events.seal)
         self.queue.on_flush.append(self.events.write_logs)
         self.counters = Counters()
         self.users = Users(settings, self.is_admin)
@@ -157,7 +158,7 @@ class Schedd(Agent):
         self.spooling = Spooling(self.address, self.queue, self.state, self.commits, self.users, settings,
                                  lambda: self._connection, self.spawn, self.ads_changed)
         self.transfers = Transfers(self.queue, self.claims, self.owner_shadows, self.spooling, settings)
-        self.commits.before.append(self._log_materialized)
+        self.queue.on_materialized.append(self.submission.log_submit)
         self.add_parts(self.submission, self.queries, self.actions, self.job_objects, self.negotiation, self.reports,
                        self.transfers, self.spooling)
 
@@ -217,14 +218,6 @@ class Schedd(Agent):
             await self.owner_shadows.retain(o for o, c in counts.items() if c[RUNNING] > 0)
 
     # ------------------------------------------------------------------ wiring between parts
-    def _log_materialized(self) -> None:
-        """Before each commit: the submit events of the procs late materialization made."""
-        by_cluster: dict[int, list[Proc]] = {}
-        for p in self.queue.take_materialized():
-            by_cluster.setdefault(p.cluster.id, []).append(p)
-        for procs in by_cluster.values():
-            self.submission.log_submit(procs[0].cluster, procs)
-
     async def _call_daemon(self, address: str, method_name: str, args: dict[str, Any], timeout: float) -> MethodResult:
         return await self.client.call(address, method_name, args, timeout=timeout)
 

@@ -76,6 +76,7 @@ class Commits:
                 hook()
             batch = self.queue.take_batch()
             if not batch:
+                self.queue.written(batch)  # everything taken before is on disk (waited for above)
                 return
             future = asyncio.get_running_loop().run_in_executor(None, self.queue.store.write, batch)
             self._writing = future

@@ -83,6 +83,9 @@ class JobEvents:
         self._queue: asyncio.Queue[tuple[str, str, dict[str, Any]]] | None = None
         self._logs: dict[str, list[str]] = {}
         self._owners: dict[str, str] = {}  # user-log path -> the owner whose events go there
+        # The text recorded before each batch was taken to be written, oldest first: written
+        # once its batch is on disk, so a log never tells of a change a restart would not find.
+        self._sealed: list[tuple[dict[str, list[str]], dict[str, str]]] = []
         # The only writer of user logs: the owners' shadows, so a log is written as its owner,
         # never as the schedd, and never on the event loop.
         self.user_logs = user_logs
@@ -127,12 +130,18 @@ class JobEvents:
         if self._queue is not None:
             self._queue.put_nowait((event, owner, body))
 
+    def seal(self) -> None:
+        """The text recorded so far belongs to the batch being taken (JobQueue.on_take)."""
+        if self._logs:
+            self._sealed.append((self._logs, self._owners))
+            self._logs, self._owners = {}, {}
+
     def write_logs(self) -> None:
-        """Hand the recorded user-log text to the user-log writer, one append per file (called
-        after each commit: a log never tells of a change that is not on disk)."""
-        logs, self._logs = self._logs, {}
-        owners, self._owners = self._owners, {}
-        self.user_logs.write((owners.get(path, ""), path, "".join(texts)) for path, texts in logs.items())
+        """Hand the text of the batches now on disk to the user-log writer, one append per file
+        (JobQueue.on_flush: a batch that failed stays sealed and goes with the next one)."""
+        sealed, self._sealed = self._sealed, []
+        for logs, owners in sealed:
+            self.user_logs.write((owners.get(path, ""), path, "".join(texts)) for path, texts in logs.items())
 
     # ------------------------------------------------------------------ the pump
     def start(self) -> None:

@@ -200,11 +200,19 @@ class JobQueue:
         self.next_cluster = 1
         self._dirty: dict[tuple[int, int], Proc] = {}
         self._batch = Batch()
-        self._materialized: list[Proc] = []
         # Jobs retired since their history row was last taken to be written: found here until
         # it is on disk (a GetAd between the retirement and the commit still finds the job).
         self._retired: dict[tuple[int, int], dict[str, Any]] = {}
+        # Submits recorded and not yet on disk, found here until they are (see submission()).
+        self._unwritten_submissions: dict[tuple[str, str], tuple[str, Any]] = {}
         self.on_flush: list[Callable[[], None]] = []
+        # Called as a batch is taken to be written: what was recorded alongside the changes so
+        # far (the user-log text) goes out with their flush, and nothing recorded later does.
+        self.on_take: list[Callable[[], None]] = []
+        # Called with the procs a late-materializing cluster just made: their submit events are
+        # recorded at once, before anything can happen to them (claim reuse may start one before
+        # the next commit).
+        self.on_materialized: list[Callable[[Cluster, list[Proc]], None]] = []
         # Called when a job leaves Idle (started, held, removed): the shadows withdraw it from a
         # claim it was queued ahead on.
         self.on_left_idle: list[Callable[[Proc], None]] = []
@@ -379,11 +387,6 @@ class JobQueue:
         self._batch.clusters[cluster_id] = (owner, pack(ad), pack(self._factory_state(c)) if factory else None)
         return c
 
-    def take_materialized(self) -> list[Proc]:
-        """Procs a factory created since the last call (the agent logs their submit events)."""
-        out, self._materialized = self._materialized, []
-        return out
-
     def set_status(self, p: Proc, status: int, attrs: dict[str, Any] | None = None, *, when: float | None = None) -> None:
         """Move a job to ``status`` (EnteredCurrentStatus, LastJobStatus kept) and set ``attrs``."""
         for snap in self._snapshots:
@@ -493,9 +496,12 @@ class JobQueue:
 
     def record_submission(self, owner: str, submission_id: str, digest: str, answer: dict[str, Any]) -> None:
         self._batch.submissions.append((owner, submission_id, digest, pack(answer), time.time()))
+        self._unwritten_submissions[(owner, submission_id)] = (digest, answer)
 
     def submission(self, owner: str, submission_id: str) -> tuple[str, Any] | None:
-        return self.store.submission(owner, submission_id)
+        """The (digest, answer) of a Submit recorded under this id, written or not: a retry that
+        comes while the first is being committed is answered with its cluster, not given another."""
+        return self._unwritten_submissions.get((owner, submission_id)) or self.store.submission(owner, submission_id)
 
     def add_writes(self, writes: list[tuple[str, list[tuple[Any, ...]]]]) -> None:
         """Rows of another table of this file (SQL, parameter rows) to write in the next flush's
@@ -509,6 +515,8 @@ class JobQueue:
     def take_batch(self) -> Batch:
         """Every change since the last take, as one batch to write (see commits.py); the caller
         writes it, then calls `written()`, or `give_back()` should the write fail."""
+        for hook in self.on_take:
+            hook()
         batch = self._batch
         for key, p in self._dirty.items():
             batch.procs[key] = (p.status, pack(p.attrs) if p.attrs else None)
@@ -524,6 +532,8 @@ class JobQueue:
         """``batch`` is on disk."""
         for c, p, *_rest in batch.history:
             self._retired.pop((c, p), None)
+        for owner, submission_id, *_rest in batch.submissions:
+            self._unwritten_submissions.pop((owner, submission_id), None)
         for hook in self.on_flush:
             hook()
 
@@ -532,6 +542,7 @@ class JobQueue:
         tests; the schedd commits through commits.Commits); returns the rows written."""
         batch = self.take_batch()
         if not batch:
+            self.written(batch)  # nothing to write: what was recorded with no change goes out
             return 0
         try:
             self.store.write(batch)
@@ -593,7 +604,7 @@ class JobQueue:
         f = c.factory
         if not f:
             return
-        made = 0
+        made: list[Proc] = []
         while f["Next"] < f["Total"]:
             if f["MaxIdle"] > 0 and len(c.idle) >= f["MaxIdle"]:
                 break
@@ -608,11 +619,12 @@ class JobQueue:
             p = Proc(c, pid, f.get("Status", IDLE), dict(diff) if diff else None)
             self._attach(c, p)
             self._dirty[p.key] = p
-            self._materialized.append(p)
+            made.append(p)
             f["Next"] = pid + 1
-            made += 1
         if made:
             self._batch.factory_progress[c.id] = (f["Next"], f["Total"])
+            for hook in self.on_materialized:
+                hook(c, made)
 
 
 _PLAIN = (int, float, str, bool, type(None))

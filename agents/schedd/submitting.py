@@ -125,17 +125,19 @@ class Submission:
         if SubmissionId:
             self.queue.record_submission(owner, SubmissionId, digest, answer)
         self.policy.watch(c)
+        if c.factory is None:
+            # Recorded now, written with the commit: claim reuse may start a proc (and see it end)
+            # before the commit is on disk, and its submit event must come before the others.
+            # (A late-materializing cluster's procs are logged as they are made: on_materialized.)
+            self.log_submit(c, list(c.procs.values()))
         try:
             await self.commits.now()  # answered only after this commit
         except Exception:
             log.exception("committing cluster %d failed", cluster_id)
             raise MethodError(Status.EXCEPTION, f"Submit: the job queue could not be written ({cluster_id} not created)") from None
-        if c.factory is None:
-            self.log_submit(c, list(c.procs.values()))
-            self.events.write_logs()
-            # The submit events are in the log when answered, as condor_submit's are; but an
-            # owner's hung log never holds the answer for long (nor anyone else's).
-            await self.user_logs.written([owner], timeout=SUBMIT_LOG_WAIT)
+        # The submit events are in the log when answered, as condor_submit's are; but an owner's
+        # hung log never holds the answer for long (nor anyone else's).
+        await self.user_logs.written([owner], timeout=SUBMIT_LOG_WAIT)
         self.counters.count("JobsSubmitted", count)
         self._ads_changed()
         return answer

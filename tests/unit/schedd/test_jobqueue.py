@@ -60,12 +60,13 @@ def test_idle_jobs_in_priority_qdate_cluster_proc_order(tmp_path):
 
 def test_late_materialization_keeps_max_idle_procs(tmp_path):
     q = JobQueue(tmp_path / "q.db", "s1")
+    made: list[int] = []
+    q.on_materialized.append(lambda c, procs: made.extend(p.id for p in procs))
     cid = q.new_cluster_id()
     c = q.add_cluster(cid, "alice", cluster_ad(cid), None, 1_000_000, max_idle=3)
     q.flush()
     assert len(c.procs) == 3 and c.pending() == 999_997
-    made = q.take_materialized()
-    assert [p.id for p in made] == [0, 1, 2]
+    assert made == [0, 1, 2]
     q.set_status(q.proc(cid, 0), JobStatus.RUNNING)
     assert sorted(c.idle) == [1, 2, 3]
     q.retire(q.proc(cid, 1))

@@ -1,0 +1,111 @@
+"""What may happen while a Submit is being committed (its transaction in the writer thread):
+
+- the job runs and ends: claim reuse may start a new cluster's proc on a claim the moment the
+  cluster is in memory. Its submit event still comes first in its log (a proc that had ended by the
+  time the commit returned was gone from its cluster, and its submit event was never written: a
+  DAG of 1,000 nodes once finished with 999 submit events in its nodes log);
+- the client, its answer late, sends the Submit again with the same SubmissionId: it is answered
+  with the cluster being committed, not given a second one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+from gridbus.agents.schedd.shadows import RUNNING_JOB, Claim
+from gridbus.classad import ExprTree
+from gridbus.eventlog import JobEventLog, JobEventType
+from tests.unit.schedd.inproc import SLOT_AD, call, exit_report, make_schedd
+
+
+class SlowDisk:
+    """The job queue's writes wait until ``gate`` is set."""
+
+    def __init__(self, schedd: object) -> None:
+        self.gate = threading.Event()
+        self.store = schedd.queue.store  # type: ignore[attr-defined]
+        self.write = self.store.write
+        self.store.write = self._write
+
+    def _write(self, batch: object) -> None:
+        assert self.gate.wait(10)
+        self.write(batch)
+
+
+def test_a_job_that_ends_before_its_submit_is_on_disk_has_its_submit_event_first(tmp_path: Path):
+    log = tmp_path / "job.log"
+
+    async def main() -> None:
+        schedd = make_schedd(tmp_path / "spool", write_behind=3600.0)
+        await schedd.setup()
+        disk = SlowDisk(schedd)
+        gate = disk.gate
+        try:
+            ad = {"Cmd": "/bin/true", "Requirements": ExprTree("true"), "JobUniverse": 5, "Iwd": str(tmp_path),
+                  "UserLog": str(log)}
+            submitting = asyncio.create_task(schedd.submission.Submit(
+                call("Submit"), Ad=ad, Procs=[], Count=1, Submit={}, SubmissionId="", ClusterId=0))
+            while not schedd.queue.clusters:
+                await asyncio.sleep(0)
+            cid = next(iter(schedd.queue.clusters))
+            # Reused claim: the proc starts while the Submit's commit is in its thread...
+            claim = Claim("c1", "startd@a", "slot1@a", "alice", dict(SLOT_AD), time.time() + 1e9)
+            claim.job, claim.state, claim.jobs_run = (cid, 0), RUNNING_JOB, 1
+            schedd.claims.by_id["c1"] = claim
+            schedd.claims.by_job[(cid, 0)] = claim
+            await schedd.state.job_started(cid, 0, remote_host="startd@a", slot="slot1@a", claim_id="c1")
+            schedd.claims.changed(claim)
+            # ...and ends at once.
+            reporting = asyncio.create_task(
+                schedd.reports.JobReports(call("JobReports", user="startd"), Reports=[exit_report(cid, 0)]))
+            for _ in range(20):
+                await asyncio.sleep(0)
+            assert not submitting.done()
+            gate.set()
+            answer = await asyncio.wait_for(submitting, 10)
+            await asyncio.wait_for(reporting, 10)
+            assert answer["ClusterId"] == cid
+            assert await schedd.user_logs.written(timeout=10)
+            types = [e.type for e in JobEventLog(str(log)).events(0)]
+            assert types == [JobEventType.SUBMIT, JobEventType.EXECUTE, JobEventType.JOB_TERMINATED]
+        finally:
+            gate.set()
+            await schedd.commits.close()
+            await schedd.user_logs.close()
+
+    asyncio.run(main())
+
+
+def test_a_submit_sent_again_while_the_first_is_committed_gets_the_same_cluster(tmp_path: Path):
+    async def main() -> None:
+        schedd = make_schedd(tmp_path / "spool", write_behind=3600.0)
+        await schedd.setup()
+        disk = SlowDisk(schedd)
+        try:
+            ad = {"Cmd": "/bin/true", "Requirements": ExprTree("true"), "JobUniverse": 5, "Iwd": str(tmp_path)}
+
+            def send() -> asyncio.Task:
+                return asyncio.create_task(schedd.submission.Submit(
+                    call("Submit"), Ad=dict(ad), Procs=[], Count=2, Submit={}, SubmissionId="s-1", ClusterId=0))
+
+            first = send()
+            while not schedd.queue.clusters:
+                await asyncio.sleep(0)
+            again = send()
+            for _ in range(20):
+                await asyncio.sleep(0)
+            disk.gate.set()
+            a, b = await asyncio.wait_for(asyncio.gather(first, again), 10)
+            assert a["ClusterId"] == b["ClusterId"] and len(schedd.queue.clusters) == 1
+            # And once it is on disk, from there.
+            c = await asyncio.wait_for(send(), 10)
+            assert c["ClusterId"] == a["ClusterId"] and len(schedd.queue.clusters) == 1
+        finally:
+            disk.gate.set()
+            await schedd.commits.close()
+            await schedd.user_logs.close()
+
+    asyncio.run(main())
