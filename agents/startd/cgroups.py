@@ -1,9 +1,10 @@
 """Job cgroups: every process a job starts is found, measured, frozen and killed by the kernel.
 
 The startd owns a parent group ``<BASE_CGROUP>/<startd name>`` and the starter puts each job in a
-child of it before the job's first instruction runs (see `starter`: the child writes its own pid
-into the group's ``cgroup.procs`` files before it execs the job, or, run as another account, stops
-itself and the startd moves it and lets it go on). Whatever the job does after
+child of it before the job's first instruction runs (see `starter`: on v1 the job is forked by a
+thread that is in the group for that moment, `JobCgroup.thread_joined`, so it is born there; on v2
+the child writes its own pid into the group's ``cgroup.procs`` before it execs the job, or, run as
+another account, stops itself and the startd moves it and lets it go on). Whatever the job does after
 that (double forks, setsid, new process groups) stays in the group, so:
 
 - a kill empties the group: ``cgroup.kill`` on cgroup v2; on v1 the freezer stops every member
@@ -34,7 +35,9 @@ import os
 import re
 import shlex
 import signal
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 log = logging.getLogger("gridbus.startd.cgroups")
@@ -45,6 +48,15 @@ V2_WANTED = ("memory", "pids", "cpu")
 MEMORY_POLICIES = ("hard", "soft", "none")
 USER_HZ = os.sysconf("SC_CLK_TCK")
 _UNLIMITED = "max"
+
+
+class JoinFailed(Exception):
+    """A job could not be put in its group: ``reason`` says why, ``errno`` is the system's code."""
+
+    def __init__(self, reason: str, errno: int = 0):
+        super().__init__(reason)
+        self.reason = reason
+        self.errno = errno
 
 
 class CgroupError(Exception):
@@ -138,6 +150,38 @@ class JobCgroup:
             for d in self.dirs():
                 os.makedirs(d, exist_ok=True)
             self.created = True
+
+    @contextlib.contextmanager
+    def thread_joined(self) -> Iterator[None]:
+        """v1: the calling thread in this group while it forks the job, so the job is born in
+        every hierarchy of it (a child starts in its parent thread's groups) and its first
+        instruction runs there, with no shell and no migration; then back where the thread was.
+
+        Never the main thread: a process's memory is charged to the memory group of its main
+        thread (the mm owner), and the kernel's out-of-memory killer picks among main threads, so
+        for that moment the startd's own pages, and the startd itself, would be the job's. (Moving
+        the job into its memory group after its exec instead leaves what it touched before then
+        outside its limit: a job was seen to pass its 100 MiB limit that way.)
+        """
+        if threading.current_thread() is threading.main_thread():
+            raise RuntimeError("the main thread may not join a job's cgroup (see JobCgroup.thread_joined)")
+        tid = str(threading.get_native_id())
+        home = self.h.thread_home()
+        controllers = sorted(self.h.controllers)
+        try:
+            try:
+                for c in controllers:
+                    _write(os.path.join(self.dir(c), "tasks"), tid)
+            except OSError as exc:
+                raise JoinFailed(f"cannot put the job in its cgroup {self.rel}: {exc.strerror or exc}",
+                                 exc.errno or 0) from None
+            yield
+        finally:
+            for c in controllers:
+                try:
+                    _write(home[c], tid)
+                except OSError:  # its own group gone: the hierarchy's root, never a job's group
+                    _write(os.path.join(self.h.roots[c], "tasks"), tid)
 
     def join_script(self) -> str:
         """Shell commands by which a process moves itself into the group (one write per
@@ -377,6 +421,7 @@ class Hierarchy:
         self.controllers = controllers
         self.base = base.strip("/")
         self.tracker = "" if version == 2 else "freezer"
+        self._homes: dict[int, dict[str, str]] = {}  # thread id -> its own groups' tasks files (v1)
 
     def dir_of(self, rel: str, controller: str = "") -> str:
         root = self.roots[""] if self.version == 2 else self.roots[controller or self.tracker]
@@ -386,6 +431,21 @@ class Hierarchy:
         if self.version == 2:
             return [os.path.join(self.roots[""], rel)]
         return [os.path.join(self.roots[c], rel) for c in sorted(self.controllers)]
+
+    def thread_home(self) -> dict[str, str]:
+        """v1: controller -> the ``tasks`` file of the calling thread's own group (read once per
+        thread: a thread that forks jobs returns there after each fork)."""
+        tid = threading.get_native_id()
+        home = self._homes.get(tid)
+        if home is None:
+            where: dict[str, str] = {}
+            for line in _read(f"/proc/self/task/{tid}/cgroup").splitlines():
+                _, controllers, path = line.split(":", 2)
+                for c in controllers.split(","):
+                    where[c] = path.lstrip("/")
+            home = self._homes[tid] = {c: os.path.join(self.roots[c], where.get(c, ""), "tasks")
+                                       for c in self.controllers}
+        return home
 
     def describe(self) -> str:
         return f"cgroup v{self.version} ({', '.join(sorted(self.controllers)) or 'no controllers'}) under {self.base}"

@@ -12,8 +12,10 @@ reports meanwhile. Measured on a loaded 2-cpu machine (bench/bench_pool.py): a f
 jobs per second for about a third more startd cpu per job, so the default is 0 (on the loop).
 
 With a cgroup hierarchy (`cgroups`, the default when the startd runs as root) each job runs in a
-group of its own, joined by the child before exec: a stop kills the group, the kernel enforces the
-memory limit, and usage is read from the group's counters every STARTER_MEMORY_CHECK_INTERVAL. On
+group of its own from its first instruction: on cgroup v1 it is born there (forked by a thread that
+joins the group for that moment, `cgroups.JobCgroup.thread_joined`: no shell, no migration), on v2
+its first process is a shell that joins before it execs the job. A stop kills the group, the kernel
+enforces the memory limit, and usage is read from the group's counters every STARTER_MEMORY_CHECK_INTERVAL. On
 the process-scan fallback (no cgroups) the job's processes are its session's, found in one scan of
 /proc for all running jobs, and the memory limit is sampled.
 
@@ -36,6 +38,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -58,7 +61,8 @@ log = logging.getLogger("gridbus.startd.starter")
 
 MAX_IDLE_GROUPS = 64  # emptied job cgroups kept for reuse
 
-# The job's first process is a shell that joins the job's cgroup, then becomes the job ("$0" is
+# On cgroup v2 (one tree: a thread cannot join a group alone, see `_born_in` for v1) the job's
+# first process is a shell that joins the job's cgroup, then becomes the job ("$0" is
 # the job's executable, "$@" its arguments): the job's first instruction runs inside the group.
 # Running as root, the shell writes its own pid into the group's cgroup.procs files; if a write
 # fails it never execs the job, leaves a mark in the scratch directory and exits JOIN_FAILED.
@@ -69,6 +73,19 @@ STOP_THEN_EXEC = 'kill -STOP $$; exec "$0" "$@"'
 JOIN_THEN_EXEC = '{{ {join}; }} 2>/dev/null && exec "$0" "$@"; : >{mark}; exit {code}'
 JOIN_FAILED = 125
 JOIN_FAILED_MARK = ".gridbus-cgroup-join-failed"
+
+
+@dataclass
+class _Prepared:
+    """A job ready to spawn (see `Starter._prepare`): its Popen, and what a failed start undoes."""
+
+    popen: Callable[[], subprocess.Popen]
+    scratch: str
+    account: Account
+    group: cgroups.JobCgroup | None
+    fds: list[int]
+    executable: str
+    iwd: str
 
 
 class StartFailed(Exception):
@@ -184,6 +201,8 @@ class Starter:
         self.spawn_threads = spawn_threads
         self._spawner: ThreadPoolExecutor | None = None  # made on the first start_async
         self._launching: set[asyncio.Future] = set()
+        # The thread that forks cgroup v1 jobs for the main thread (see `_born_in`).
+        self._born_in_thread: ThreadPoolExecutor | None = None
         os.makedirs(execute, mode=0o755, exist_ok=True)
 
     # ------------------------------------------------------------------ start
@@ -209,7 +228,8 @@ class Starter:
         given = {"sandbox": sandbox} if sandbox is not None else {}
         if self.spawn_threads <= 0:
             proc, scratch, account, group = self._launch(ad, slot, env_extra, memory_limit_mib, wait_stopped=False, **given)
-            if group is not None and account.switch:
+            if _joins_stopped(group, account):
+                assert group is not None
                 try:
                     _into_group(proc, group, _str(ad, "Cmd") or "the job", await _stopped(proc.pid))
                 except BaseException:  # StartFailed, or cancelled: nothing of it may run on
@@ -237,6 +257,12 @@ class Starter:
                 ) -> tuple[subprocess.Popen, str, Account, cgroups.JobCgroup | None]:
         """Everything from the account to the fork/exec; no loop state (it may run on a thread).
         ``wait_stopped=False`` leaves a cgroup job's stopped first process to the caller."""
+        return self._fork(self._prepare(ad, slot, env_extra, memory_limit_mib, sandbox), wait_stopped)
+
+    def _prepare(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
+                 memory_limit_mib: int | None, sandbox: str | None) -> _Prepared:
+        """The account, scratch directory, files, environment and group of a job, and its Popen
+        ready to call (by `_fork`); what it made is undone if it raises StartFailed."""
         try:
             account = self.policy.account_for(_str(ad, "Owner"))
         except RunAsRefused as exc:
@@ -291,48 +317,85 @@ class Starter:
             argv = [executable, *args]
             if self.cgroups is not None:
                 group = self._make_cgroup(ad, f"job_{os.getpid()}_{seq}", memory_limit_mib)
-                _check_executable(executable)  # the shell below would turn a bad one into exit 127
+            if group is not None and group.version == 2:
+                # v2 has no joining by thread: the job's first process is a shell that joins.
                 # (A Python preexec_fn would join without the shell, but it rules out vfork: it
                 # cost the startd more than twice the cpu per job, measured.)
+                _check_executable(executable)  # the shell below would turn a bad one into exit 127
                 if account.switch:
                     script = STOP_THEN_EXEC
                 else:
                     script = JOIN_THEN_EXEC.format(join=group.join_script(), code=JOIN_FAILED,
                                                    mark=shlex.quote(os.path.join(scratch, JOIN_FAILED_MARK)))
                 argv = [STARTER_SHELL, "-c", script, executable, *args]
-            try:
-                proc = subprocess.Popen(
-                    argv,
-                    executable=argv[0],
-                    cwd=iwd,
-                    env=env,
-                    stdin=stdin,
-                    stdout=stdout,
-                    stderr=stderr,
-                    start_new_session=True,  # its own session and process group: one kill reaches them all
-                    close_fds=True,
-                    **switch,
-                )
-            except OSError as exc:
-                if exc.filename == iwd and not os.path.isdir(iwd):
-                    raise StartFailed(f"cannot enter Iwd {iwd}: {exc.strerror}", HOLD_IWD, exc.errno or 0) from None
-                raise StartFailed(
-                    f"cannot execute {executable}: {exc.strerror or exc}", HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0
-                ) from None
-            except (subprocess.SubprocessError, ValueError) as exc:
-                raise StartFailed(f"cannot start {executable}: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
-            if group is not None and account.switch and wait_stopped:
-                _into_group(proc, group, executable)
-        except StartFailed:
-            self._clean_now(scratch)
-            if group is not None:
-                group.kill()
-                group.remove()
+            popen = functools.partial(
+                subprocess.Popen,
+                argv,
+                executable=argv[0],
+                cwd=iwd,
+                env=env,
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+                start_new_session=True,  # its own session and process group: one kill reaches them all
+                close_fds=True,
+                **switch,
+            )
+        except BaseException:
+            self._undo(scratch, group, fds)
             raise
-        finally:
-            for fd in fds:
-                os.close(fd)
-        return proc, scratch, account, group
+        return _Prepared(popen, scratch, account, group, fds, executable, iwd)
+
+    def _fork(self, prep: _Prepared, wait_stopped: bool = True,
+              ) -> tuple[subprocess.Popen, str, Account, cgroups.JobCgroup | None]:
+        """Spawn a prepared job (on cgroup v1 by a thread in its group: it is born there)."""
+        group, account = prep.group, prep.account
+        try:
+            try:
+                proc = prep.popen() if group is None or group.version == 2 else self._born_in(group, prep.popen)
+            except OSError as exc:
+                if exc.filename == prep.iwd and not os.path.isdir(prep.iwd):
+                    raise StartFailed(f"cannot enter Iwd {prep.iwd}: {exc.strerror}", HOLD_IWD, exc.errno or 0) from None
+                raise StartFailed(f"cannot execute {prep.executable}: {exc.strerror or exc}",
+                                  HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0) from None
+            except (subprocess.SubprocessError, ValueError) as exc:
+                raise StartFailed(f"cannot start {prep.executable}: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
+            if _joins_stopped(group, account) and wait_stopped:
+                assert group is not None
+                _into_group(proc, group, prep.executable)
+        except BaseException:
+            self._undo(prep.scratch, group, prep.fds)
+            raise
+        for fd in prep.fds:
+            os.close(fd)
+        return proc, prep.scratch, account, group
+
+    def _undo(self, scratch: str, group: cgroups.JobCgroup | None, fds: list[int]) -> None:
+        """What a start that failed had made: its files closed, its scratch directory and group gone."""
+        for fd in fds:
+            os.close(fd)
+        fds.clear()
+        self._clean_now(scratch)
+        if group is not None:
+            group.kill()
+            group.remove()
+
+    def _born_in(self, group: cgroups.JobCgroup, popen: Callable[[], subprocess.Popen]) -> subprocess.Popen:
+        """``popen()`` by a thread that is in ``group`` meanwhile (cgroup v1), so the job is born
+        there: this thread when it is a spawner thread, else the starter's own (the main thread
+        may not join, see `cgroups.JobCgroup.thread_joined`)."""
+        if threading.current_thread() is threading.main_thread():
+            return self._born_in_executor().submit(self._born_in, group, popen).result()
+        try:
+            with group.thread_joined():
+                return popen()
+        except cgroups.JoinFailed as exc:
+            raise StartFailed(exc.reason, HOLD_FAILED_TO_CREATE_PROCESS, exc.errno) from None
+
+    def _born_in_executor(self) -> ThreadPoolExecutor:
+        if self._born_in_thread is None:
+            self._born_in_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cgroup-spawner")
+        return self._born_in_thread
 
     def _make_cgroup(self, ad: Mapping[str, Any], name: str, memory_limit_mib: int | None) -> cgroups.JobCgroup:
         assert self.cgroups is not None
@@ -560,9 +623,9 @@ class Starter:
             self.resume(job)  # a frozen process takes no signal but SIGKILL
         if graceful and self.killing_timeout > 0:
             if job.cgroup is not None:
-                # The job's first process joins its group itself, a moment after it is spawned:
-                # signal it by pid too, or a stop in that moment reaches nobody. (It starts no
-                # other process before it has joined, so nothing else can be outside the group.)
+                # On v2 the job's first process joins its group itself, a moment after it is
+                # spawned: signal it by pid too, or a stop in that moment reaches nobody. (It starts
+                # no other process before it has joined, so nothing else can be outside the group.)
                 _kill_child(job.pid, job.kill_signal)
                 job.cgroup.signal_all(job.kill_signal)
             else:
@@ -658,6 +721,9 @@ class Starter:
         if self._spawner is not None:
             self._spawner.shutdown(wait=False)
             self._spawner = None
+        if self._born_in_thread is not None:
+            self._born_in_thread.shutdown(wait=False)
+            self._born_in_thread = None
 
     # ------------------------------------------------------------------ monitoring
     async def monitor(self) -> None:
@@ -763,6 +829,12 @@ async def _stopped(pid: int, timeout: float = 30.0) -> int:
         delay = min(delay * 2, 0.005)
 
 
+def _joins_stopped(group: cgroups.JobCgroup | None, account: Account) -> bool:
+    """Whether the job's first process stops itself for the startd to move it into its group: a
+    v2 group and a job of another account (which may not write the group's files itself)."""
+    return group is not None and group.version == 2 and account.switch
+
+
 def _into_group(proc: subprocess.Popen, group: cgroups.JobCgroup, executable: str, status: int | None = None) -> None:
     """Wait for the child to stop itself (unless ``status`` says it has), move it into the job's
     group, let it exec the job."""
@@ -843,3 +915,4 @@ def _kill_signal(ad: Mapping[str, Any]) -> int:
         except KeyError:
             pass
     return signal.SIGTERM
+

@@ -342,16 +342,91 @@ def test_a_reused_group_counts_from_zero_for_its_next_job(tmp_path, hierarchy_fo
 
 
 def test_a_job_that_cannot_join_its_group_never_runs_and_is_held(tmp_path, hierarchy_for, monkeypatch):
-    # The job's first process joins its group itself; when a write fails it must not exec the job.
+    # A job must never run outside its group. On v1 the thread that forks it joins the group first
+    # and the start fails when it cannot; on v2 the job's first process joins it and never execs
+    # the job when a write fails.
+    import errno
+
     from gridbus.agents.startd import cgroups
 
     h = hierarchy_for("cgroup")
-    monkeypatch.setattr(cgroups.JobCgroup, "join_script", lambda self: f"echo $$ >{tmp_path}/no/cgroup.procs")
     ran = tmp_path / "ran"
-    (job,) = run_jobs(tmp_path, ALLOW_ROOT, [{"Cmd": "/usr/bin/touch", "Arguments": str(ran)}], cgroup=h)
+    ad = {"Cmd": "/usr/bin/touch", "Arguments": str(ran)}
+    if h.version == 1:
+        write = cgroups._write
+
+        def refused(path: str, value: str) -> None:
+            if path.endswith("/tasks") and f"{h.base}/" in path:
+                raise OSError(errno.EACCES, "Permission denied")
+            write(path, value)
+
+        monkeypatch.setattr(cgroups, "_write", refused)
+
+        async def main():
+            starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=lambda j: None, cgroup=h)
+            try:
+                with pytest.raises(StartFailed) as e:
+                    starter.start("c", ad, "slot1@t", {}, None)
+                return e.value
+            finally:
+                await starter.shutdown()
+
+        failed = asyncio.run(main())
+        assert not ran.exists()
+        assert failed.code == HOLD_FAILED_TO_CREATE_PROCESS and "cannot put the job in its cgroup" in failed.reason
+        assert not _threads_in(h.base)
+        return
+    monkeypatch.setattr(cgroups.JobCgroup, "join_script", lambda self: f"echo $$ >{tmp_path}/no/cgroup.procs")
+    (job,) = run_jobs(tmp_path, ALLOW_ROOT, [ad], cgroup=h)
     assert not ran.exists()
     assert job.exit["HoldReasonCode"] == HOLD_FAILED_TO_CREATE_PROCESS
     assert "could not join its cgroup" in job.exit["HoldReason"]
+
+
+def _threads_in(base: str) -> list[str]:
+    """This process's threads whose cgroups lie under ``base``."""
+    out = []
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/cgroup") as fh:
+                out += [f"{tid}: {line}" for line in fh.read().splitlines() if f"{base}/" in line]
+        except FileNotFoundError:  # a thread that ended meanwhile
+            pass
+    return out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching accounts needs root")
+def test_jobs_are_born_in_their_groups_and_the_starter_s_threads_go_home(tmp_path, hierarchy_for):
+    # Root's job and another account's, started from the loop and from spawner threads: each is in
+    # every hierarchy of its group at its first instruction, and no thread of the starter's
+    # process is left in a job's group (a kill of the group would kill the startd).
+    h = hierarchy_for("cgroup")
+    os.chmod(tmp_path, 0o777)
+    ads = [{"Cmd": "/bin/cat", "Arguments": "/proc/self/cgroup", "Out": str(tmp_path / f"cg{i}"),
+            "Owner": owner} for i, owner in enumerate(["root", "no-such-user-xyz"] * 2)]
+    policy = RunAsPolicy(unprivileged_user="nobody", allow_root_jobs=True)
+
+    async def main():
+        starters = [Starter(str(tmp_path / f"ex{n}"), policy, on_exit=lambda j: None, cgroup=h, spawn_threads=n)
+                    for n in (0, 2)]
+        try:
+            jobs = []
+            for i, ad in enumerate(ads):
+                jobs.append(await starters[i // 2].start_async(f"c{i}", ad, "slot1@t", {}, 256))
+                assert not _threads_in(h.base)
+            await asyncio.gather(*(j.done for j in jobs))
+            return jobs
+        finally:
+            for starter in starters:
+                await starter.shutdown()
+
+    jobs = asyncio.run(main())
+    for i, job in enumerate(jobs):
+        assert job.exit["ExitCode"] == 0, job.exit
+        lines = (tmp_path / f"cg{i}").read_text().splitlines()
+        joined = [line for line in lines if line.split(":", 2)[2] == f"/{job.cgroup.rel}"]
+        assert len(joined) == (1 if h.version == 2 else len(h.controllers)), lines
+    assert not _threads_in(h.base)
 
 
 def test_a_root_job_is_in_its_group_at_its_first_instruction(tmp_path, hierarchy_for):
@@ -363,3 +438,5 @@ def test_a_root_job_is_in_its_group_at_its_first_instruction(tmp_path, hierarchy
     assert job.exit["ExitCode"] == 0
     joined = [line for line in lines if f"{h.base}/" in line]
     assert len(joined) == (1 if h.version == 2 else len(h.controllers)), lines
+
+
