@@ -382,8 +382,10 @@ class Starter:
 
     def _born_in(self, group: cgroups.JobCgroup, popen: Callable[[], subprocess.Popen]) -> subprocess.Popen:
         """``popen()`` by a thread that is in ``group`` meanwhile (cgroup v1), so the job is born
-        there: this thread when it is a spawner thread, else the starter's own (the main thread
-        may not join, see `cgroups.JobCgroup.thread_joined`)."""
+        there: this thread (the startd's loop runs on one of its own, see gridbus/agent/runner.py;
+        or a spawner thread), else, on the main thread, which may not join (see
+        `cgroups.JobCgroup.thread_joined`), the starter's own thread (a cross-thread round per
+        job: in-process uses, tests and benchmarks)."""
         if threading.current_thread() is threading.main_thread():
             return self._born_in_executor().submit(self._born_in, group, popen).result()
         try:

@@ -9,6 +9,7 @@ import logging
 import logging.handlers
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -88,13 +89,15 @@ def serve(
     *,
     parser: argparse.ArgumentParser | None = None,
     check: Callable[[Config], object] | None = None,
+    loop_thread: bool = False,
 ) -> None:
     """A daemon's ``main``: parse its options, load its configuration, open its log, run it.
 
     Every daemon starts the same way, so one function does it: ``--config`` (if ``parser`` has
     it) names the file, a bad configuration (including what ``check`` raises) ends the process
     with a sentence, the log goes to ``--log-dir`` else the LOG knob, rotated as MAX_DAEMON_LOG
-    and MAX_NUM_DAEMON_LOG say, and ``build(cfg, args)`` makes the agent once the loop runs.
+    and MAX_NUM_DAEMON_LOG say, and ``build(cfg, args)`` makes the agent once the loop runs
+    (on a thread of its own with ``loop_thread``, see `run`).
     """
     args = (parser or base_parser(kind)).parse_args(argv)
     try:
@@ -106,30 +109,72 @@ def serve(
     except (ValueError, KeyError) as exc:  # ConfigError is a ValueError
         sys.exit(f"gridbus {kind}: bad configuration: {exc}")
     setup_logging(log_name, log_dir, args.foreground, max_bytes=max_bytes, backups=backups)
-    run(lambda: build(cfg, args))
+    run(lambda: build(cfg, args), loop_thread=loop_thread)
 
 
-def run(make_agent: Callable[[], Agent]) -> None:
+def run(make_agent: Callable[[], Agent], *, loop_thread: bool = False) -> None:
     """Run the agent until SIGTERM/SIGINT, then stop it gracefully (ads invalidated).
 
     SIGHUP makes it re-read its configuration (``Agent.reconfig``), as HTCondor's daemons do on
     condor_reconfig; the master sends it to its daemons on Reconfig.
+
+    ``loop_thread``: the event loop runs on a thread of its own and the main thread only waits and
+    hands it the signals. The startd's loop forks each job while it is in the job's cgroup, which
+    the main thread may not do (its memory group is the whole process's: agents/startd/cgroups.py).
     """
+    started: list[tuple[asyncio.AbstractEventLoop, asyncio.Event, Agent]] = []
+    early_stop = threading.Event()  # a stop signal before the loop ran
 
     async def main() -> None:
         agent = make_agent()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        loop.add_signal_handler(signal.SIGHUP, lambda: _reconfig(agent))
+        if loop_thread:
+            started.append((loop, stop, agent))
+            if early_stop.is_set():
+                stop.set()
+        else:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(signal.SIGHUP, lambda: _reconfig(agent))
         await agent.run(stop)
 
     tune_gc()
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        pass
+    if not loop_thread:
+        try:
+            asyncio.run(main())
+        except KeyboardInterrupt:
+            pass
+        return
+
+    failed: list[BaseException] = []
+
+    def body() -> None:
+        try:
+            asyncio.run(main())
+        except BaseException as exc:  # handed to the main thread, which ends the process with it
+            failed.append(exc)
+
+    def on_stop(signum: int, frame: object) -> None:
+        early_stop.set()
+        if started:
+            loop, stop, _agent = started[0]
+            loop.call_soon_threadsafe(stop.set)
+
+    def on_hup(signum: int, frame: object) -> None:
+        if started:
+            loop, _stop, agent = started[0]
+            loop.call_soon_threadsafe(_reconfig, agent)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_stop)
+    signal.signal(signal.SIGHUP, on_hup)
+    thread = threading.Thread(target=body, name="loop")
+    thread.start()
+    while thread.is_alive():
+        thread.join(1.0)  # (a signal's handler runs on this thread between two waits)
+    if failed:
+        raise failed[0]
 
 
 def _reconfig(agent: Agent) -> None:

@@ -28,7 +28,7 @@ def started(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """What serve() handed to logging and to the loop, without opening a log or a loop."""
     seen: dict[str, Any] = {}
     monkeypatch.setattr(runner, "setup_logging", lambda *a, **kw: seen.update(log=(a, kw)))
-    monkeypatch.setattr(runner, "run", lambda make: seen.update(agent=make()))
+    monkeypatch.setattr(runner, "run", lambda make, **kw: seen.update(agent=make(), run=kw))
     return seen
 
 
