@@ -9,9 +9,10 @@ Figures, all measured in the same run on this machine (as root):
   failed 1 in 830 because the stop returned once the processes were signalled, not gone);
 - the starter running /bin/true one after another as the startd starts jobs (``start_async``), with
   and without a cgroup per job (the peer: the same starter on the scan path): jobs per second, the
-  starter's cpu per job, and the job's own cpu (its processes). A job in a cgroup costs a shell's
-  exec more (its first process writes itself into its group before it execs the job) and the
-  group's files.
+  starter's cpu per job, and the job's own cpu (its processes). A job in a cgroup costs the
+  group's files; on v1 it is born in its group (forked by a thread in it: here the starter's own,
+  since this runs on the main thread), on v2 its first process is a shell that joins the group
+  before it execs the job.
 
 Run: ``.venv/bin/python bench/bench_cgroups.py [--quick]``; ``run(quick)`` returns the figures.
 """

@@ -9,7 +9,8 @@ worker with N processes and the rpc result backend runs a task that runs /bin/tr
 the rate is from the first ``delay()`` to the last result. The floor, in the same run: bare
 ``subprocess.Popen("/bin/true")`` then ``wait()`` in 2 threads (spawns per second on this
 machine with nothing else around). Goals: at least 2 x Celery at both concurrencies and at
-least half the bare spawn rate. The cpu each daemon spent per job is printed beside the rates.
+least half the bare spawn rate. The cpu each daemon spent per job is printed beside the rates,
+and the whole machine's (every process, the broker, the jobs and the kernel) for each system.
 
 gridbus runs each job in cgroups of its own (as HTCondor does where it can); Celery runs none.
 Each concurrency is also run with the startd's cgroups off (BASE_CGROUP empty), the peer's own
@@ -52,6 +53,12 @@ def _cpu_seconds(pid: int) -> float:
     """User + system cpu of a process so far (its children's not included)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _machine_cpu_seconds() -> float:
+    """Busy cpu seconds of the whole machine so far (every process and the kernel: /proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
 
 
 def bare_spawn_rate(jobs: int, threads: int = 2) -> float:
@@ -110,6 +117,7 @@ def gridbus_rate(jobs: int, slots: int = SLOTS, cgroups: bool = True) -> dict:
             time.sleep(6)  # the broker's statistics sample of the idle pool
             msgs0 = _messages(mgmt, vhost)
             cpu0 = {name: _cpu_seconds(proc.pid) for name, proc in pool.procs.items()}
+            machine0 = _machine_cpu_seconds()
             started = time.monotonic()
             cluster = pool.submit("schedd@s", jobs, log=log)
 
@@ -120,6 +128,7 @@ def gridbus_rate(jobs: int, slots: int = SLOTS, cgroups: bool = True) -> dict:
 
             wait_for(f"{jobs} jobs to leave the queue", left, timeout=600, interval=0.1)
             elapsed = time.monotonic() - started
+            machine = _machine_cpu_seconds() - machine0
             cpu = {name.split("@")[0]: _cpu_seconds(proc.pid) - cpu0[name] for name, proc in pool.procs.items()}
             hist = pool.history("schedd@s", f"ClusterId == {cluster}", ["ExitCode"])
             ok = sum(1 for j in hist if j.get("ExitCode") == 0)
@@ -129,7 +138,8 @@ def gridbus_rate(jobs: int, slots: int = SLOTS, cgroups: bool = True) -> dict:
             pool.stop()
             mgmt.delete_vhost(vhost)
     return {"seconds": elapsed, "rate": jobs / elapsed, "completed_ok": ok, "matches": stats.get("TotalMatches"),
-            "cpu_ms_per_job": {k: round(v / jobs * 1000, 3) for k, v in cpu.items()}, "messages_per_job": msgs}
+            "cpu_ms_per_job": {k: round(v / jobs * 1000, 3) for k, v in cpu.items()}, "messages_per_job": msgs,
+            "machine_cpu_ms_per_job": round(machine / jobs * 1000, 2)}
 
 
 CELERY_APP = textwrap.dedent(
@@ -164,10 +174,12 @@ def celery_rate(jobs: int, concurrency: int = 2) -> dict:
             benchpool.app.conf.update(broker_url=url, result_backend="rpc://")
             # Warm up: the worker is up when one task comes back.
             benchpool.run_true.delay().get(timeout=60)
+            machine0 = _machine_cpu_seconds()
             started = time.monotonic()
             results = [benchpool.run_true.delay() for _ in range(jobs)]
             codes = [r.get(timeout=600) for r in results]
             elapsed = time.monotonic() - started
+            machine = _machine_cpu_seconds() - machine0
         finally:
             worker.terminate()
             try:
@@ -177,7 +189,8 @@ def celery_rate(jobs: int, concurrency: int = 2) -> dict:
             sys.path.remove(tmp)
             sys.modules.pop("benchpool", None)
             mgmt.delete_vhost(vhost)
-    return {"seconds": elapsed, "rate": jobs / elapsed, "completed_ok": sum(1 for c in codes if c == 0)}
+    return {"seconds": elapsed, "rate": jobs / elapsed, "completed_ok": sum(1 for c in codes if c == 0),
+            "machine_cpu_ms_per_job": round(machine / jobs * 1000, 2)}
 
 
 def run(quick: bool = False, slot_counts: tuple[int, ...] = (2, 8)) -> dict:
@@ -197,6 +210,8 @@ def run(quick: bool = False, slot_counts: tuple[int, ...] = (2, 8)) -> dict:
             f"gridbus_daemon_messages_per_job ({n} slots)": g["messages_per_job"],
             f"gridbus_jobs_per_s ({n} slots, cgroups off)": round(g_off["rate"], 1),
             f"gridbus_daemon_cpu_ms_per_job ({n} slots, cgroups off)": g_off["cpu_ms_per_job"],
+            f"machine_cpu_ms_per_job ({n}: gridbus / cgroups off / celery)":
+                f'{g["machine_cpu_ms_per_job"]} / {g_off["machine_cpu_ms_per_job"]} / {c["machine_cpu_ms_per_job"]}',
             f"celery_jobs_per_s (prefork {n}, rpc backend)": round(c["rate"], 1),
             f"ratio_gridbus_over_celery ({n})": round(ratio, 2),
             f"ratio_gridbus_over_celery ({n}, cgroups off)": round(g_off["rate"] / c["rate"], 2),
