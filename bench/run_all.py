@@ -1,9 +1,11 @@
-"""Run every bench/bench_*.py's ``run()`` and rewrite bench/RESULTS.md (``make bench``).
+"""Run every bench/bench_*.py's ``run()`` and add its figures to bench/RESULTS.md (``make bench``).
 
 Each benchmark module exposes ``run(quick: bool = False) -> dict`` of its figures (and, where it
 has a peer, the peer's figures and the ratio, measured in the same run). This script imports them
-one after another in this process, records the figures, the date, the machine and the command,
-and writes RESULTS.md. A benchmark that fails is reported with its error; the others still run.
+one after another in this process and records the figures, the date, the machine and the command:
+each benchmark's table goes into its own ``## bench_x`` section of RESULTS.md as a new dated
+subsection above the earlier ones, so the figures of earlier runs (and what was written about
+them by hand) stay. A benchmark that fails is reported with its error; the others still run.
 
     .venv/bin/python bench/run_all.py [--quick] [--only NAME ...]
 """
@@ -79,6 +81,45 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+Result = tuple[str, dict | None, str, float, str]  # name, figures, error, seconds, doc
+
+
+def _figures(figures: dict | None, error: str, seconds: float) -> list[str]:
+    if error:
+        return ["FAILED:", "", "```", error.rstrip(), "```", ""]
+    lines = ["| figure | value |", "|---|---|"]
+    for key, value in (figures or {}).items():
+        lines.append(f"| {key} | {fmt(value)} |")
+    return [*lines, "", f"({seconds:.1f} s)", ""]
+
+
+def _machine() -> str:
+    return f"{platform.node()}, {os.cpu_count()} cpus, {platform.platform()}, Python {platform.python_version()}"
+
+
+def merge(existing: str, results: list[Result], command: str, now: str | None = None) -> str:
+    """``existing`` (a RESULTS.md) with each result's table added to its benchmark's section, as
+    a dated subsection above that section's earlier ones (after its opening paragraphs); a
+    benchmark without a section gets one at the end. Nothing else is changed."""
+    now = now or dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    lines = existing.rstrip("\n").split("\n")
+    for name, figures, error, seconds, doc in results:
+        block = [f"### {now}: `{command}`", "", f"Machine: {_machine()}.", "", *_figures(figures, error, seconds)]
+        try:
+            start = lines.index(f"## {name}")
+        except ValueError:
+            lines += ["", f"## {name}", "", *([doc, ""] if doc else []), *block]
+            continue
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+        at = next((i for i in range(start + 1, end) if lines[i].startswith("### ")), end)
+        if at == end:  # no subsection yet: after the section's text, before the next section's blank line
+            while at > start + 1 and not lines[at - 1].strip():
+                at -= 1
+            block = ["", *block[:-1]]
+        lines[at:at] = block
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def render(results: list[tuple[str, dict | None, str, float, str]], command: str) -> str:
     now = dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     lines = [
@@ -86,7 +127,7 @@ def render(results: list[tuple[str, dict | None, str, float, str]], command: str
         "",
         f"- date: {now}",
         f"- command: `{command}`",
-        f"- machine: {platform.node()}, {os.cpu_count()} cpus, {platform.platform()}, Python {platform.python_version()}",
+        f"- machine: {_machine()}",
         "",
         "Rewritten by `bench/run_all.py` (`make bench`); every figure below was measured in that run.",
         "Peers (Celery, HTCondor's published figures) are given beside gridbus's own, with their ratio.",
@@ -96,13 +137,7 @@ def render(results: list[tuple[str, dict | None, str, float, str]], command: str
         lines += [f"## {name}", ""]
         if doc:
             lines += [doc, ""]
-        if error:
-            lines += ["FAILED:", "", "```", error.rstrip(), "```", ""]
-            continue
-        lines += ["| figure | value |", "|---|---|"]
-        for key, value in (figures or {}).items():
-            lines.append(f"| {key} | {fmt(value)} |")
-        lines += ["", f"({seconds:.1f} s)", ""]
+        lines += _figures(figures, error, seconds)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -127,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"   {k:40} {fmt(v)}", flush=True)
         results.append((path.stem, figures, error, seconds, doc))
     command = " ".join([".venv/bin/python", "bench/run_all.py", *(argv if argv is not None else sys.argv[1:])])
-    Path(args.output).write_text(render(results, command))
+    out = Path(args.output)
+    # An existing file keeps what it holds: the new figures go in beside the earlier ones.
+    out.write_text(merge(out.read_text(), results, command) if out.exists() else render(results, command))
     print(f"wrote {args.output}")
     return 1 if failed else 0
 
