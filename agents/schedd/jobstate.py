@@ -110,6 +110,16 @@ class JobState:
         self.commits.soon()
         self._ads_changed()
 
+    def job_not_startable(self, cluster: int, proc: int, reason: str, code: int) -> None:
+        """An idle job that cannot be sent to the slot it was matched to (a ``$$()`` the slot
+        cannot expand) is held with ``reason``."""
+        p = self.queue.proc(cluster, proc)
+        if p is None or p.status != IDLE:
+            return
+        self.hold(p, reason, code, 0)
+        self.commits.soon()
+        self._ads_changed()
+
     async def job_evicted(self, cluster: int, proc: int, reason: str) -> None:
         p = self.queue.proc(cluster, proc)
         if p is None:

@@ -39,6 +39,7 @@ from collections.abc import Collection
 from typing import Any, Protocol
 
 from gridbus import classad
+from gridbus.agents.schedd import matchexp
 from gridbus.agents.schedd.claims import ACTIVATING, IDLE, RUNNING_JOB, Claim, Claims, Spawn
 from gridbus.agents.schedd.jobqueue import Cluster, JobQueue
 from gridbus.agents.schedd.scheduniv import runs_on_submit_host
@@ -66,6 +67,7 @@ class JobStateCalls(Protocol):
     async def job_evicted(self, cluster: int, proc: int, reason: str) -> None: ...
     async def job_update(self, cluster: int, proc: int, attrs: dict[str, Any]) -> None: ...
     async def job_report_failed(self, cluster: int, proc: int, reason: str) -> None: ...
+    def job_not_startable(self, cluster: int, proc: int, reason: str, code: int) -> None: ...
 
 
 class Shadows:
@@ -145,8 +147,8 @@ class Shadows:
         for claim, job in batch:
             if not self._activation_wanted(claim, job):
                 continue
-            ad = self.queue.get(*job)
-            if ad is None or ad.get("JobStatus") != 1:
+            ad = self._idle_ad_for(claim, job)
+            if ad is None:
                 self._job_left(claim, job)
                 continue
             activations.append(self._activation_entry(claim, ad))
@@ -179,6 +181,26 @@ class Shadows:
                 log.exception("activation outcome of job %d.%d on %s", *job, claim.slot)
         self.settle_awaiting()
         self.flush_activations_now()
+
+    def _idle_ad_for(self, claim: Claim, job: tuple[int, int]) -> dict[str, Any] | None:
+        """The ad ``job`` goes to ``claim``'s slot with, or None if it is no longer idle: its
+        ``$$()`` expanded for that slot (matchexp.py; what was looked up is kept in the job), or,
+        when one cannot be, the job held and None."""
+        ad = self.queue.get(*job)
+        if ad is None or ad.get("JobStatus") != 1:
+            return None
+        if not matchexp.needs_expansion(ad):
+            return ad
+        try:
+            changes = matchexp.expand(ad, claim.slot_ad)
+        except matchexp.CannotExpand as exc:
+            log.info("holding job %d.%d: %s (slot %s)", *job, exc.reason, claim.slot)
+            self.state.job_not_startable(job[0], job[1], exc.reason, matchexp.HOLD_CODE)
+            return None
+        p = self.queue.proc(*job)
+        if p is not None:
+            self.queue.update(p, {k: v for k, v in changes.items() if k.upper().startswith("MATCH_")})
+        return {**ad, **changes}
 
     @staticmethod
     def _activation_entry(claim: Claim, ad: dict[str, Any]) -> dict[str, Any]:
@@ -272,8 +294,8 @@ class Shadows:
         loop = asyncio.get_running_loop()
         for claim in resend:
             if claim.state == ACTIVATING and claim.job is not None and claim.reply_sent:
-                ad = self.queue.get(*claim.job)
-                if ad is not None and ad.get("JobStatus") == 1:
+                ad = self._idle_ad_for(claim, claim.job)
+                if ad is not None:
                     out.append(self._activation_entry(claim, ad))
         for startd in callers:
             batch = self._to_activate.get(startd)
@@ -287,8 +309,8 @@ class Shadows:
                     continue
                 if not self._activation_wanted(claim, job):
                     continue
-                ad = self.queue.get(*job)
-                if ad is None or ad.get("JobStatus") != 1:
+                ad = self._idle_ad_for(claim, job)
+                if ad is None:
                     left.append((claim, job))
                     continue
                 out.append(self._activation_entry(claim, ad))
@@ -394,8 +416,8 @@ class Shadows:
             for seq, job in claim.ahead:
                 if seq <= seen or job in claim.withdrawn:
                     continue
-                ad = self.queue.get(*job)
-                if ad is None or ad.get("JobStatus") != 1:
+                ad = self._idle_ad_for(claim, job)
+                if ad is None:
                     continue  # withdrawn as it left Idle (the hook); never sent
                 out.append({"ClaimId": claim.claim_id, "Seq": seq, "JobAd": ad})
         return out

@@ -127,3 +127,25 @@ def test_claim_reuse_50_jobs_one_negotiation(make_pool, tmp_path):
     gaps = [starts[nxt] - ends[prev] for prev, nxt in zip(order, order[1:], strict=False)]
     assert max(gaps) <= 1, gaps
     assert elapsed < 30
+
+
+def test_dollar_dollar_is_expanded_for_the_slot_the_job_runs_on(pool):
+    # HTCondor's match-time substitution: $$(Attr) from the slot's ad (with a default after a
+    # colon), $$([expression]) evaluated with the job and the slot; what was looked up is kept in
+    # the job as MATCH_<Attr> and MATCH_EXP_<attribute>. A job the slot cannot expand is held.
+    out = pool.workdir / "dd.$$(Arch)"
+    static = 'regexp("@a$", TARGET.Name)'  # a static slot: its ad in the collector is the one matched
+    cluster = pool.submit("schedd@s", 1, cmd="/bin/echo", requirements=static,
+                          args="$$(Name) $$(OpSys) mem=$$([ Memory * 2 ]) $$(NoSuchAttr:fallback) $$(DOLLARDOLLAR)",
+                          Out=str(out))
+    held = pool.submit("schedd@s", 1, cmd="/bin/echo", args="$$(NoSuchAttr)")
+    (ad,) = wait_for("the $$ job to complete", lambda: completed(pool, cluster, 1), timeout=60)
+    slot = next(a for a in pool.ads("Machine") if a["Name"] == ad["LastRemoteHost"])
+    written = pool.workdir / f"dd.{slot['Arch']}"
+    assert written.read_text().split() == [slot["Name"], slot["OpSys"], f"mem={slot['Memory'] * 2}", "fallback", "$$"]
+    assert ad["MATCH_Name"] == slot["Name"] and ad["MATCH_OpSys"] == slot["OpSys"]
+    assert ad["MATCH_EXP_Out"] == str(written)
+    assert ad["Arguments"].startswith("$$(Name)")  # the job keeps what was submitted
+    (job,) = wait_for("the other job to be held",
+                      lambda: pool.jobs("schedd@s", f"ClusterId == {held} && JobStatus == 5"), timeout=60)
+    assert job["HoldReason"] == "Cannot expand $$ expression (NoSuchAttr)."
