@@ -17,7 +17,7 @@ it was matched to, as HTCondor's schedd does:
 
 What was looked up is kept in the job as ``MATCH_<Attr>`` and each expanded attribute as
 ``MATCH_EXP_<attribute>`` (HTCondor's names), and the expanded values go in the ad the startd
-runs. A job whose attribute cannot be expanded is held with HTCondor's reason, ``Cannot expand $$
+runs and in what the job's file transfer reads (`as_matched`). A job whose attribute cannot be expanded is held with HTCondor's reason, ``Cannot expand $$
 expression (<name>).``
 """
 
@@ -168,3 +168,14 @@ def expand(ad: Mapping[str, Any], slot_ad: Mapping[str, Any]) -> dict[str, Any]:
         changes[attr] = new
         changes[MATCH_EXP + attr] = new
     return changes
+
+
+def as_matched(ad: Mapping[str, Any]) -> dict[str, Any]:
+    """``ad`` with each attribute expanded at its last activation (its ``MATCH_EXP_`` copy) in
+    place of what was submitted: what the job's file transfer reads (an executable named
+    ``prog.$$(OpSys)`` is sent as the slot's one)."""
+    out = dict(ad)
+    for name, value in ad.items():
+        if name[:10].upper() == MATCH_EXP:
+            out[name[10:]] = value
+    return out

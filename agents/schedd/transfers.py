@@ -14,6 +14,7 @@ import secrets
 from typing import Any
 
 from gridbus.agent import Call, method
+from gridbus.agents.schedd import matchexp
 from gridbus.agents.schedd.claims import Claims
 from gridbus.agents.schedd.jobqueue import JobQueue
 from gridbus.agents.schedd.owner_shadow import OwnerShadows, ShadowRefused
@@ -48,6 +49,7 @@ class Transfers:
         ad = self.queue.get(ClusterId, ProcId)
         if ad is None:
             raise forbidden(f"OpenTransfer: job {ClusterId}.{ProcId} is not in the queue")
+        ad = matchexp.as_matched(ad)  # its $$() as expanded for this claim's slot at the activation
         stall = self.settings.transfer_stall
         token = secrets.token_hex(16)
         if self.spooling.is_spooled(ad):

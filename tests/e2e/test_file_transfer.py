@@ -397,3 +397,16 @@ def test_the_shadow_s_broker_connection_closed_mid_transfer_requeues_the_job_and
     assert job["JobStatus"] == 4 and job["NumJobStarts"] >= 2, job
     assert (subdir / "copy.bin").read_bytes() == (subdir / "big.bin").read_bytes()
     tpool.call("schedd@s", "Remove", {"Constraint": f"ClusterId == {keeper}", "Reason": "done"})
+
+
+def test_an_executable_named_by_the_slot_s_attributes_is_the_one_sent(tpool, subdir):
+    # HTCondor's heterogeneous submission: executable = prog.$$(OpSys).$$(Arch), the one for the
+    # matched slot's platform sent with the job.
+    slot = tpool.ads("Machine")[0]
+    _script(subdir / f"prog.{slot['OpSys']}.{slot['Arch']}", "echo built for $1 > built.txt\n")
+    _script(subdir / "prog.OTHER.X", "exit 3\n")
+    cluster = _submit(tpool, subdir, "prog.$$(OpSys).$$(Arch)", Arguments="$$(Arch)", TransferOutput="built.txt")
+    job = _finished(tpool, cluster)
+    assert job["JobStatus"] == 4 and job.get("ExitCode") == 0, job
+    assert (subdir / "built.txt").read_text() == f"built for {slot['Arch']}\n"
+    assert job["MATCH_EXP_Cmd"] == f"prog.{slot['OpSys']}.{slot['Arch']}" and job["Cmd"] == "prog.$$(OpSys).$$(Arch)"

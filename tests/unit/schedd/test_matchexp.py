@@ -64,3 +64,11 @@ def test_what_cannot_be_expanded_names_itself_as_htcondor_does(text, name):
 
 def test_text_without_a_closing_parenthesis_is_left_alone():
     assert expand({"Arguments": "cost $$(5"}, SLOT) == {"Arguments": "cost $$(5", "MATCH_EXP_Arguments": "cost $$(5"}
+
+
+def test_the_file_transfer_reads_the_job_as_last_expanded():
+    from gridbus.agents.schedd.matchexp import as_matched
+
+    job = {"Cmd": "p.$$(OpSys)", "Out": "o", "Iwd": "/w"}
+    matched = as_matched({**job, **expand(job, SLOT)})
+    assert matched["Cmd"] == "p.LINUX" and matched["Out"] == "o" and as_matched(job) == job
