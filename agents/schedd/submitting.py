@@ -134,7 +134,10 @@ class Submission:
             await self.commits.now()  # answered only after this commit
         except Exception:
             log.exception("committing cluster %d failed", cluster_id)
-            raise MethodError(Status.EXCEPTION, f"Submit: the job queue could not be written ({cluster_id} not created)") from None
+            # Memory stays the truth (commits.py): the cluster is kept and goes with the next commit.
+            again = f"; the same SubmissionId ({SubmissionId}) answers its outcome" if SubmissionId else ""
+            raise MethodError(Status.EXCEPTION, f"Submit: the job queue could not be written now: cluster {cluster_id} "
+                              f"is kept and will be written with the next commit{again}") from None
         # The submit events are in the log when answered, as condor_submit's are; but an owner's
         # hung log never holds the answer for long (nor anyone else's).
         await self.user_logs.written([owner], timeout=SUBMIT_LOG_WAIT)

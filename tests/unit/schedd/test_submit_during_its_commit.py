@@ -5,7 +5,9 @@
   time the commit returned was gone from its cluster, and its submit event was never written: a
   DAG of 1,000 nodes once finished with 999 submit events in its nodes log);
 - the client, its answer late, sends the Submit again with the same SubmissionId: it is answered
-  with the cluster being committed, not given a second one.
+  with the cluster being committed, not given a second one;
+- the commit fails: the cluster is kept (memory stays the truth) and written by the next commit,
+  the answer says so, and the same SubmissionId then answers that cluster.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import asyncio
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from gridbus.agents.schedd.shadows import RUNNING_JOB, Claim
 from gridbus.classad import ExprTree
@@ -105,6 +109,43 @@ def test_a_submit_sent_again_while_the_first_is_committed_gets_the_same_cluster(
             assert c["ClusterId"] == a["ClusterId"] and len(schedd.queue.clusters) == 1
         finally:
             disk.gate.set()
+            await schedd.commits.close()
+            await schedd.user_logs.close()
+
+    asyncio.run(main())
+
+
+def test_a_submit_whose_commit_failed_says_its_cluster_is_kept_and_a_retry_finds_it(tmp_path: Path):
+    from gridbus.status import MethodError
+
+    async def main() -> None:
+        schedd = make_schedd(tmp_path / "spool", write_behind=3600.0)
+        await schedd.setup()
+        write = schedd.queue.store.write
+        failures = [OSError("disk full")]
+
+        def flaky(batch: object) -> None:
+            if failures:
+                raise failures.pop()
+            write(batch)  # type: ignore[arg-type]
+
+        schedd.queue.store.write = flaky  # type: ignore[method-assign]
+        try:
+            ad = {"Cmd": "/bin/true", "Requirements": ExprTree("true"), "JobUniverse": 5, "Iwd": str(tmp_path)}
+
+            async def send() -> dict:
+                return await schedd.submission.Submit(call("Submit"), Ad=dict(ad), Procs=[], Count=1, Submit={},
+                                                      SubmissionId="s-2", ClusterId=0)
+
+            with pytest.raises(MethodError) as failed:
+                await send()
+            cid = next(iter(schedd.queue.clusters))
+            assert f"cluster {cid} is kept" in failed.value.text and "s-2" in failed.value.text, failed.value.text
+            again = await send()
+            assert again["ClusterId"] == cid and len(schedd.queue.clusters) == 1
+            await schedd.commits.now()
+            assert schedd.queue.store.submission("alice", "s-2") is not None  # on disk now
+        finally:
             await schedd.commits.close()
             await schedd.user_logs.close()
 
