@@ -120,7 +120,7 @@ def merge(existing: str, results: list[Result], command: str, now: str | None = 
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render(results: list[tuple[str, dict | None, str, float, str]], command: str) -> str:
+def render(results: list[Result], command: str) -> str:
     now = dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     lines = [
         "# gridbus benchmark results",

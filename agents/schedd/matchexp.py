@@ -23,6 +23,7 @@ expression (<name>).``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +31,7 @@ from gridbus.classad import ExprTree
 from gridbus.classad.unparse import OLD, format_python
 
 MATCH_EXP = "MATCH_EXP_"
+_ESCAPE = re.compile(r'\\(["\\])')  # \" and \\ in an expression's text
 HOLD_CODE = 0  # HTCondor holds such a job with no reason code of its own
 
 
@@ -43,16 +45,15 @@ class CannotExpand(Exception):
 
 
 def _expandable(attr: str, value: Any) -> str | None:
-    """The text to expand of an attribute, or None when it has no ``$$(``."""
-    if attr[:6].upper() == "MATCH_":
-        return None
+    """The text to expand of an attribute, or None when it has no ``$$(`` (the value is looked at
+    first: the activation path asks this of every attribute of every job)."""
     if isinstance(value, str):
         text = value
     elif isinstance(value, ExprTree):
         text = str(value)
     else:
         return None
-    return text if "$$(" in text else None
+    return text if "$$(" in text and attr[:6].upper() != "MATCH_" else None
 
 
 def needs_expansion(ad: Mapping[str, Any]) -> bool:
@@ -107,21 +108,15 @@ def _unparsed(value: Any) -> str:
 
 
 def _unescaped(expr: str) -> str:
-    out, i = [], 0
-    while i < len(expr):
-        if expr[i] == "\\" and i + 1 < len(expr) and expr[i + 1] in "\"\\":
-            i += 1
-        out.append(expr[i])
-        i += 1
-    return "".join(out)
+    return _ESCAPE.sub(r"\1", expr)
 
 
-def _replacement(name: str, ad: Mapping[str, Any], slot_ad: Mapping[str, Any],
+def _replacement(name: str, ad: dict[str, Any], slot_ad: dict[str, Any],
                  slot: dict[str, tuple[str, Any]], changes: dict[str, Any], escaped: bool) -> str:
     if name.startswith("["):
         inner = _unescaped(name[1:-1]) if escaped else name[1:-1]
         try:
-            result = ExprTree(f"string({inner})").eval(scope=dict(ad), target=dict(slot_ad))
+            result = ExprTree(f"string({inner})").eval(scope=ad, target=slot_ad)
         except Exception:
             raise CannotExpand(name) from None
         if not isinstance(result, str):
@@ -141,7 +136,7 @@ def _replacement(name: str, ad: Mapping[str, Any], slot_ad: Mapping[str, Any],
     raise CannotExpand(name)
 
 
-def expand(ad: Mapping[str, Any], slot_ad: Mapping[str, Any]) -> dict[str, Any]:
+def expand(ad: dict[str, Any], slot_ad: dict[str, Any]) -> dict[str, Any]:
     """The changes ``ad`` needs for the slot ``slot_ad``: each expanded attribute, its
     ``MATCH_EXP_`` copy and a ``MATCH_<Attr>`` for each slot attribute looked up. Raises
     CannotExpand naming what has no value."""

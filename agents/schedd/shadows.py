@@ -41,6 +41,7 @@ from typing import Any, Protocol
 from gridbus import classad
 from gridbus.agents.schedd import matchexp
 from gridbus.agents.schedd.claims import ACTIVATING, IDLE, RUNNING_JOB, Claim, Claims, Spawn
+from gridbus.agents.schedd.jobqueue import IDLE as IDLE_JOB
 from gridbus.agents.schedd.jobqueue import Cluster, JobQueue
 from gridbus.agents.schedd.scheduniv import runs_on_submit_host
 from gridbus.agents.schedd.settings import ScheddSettings
@@ -186,9 +187,10 @@ class Shadows:
         """The ad ``job`` goes to ``claim``'s slot with, or None if it is no longer idle: its
         ``$$()`` expanded for that slot (matchexp.py; what was looked up is kept in the job), or,
         when one cannot be, the job held and None."""
-        ad = self.queue.get(*job)
-        if ad is None or ad.get("JobStatus") != 1:
+        p = self.queue.proc(*job)
+        if p is None or p.status != IDLE_JOB:
             return None
+        ad = self.queue.ad(p)
         if not matchexp.needs_expansion(ad):
             return ad
         try:
@@ -197,9 +199,7 @@ class Shadows:
             log.info("holding job %d.%d: %s (slot %s)", *job, exc.reason, claim.slot)
             self.state.job_not_startable(job[0], job[1], exc.reason, matchexp.HOLD_CODE)
             return None
-        p = self.queue.proc(*job)
-        if p is not None:
-            self.queue.update(p, {k: v for k, v in changes.items() if k.upper().startswith("MATCH_")})
+        self.queue.update(p, {k: v for k, v in changes.items() if k.upper().startswith("MATCH_")})
         return {**ad, **changes}
 
     @staticmethod

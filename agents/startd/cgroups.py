@@ -214,7 +214,8 @@ class JobCgroup:
             text = _read(os.path.join(self.dir(self.h.tracker), "cgroup.procs"))
         except OSError:
             return []
-        return [int(x) for x in text.split()]
+        me = os.getpid()  # listed only while a thread of ours forks a job here: never signalled
+        return [pid for pid in map(int, text.split()) if pid != me]
 
     def populated(self) -> bool:
         if self.version == 2:

@@ -60,6 +60,9 @@ HOLD_JOB_OUT_OF_RESOURCES = 34
 log = logging.getLogger("gridbus.startd.starter")
 
 MAX_IDLE_GROUPS = 64  # emptied job cgroups kept for reuse
+# Names scratch directories and job groups (``..._<pid>_<seq>``): one count for every Starter of
+# the process, so two on one hierarchy never share a group.
+_SEQ = itertools.count(1)
 
 # On cgroup v2 (one tree: a thread cannot join a group alone, see `_born_in` for v1) the job's
 # first process is a shell that joins the job's cgroup, then becomes the job ("$0" is
@@ -73,19 +76,6 @@ STOP_THEN_EXEC = 'kill -STOP $$; exec "$0" "$@"'
 JOIN_THEN_EXEC = '{{ {join}; }} 2>/dev/null && exec "$0" "$@"; : >{mark}; exit {code}'
 JOIN_FAILED = 125
 JOIN_FAILED_MARK = ".gridbus-cgroup-join-failed"
-
-
-@dataclass
-class _Prepared:
-    """A job ready to spawn (see `Starter._prepare`): its Popen, and what a failed start undoes."""
-
-    popen: Callable[[], subprocess.Popen]
-    scratch: str
-    account: Account
-    group: cgroups.JobCgroup | None
-    fds: list[int]
-    executable: str
-    iwd: str
 
 
 class StartFailed(Exception):
@@ -189,7 +179,6 @@ class Starter:
         self.memory_policy = memory_policy  # CGROUP_MEMORY_LIMIT_POLICY: hard, soft, none
         self.pids_limit = pids_limit
         self.running: dict[str, Job] = {}  # by claim id
-        self._seq = itertools.count(1)
         self._finished_sessions: dict[int, tuple[int, float]] = {}  # sid -> (end ticks, forget at)
         self._idle_groups: list[cgroups.JobCgroup] = []  # emptied job groups, reset for the next job
         self._to_clean: list[str] = []
@@ -257,12 +246,6 @@ class Starter:
                 ) -> tuple[subprocess.Popen, str, Account, cgroups.JobCgroup | None]:
         """Everything from the account to the fork/exec; no loop state (it may run on a thread).
         ``wait_stopped=False`` leaves a cgroup job's stopped first process to the caller."""
-        return self._fork(self._prepare(ad, slot, env_extra, memory_limit_mib, sandbox), wait_stopped)
-
-    def _prepare(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
-                 memory_limit_mib: int | None, sandbox: str | None) -> _Prepared:
-        """The account, scratch directory, files, environment and group of a job, and its Popen
-        ready to call (by `_fork`); what it made is undone if it raises StartFailed."""
         try:
             account = self.policy.account_for(_str(ad, "Owner"))
         except RunAsRefused as exc:
@@ -275,7 +258,7 @@ class Starter:
             job_env = job_environment(ad)
         except ArgumentError as exc:
             raise StartFailed(f"cannot parse the job's arguments or environment: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
-        seq = next(self._seq)
+        seq = next(_SEQ)
         scratch = sandbox or os.path.join(self.execute, f"dir_{os.getpid()}_{seq}")
         try:
             if sandbox is None:
@@ -341,44 +324,30 @@ class Starter:
                 close_fds=True,
                 **switch,
             )
-        except BaseException:
-            self._undo(scratch, group, fds)
-            raise
-        return _Prepared(popen, scratch, account, group, fds, executable, iwd)
-
-    def _fork(self, prep: _Prepared, wait_stopped: bool = True,
-              ) -> tuple[subprocess.Popen, str, Account, cgroups.JobCgroup | None]:
-        """Spawn a prepared job (on cgroup v1 by a thread in its group: it is born there)."""
-        group, account = prep.group, prep.account
-        try:
             try:
-                proc = prep.popen() if group is None or group.version == 2 else self._born_in(group, prep.popen)
+                # v1: forked by a thread in the job's groups, the job is born in them.
+                proc = popen() if group is None or group.version == 2 else self._born_in(group, popen)
             except OSError as exc:
-                if exc.filename == prep.iwd and not os.path.isdir(prep.iwd):
-                    raise StartFailed(f"cannot enter Iwd {prep.iwd}: {exc.strerror}", HOLD_IWD, exc.errno or 0) from None
-                raise StartFailed(f"cannot execute {prep.executable}: {exc.strerror or exc}",
-                                  HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0) from None
+                if exc.filename == iwd and not os.path.isdir(iwd):
+                    raise StartFailed(f"cannot enter Iwd {iwd}: {exc.strerror}", HOLD_IWD, exc.errno or 0) from None
+                raise StartFailed(
+                    f"cannot execute {executable}: {exc.strerror or exc}", HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0
+                ) from None
             except (subprocess.SubprocessError, ValueError) as exc:
-                raise StartFailed(f"cannot start {prep.executable}: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
+                raise StartFailed(f"cannot start {executable}: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
             if _joins_stopped(group, account) and wait_stopped:
                 assert group is not None
-                _into_group(proc, group, prep.executable)
-        except BaseException:
-            self._undo(prep.scratch, group, prep.fds)
+                _into_group(proc, group, executable)
+        except StartFailed:
+            self._clean_now(scratch)
+            if group is not None:
+                group.kill()
+                group.remove()
             raise
-        for fd in prep.fds:
-            os.close(fd)
-        return proc, prep.scratch, account, group
-
-    def _undo(self, scratch: str, group: cgroups.JobCgroup | None, fds: list[int]) -> None:
-        """What a start that failed had made: its files closed, its scratch directory and group gone."""
-        for fd in fds:
-            os.close(fd)
-        fds.clear()
-        self._clean_now(scratch)
-        if group is not None:
-            group.kill()
-            group.remove()
+        finally:
+            for fd in fds:
+                os.close(fd)
+        return proc, scratch, account, group
 
     def _born_in(self, group: cgroups.JobCgroup, popen: Callable[[], subprocess.Popen]) -> subprocess.Popen:
         """``popen()`` by a thread that is in ``group`` meanwhile (cgroup v1), so the job is born
@@ -599,7 +568,7 @@ class Starter:
         # own on the loop), and the store topped up to SPARE_DIRS: at hundreds of jobs a second
         # a fixed eight ran out between two cleanings, and most starts made theirs on the loop.
         wanted = min(len(paths) + SPARE_DIRS - len(self._spare_dirs), MAX_SPARE_DIRS - len(self._spare_dirs))
-        make = [os.path.join(self.execute, f"dir_{os.getpid()}_{next(self._seq)}")
+        make = [os.path.join(self.execute, f"dir_{os.getpid()}_{next(_SEQ)}")
                 for _ in range(wanted)] if paths else []
         if paths:
             done = asyncio.get_running_loop().run_in_executor(None, _rmtree_all, paths, make)
@@ -917,4 +886,3 @@ def _kill_signal(ad: Mapping[str, Any]) -> int:
         except KeyError:
             pass
     return signal.SIGTERM
-
