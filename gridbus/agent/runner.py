@@ -23,24 +23,32 @@ from gridbus.config import Config
 # its 1.2 million objects, 45% of its ingest time. At 10,000 the churn of a steady pool runs
 # none; a growing heap is still collected, full collections stay as rare as CPython makes them.
 GC_YOUNG_THRESHOLD = 10_000
+# The middle generation is collected with the young one at every fourth young collection (CPython's
+# default is every eleventh), so it holds what survived three young collections at most: about
+# 30,000 objects, not 100,000. Each middle collection walks all of it at once, with nothing else of
+# the daemon running meanwhile: while a 200,000-slot pool filled, every schedd turn over a second
+# was one of them (0.08-0.10 s of cpu, ten times that in wall time on two cpus loaded 14-20), and
+# every Query waited behind it. At 2, in the same run, no schedd turn reached a second.
+GC_MIDDLE_THRESHOLD = 2
 # A full collection is considered once this many middle-generation collections ran (CPython's
 # default is 10, and it also waits until a quarter more objects reached the old generation than
-# the last full one left). A full collection walks every object a daemon holds: a schedd of
-# 40,000 jobs and 20,000 claims, a collector of 200,000 ads. While a 200,000-slot pool filled, each
-# schedd ran one every two or three minutes, a turn of 1-1.7 s on two loaded cpus that every
-# Query waited behind; a collector's took 9.7 s. The young collections still reclaim what dies
-# young (nearly all of a daemon's cyclic garbage: a call's exception and its traceback).
-GC_FULL_THRESHOLD = 100
+# the last full one left): with GC_MIDDLE_THRESHOLD, once every 1,300 young collections or so. A
+# full collection walks every object a daemon holds: a schedd of 40,000 jobs and 20,000 claims, a
+# collector of 200,000 ads. While a 200,000-slot pool filled with CPython's default, each schedd
+# ran one every two or three minutes, a turn of 1-1.7 s on two loaded cpus that every Query
+# waited behind; a collector's took 9.7 s. The young collections still reclaim what dies young
+# (nearly all of a daemon's cyclic garbage: a call's exception and its traceback).
+GC_FULL_THRESHOLD = 330
 
 
 def tune_gc() -> None:
     """Before a daemon's loop starts: the objects of its start-up (modules, configuration) are
-    moved out of the collector's view for good (they live as long as the process), and the young
-    generation's threshold is raised to GC_YOUNG_THRESHOLD, the old one's to GC_FULL_THRESHOLD."""
+    moved out of the collector's view for good (they live as long as the process), and the
+    generations' thresholds are set to GC_YOUNG_THRESHOLD, GC_MIDDLE_THRESHOLD and
+    GC_FULL_THRESHOLD."""
     gc.collect()
     gc.freeze()
-    _, middle, _ = gc.get_threshold()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, middle, GC_FULL_THRESHOLD)
+    gc.set_threshold(GC_YOUNG_THRESHOLD, GC_MIDDLE_THRESHOLD, GC_FULL_THRESHOLD)
 
 
 def setup_logging(
