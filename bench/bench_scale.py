@@ -18,7 +18,7 @@ Measured, in one run:
   and the schedd's memory per running job (its RSS with its jobs running less its RSS with the
   same jobs idle, over the jobs running).
 
-    .venv/bin/python bench/bench_scale.py [--quick] [--slots N] [--jobs N] [--runtime S]
+    .venv/bin/python bench/bench_scale.py [--quick] [--slots N] [--jobs N] [--runtime S] [--startd-nice N]
 """
 
 from __future__ import annotations
@@ -116,8 +116,13 @@ def _total(pool: Any, names: list[str], key: str) -> int | None:
 
 
 def run(quick: bool = False, slots: int | None = None, jobs: int | None = None, runtime: float | None = None,
-        slots_per_startd: int = SLOTS_PER_STARTD, out: dict[str, Any] | None = None, workdir: str = "") -> dict:
-    """The figures, gathered into ``out`` as they come (a run that fails part way keeps them)."""
+        slots_per_startd: int = SLOTS_PER_STARTD, out: dict[str, Any] | None = None, workdir: str = "",
+        startd_nice: int = 0) -> dict:
+    """The figures, gathered into ``out`` as they come (a run that fails part way keeps them).
+
+    ``startd_nice``: the scale-test startds run at this nice level. They stand for 200,000 slots
+    on other machines; above 0, what they spend on this machine's two cpus gives way to the
+    daemons measured (the collector, the negotiator, the schedds), as another machine's would."""
     from tests.e2e.pool import Pool, wait_for
 
     slots = slots or (20_000 if quick else 200_000)
@@ -130,7 +135,7 @@ def run(quick: bool = False, slots: int | None = None, jobs: int | None = None, 
     jobs = per_cluster * SCHEDDS * CLUSTERS_PER_SCHEDD
     out = out if out is not None else {}
     out.update({"slots": slots, "startds": startds, "schedds": SCHEDDS, "jobs": jobs,
-                "autoclusters": SCHEDDS * CLUSTERS_PER_SCHEDD, "job_runtime_s": runtime})
+                "autoclusters": SCHEDDS * CLUSTERS_PER_SCHEDD, "job_runtime_s": runtime, "startd_nice": startd_nice})
     mgmt, vhost, url = _vhost()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = workdir or tmp
@@ -152,6 +157,8 @@ def run(quick: bool = False, slots: int | None = None, jobs: int | None = None, 
             col_rss0 = _rss_kib(col_pid)
             t0 = time.monotonic()
             for i in range(startds):
+                if startd_nice:  # (nice is per thread: set before the process makes any)
+                    pool.wrappers[f"startd@sim{i}"] = ["nice", "-n", str(startd_nice)]
                 pool.start("startd", f"sim{i}", GRIDBUS_STARTD_SIMULATE_JOBS="true", GRIDBUS_NUM_CPUS=str(per_startd),
                            GRIDBUS_NUM_SLOTS=str(per_startd), GRIDBUS_MEMORY=str(per_startd * 2048))
             col_cpu0 = _cpu_seconds(col_pid)
@@ -307,6 +314,8 @@ if __name__ == "__main__":
     p.add_argument("--jobs", type=int)
     p.add_argument("--runtime", type=float)
     p.add_argument("--slots-per-startd", type=int, default=SLOTS_PER_STARTD)
+    p.add_argument("--startd-nice", type=int, default=0,
+                   help="nice level of the scale-test startds (they stand for other machines)")
     p.add_argument("--workdir", default="", help="keep the daemons' logs here (default: a temporary directory)")
     p.add_argument("--negotiator-only", action="store_true",
                    help="one cycle of the negotiator alone, with simulated schedds in process")
@@ -319,7 +328,7 @@ if __name__ == "__main__":
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     figures: dict[str, Any] = {}
     try:
-        run(a.quick, a.slots, a.jobs, a.runtime, a.slots_per_startd, figures, a.workdir)
+        run(a.quick, a.slots, a.jobs, a.runtime, a.slots_per_startd, figures, a.workdir, a.startd_nice)
     finally:
         if LATENCIES and "q_totals_s_per_schedd_by_phase (calls, p50, p90, max, mean)" not in figures:  # stopped
             figures["q_totals_s_per_schedd_by_phase so far (calls, p50, p90, max, mean)"] = _latency_table()
