@@ -336,7 +336,10 @@ class Activation:
         if self.claims.by_id.get(claim.id) is not claim:  # ended while the output went back: its slot is freed
             self.reports.report(claim, job.ad, "exit", {**extra, "ClaimEnded": True})
             return
-        ending = claim.retiring or self.claims.is_ending(claim)
+        # A stopping startd's claims end with their jobs (HTCondor's startd vacates its claims as
+        # it shuts down): the schedd puts the job and the claim's queue back, and starts nothing
+        # more here.
+        ending = claim.retiring or self.claims.is_ending(claim) or self.shutting_down
         if ending:
             extra["ClaimEnded"] = True
         # With more jobs queued ahead than the one that starts now, nothing waits on this exit:

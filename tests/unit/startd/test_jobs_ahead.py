@@ -146,3 +146,27 @@ def test_a_claim_whose_activation_in_the_same_answer_is_refused_queues_nothing(t
 
     asyncio.run(scenario())
     assert [(e[0], e[1]) for e in events(schedd)] == [("activated", 0)]
+
+
+def test_a_stopping_startd_ends_the_claims_of_the_jobs_it_stops(tmp_path):
+    """A startd that stops evicts its jobs and ends their claims, and its exit reports say so: a
+    schedd reusing the claim would send its next job to a startd that is going away (at the end of
+    a 200,000-slot run every schedd spent seconds matching its idle jobs to such claims)."""
+    schedd = Schedd()
+    s = startd(tmp_path, schedd)
+
+    async def scenario() -> None:
+        await s.on_start()
+        try:
+            cid = (await claim_all(s))[0]
+            await s.activation.ActivateClaims(DAEMON, Activations=[{"ClaimId": cid, "JobAd": job(0)}])
+            s.activation.in_answer(SCHEDD, [], [ahead(cid, 1, 1)])
+            await settled(lambda: [r for r in schedd.reports if r["Event"] == "execute"])
+        finally:
+            await s.on_stop()
+
+    asyncio.run(scenario())
+    exits = [r for r in schedd.reports if r["Event"] == "exit"]
+    assert len(exits) == 1, schedd.reports
+    assert exits[0].get("Evicted") is True and exits[0].get("ClaimEnded") is True
+    assert events(schedd) == [("exit", 0, False)]  # nothing of its queue started
