@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from tests.unit.startd.test_claims_without_broker import (
     DAEMON,
     SCHEDD,
@@ -109,7 +111,12 @@ def test_a_withdrawn_job_never_runs_and_the_next_one_does(tmp_path):
     assert sorted({r["ProcId"] for r in schedd.reports if r["Event"] == "execute"}) == [0, 2]
 
 
-def test_an_ended_claim_runs_nothing_of_its_queue(tmp_path):
+@pytest.mark.parametrize("ended_by", ["ReleaseClaim", "the startd's stop"])
+def test_an_ended_claim_runs_nothing_of_its_queue(tmp_path, ended_by):
+    """Released, or ended by its startd's stop, a claim's job is evicted and its exit report says
+    the claim ended; nothing queued ahead on it starts. (A startd that stops ends its claims: a
+    schedd reusing one would send its next job to a startd going away, and at the end of a
+    200,000-slot run every schedd spent seconds matching idle jobs to such claims.)"""
     schedd = Schedd()
     s = startd(tmp_path, schedd)
 
@@ -119,15 +126,18 @@ def test_an_ended_claim_runs_nothing_of_its_queue(tmp_path):
             cid = (await claim_all(s))[0]
             await s.activation.ActivateClaims(DAEMON, Activations=[{"ClaimId": cid, "JobAd": job(0)}])
             s.activation.in_answer(SCHEDD, [], [ahead(cid, 1, 1)])
-            await s.claims.ReleaseClaim(DAEMON, ClaimId=cid)
-            await settled(lambda: [r for r in schedd.reports if r["Event"] == "exit"])
-            await asyncio.sleep(0.05)  # a start would be queued in the same turn as the exit
+            await settled(lambda: [r for r in schedd.reports if r["Event"] == "execute"])
+            if ended_by == "ReleaseClaim":
+                await s.claims.ReleaseClaim(DAEMON, ClaimId=cid)
+                await settled(lambda: [r for r in schedd.reports if r["Event"] == "exit"])
+                await asyncio.sleep(0.05)  # a start would be queued in the same turn as the exit
         finally:
             await s.on_stop()
 
     asyncio.run(scenario())
     assert events(schedd) == [("exit", 0, False)]
-    assert schedd.reports[-1].get("ClaimEnded") is True
+    exit_report = next(r for r in schedd.reports if r["Event"] == "exit")
+    assert exit_report.get("Evicted") is True and exit_report.get("ClaimEnded") is True
 
 
 def test_a_claim_whose_activation_in_the_same_answer_is_refused_queues_nothing(tmp_path):
@@ -146,27 +156,3 @@ def test_a_claim_whose_activation_in_the_same_answer_is_refused_queues_nothing(t
 
     asyncio.run(scenario())
     assert [(e[0], e[1]) for e in events(schedd)] == [("activated", 0)]
-
-
-def test_a_stopping_startd_ends_the_claims_of_the_jobs_it_stops(tmp_path):
-    """A startd that stops evicts its jobs and ends their claims, and its exit reports say so: a
-    schedd reusing the claim would send its next job to a startd that is going away (at the end of
-    a 200,000-slot run every schedd spent seconds matching its idle jobs to such claims)."""
-    schedd = Schedd()
-    s = startd(tmp_path, schedd)
-
-    async def scenario() -> None:
-        await s.on_start()
-        try:
-            cid = (await claim_all(s))[0]
-            await s.activation.ActivateClaims(DAEMON, Activations=[{"ClaimId": cid, "JobAd": job(0)}])
-            s.activation.in_answer(SCHEDD, [], [ahead(cid, 1, 1)])
-            await settled(lambda: [r for r in schedd.reports if r["Event"] == "execute"])
-        finally:
-            await s.on_stop()
-
-    asyncio.run(scenario())
-    exits = [r for r in schedd.reports if r["Event"] == "exit"]
-    assert len(exits) == 1, schedd.reports
-    assert exits[0].get("Evicted") is True and exits[0].get("ClaimEnded") is True
-    assert events(schedd) == [("exit", 0, False)]  # nothing of its queue started
