@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 
 import pytest
@@ -52,15 +53,25 @@ def test_restarted_startd_answers_unknown_and_its_jobs_are_requeued_at_once(make
 
 
 def test_a_claim_granted_after_the_request_timed_out_is_released(make_pool):
-    # The schedd waits 1 ms for RequestClaim's answer: every claim it asks for is one it gave up on.
-    p = make_pool(GRIDBUS_SHADOW_CALL_TIMEOUT="0.001", **LONG_LEASE)
+    # The startd is stopped (SIGSTOP) while the schedd asks it for the claim, so the schedd surely
+    # gives up on its RequestClaim; once it runs again it grants the claim. (A timeout of 1 ms
+    # instead was not sure: on a loaded machine the answer could be in before the wait began.)
+    # Ads are updated every 60 s, not every second as in other tests: the stopped startd's slot
+    # ad must outlive the stop in the collector, or nothing is matched to ask for.
+    p = make_pool(GRIDBUS_SHADOW_CALL_TIMEOUT="2", GRIDBUS_UPDATE_INTERVAL="60", **LONG_LEASE)
     p.start("collector", "c")
     p.start("negotiator", "n")
     p.start("schedd", "s")
-    p.start("startd", "a", GRIDBUS_NUM_CPUS="1", GRIDBUS_NUM_SLOTS="1", GRIDBUS_MEMORY="1024")
+    startd = p.start("startd", "a", GRIDBUS_NUM_CPUS="1", GRIDBUS_NUM_SLOTS="1", GRIDBUS_MEMORY="1024")
     p.wait_serving("collector@c", "schedd@s", "negotiator@n")
     p.wait_slots(1)
-    p.submit("schedd@s", 1, cmd="/bin/true")
+    startd.send_signal(signal.SIGSTOP)
+    try:
+        p.submit("schedd@s", 1, cmd="/bin/true")
+        wait_for("the schedd giving up on its RequestClaim",
+                 lambda: "for job 1.0 refused: no answer" in p.log_of("schedd@s", "SchedLog"), 60)
+    finally:
+        startd.send_signal(signal.SIGCONT)
     wait_for("the startd granting a claim", lambda: "claimed by schedd@s" in p.log_of("startd@a", "StartLog"), 60)
     wait_for("the schedd releasing the claim it gave up on",
              lambda: "granted after its request timed out" in p.log_of("schedd@s", "SchedLog"), 60)
