@@ -150,7 +150,7 @@ class Activation:
             if seq <= claim.ahead_seq:
                 continue  # sent again (the answer that carried it was taken for lost)
             claim.ahead_seq = seq
-            if cid in refused or claim.retiring or self.claims.is_ending(claim) or self.shutting_down:
+            if cid in refused or self._runs_no_more(claim):
                 continue
             claim.ahead.append((seq, job_ad))
             if claim not in touched:
@@ -159,13 +159,19 @@ class Activation:
             if claim.job is None and claim.launch is None:
                 self.start_ahead(claim)  # its job exited before this answer came
 
+    def _runs_no_more(self, claim: sl.Claim) -> bool:
+        """The claim starts no further job: it retires, it is being ended, or the startd stops
+        (a stopping startd's claims end with their jobs, as HTCondor's startd vacates its claims
+        at shutdown; the exit report says ClaimEnded and the schedd puts the claim's queue back)."""
+        return claim.retiring or self.claims.is_ending(claim) or self.shutting_down
+
     def start_ahead(self, claim: sl.Claim) -> None:
         """Start the claim's next job queued ahead, if any: the claim is idle. Its outcome is an
         ``activated`` report marked Ahead; a refusal drops the rest of the queue (the schedd
         ends the claim on it)."""
         if not claim.ahead or self.claims.by_id.get(claim.id) is not claim:
             return
-        if claim.retiring or self.claims.is_ending(claim) or self.shutting_down:
+        if self._runs_no_more(claim):
             claim.ahead.clear()
             return
         _seq, job_ad = claim.ahead.pop(0)
@@ -336,10 +342,7 @@ class Activation:
         if self.claims.by_id.get(claim.id) is not claim:  # ended while the output went back: its slot is freed
             self.reports.report(claim, job.ad, "exit", {**extra, "ClaimEnded": True})
             return
-        # A stopping startd's claims end with their jobs (HTCondor's startd vacates its claims as
-        # it shuts down): the schedd puts the job and the claim's queue back, and starts nothing
-        # more here.
-        ending = claim.retiring or self.claims.is_ending(claim) or self.shutting_down
+        ending = self._runs_no_more(claim)
         if ending:
             extra["ClaimEnded"] = True
         # With more jobs queued ahead than the one that starts now, nothing waits on this exit:
