@@ -16,7 +16,10 @@ gridbus runs each job in cgroups of its own (as HTCondor does where it can); Cel
 Each concurrency is also run with the startd's cgroups off (BASE_CGROUP empty), the peer's own
 setting, and printed beside; the goals are judged on the default, cgroups on.
 
-    .venv/bin/python bench/bench_pool.py [--quick] [--slots 2,8]
+    .venv/bin/python bench/bench_pool.py [--quick] [--slots 2,8] [--popen]
+
+``--popen``: the startd starts jobs with subprocess.Popen instead of its fast spawn
+(STARTER_FAST_SPAWN false), to measure the one against the other.
 """
 
 from __future__ import annotations
@@ -99,7 +102,7 @@ def _message_rates(mgmt, vhost: str, before: dict, jobs: int) -> dict[str, dict[
             for who, (pub, got) in sorted(after.items()) if who in ("collector", "negotiator", "schedd", "startd")}
 
 
-def gridbus_rate(jobs: int, slots: int = SLOTS, cgroups: bool = True) -> dict:
+def gridbus_rate(jobs: int, slots: int = SLOTS, cgroups: bool = True, fast_spawn: bool = True) -> dict:
     from tests.e2e.pool import Pool, wait_for
 
     mgmt, vhost, url = _vhost("pool")
@@ -110,6 +113,8 @@ def gridbus_rate(jobs: int, slots: int = SLOTS, cgroups: bool = True) -> dict:
             pool.start("negotiator", "n")
             pool.start("schedd", "s")
             off = {} if cgroups else {"GRIDBUS_BASE_CGROUP": ""}
+            if not fast_spawn:
+                off["GRIDBUS_STARTER_FAST_SPAWN"] = "false"
             pool.start("startd", "a", GRIDBUS_NUM_CPUS=str(slots), GRIDBUS_NUM_SLOTS=str(slots), GRIDBUS_MEMORY="8192",
                        **off)
             pool.wait_slots(slots, timeout=60)
@@ -193,14 +198,15 @@ def celery_rate(jobs: int, concurrency: int = 2) -> dict:
             "machine_cpu_ms_per_job": round(machine / jobs * 1000, 2)}
 
 
-def run(quick: bool = False, slot_counts: tuple[int, ...] = (2, 8)) -> dict:
+def run(quick: bool = False, slot_counts: tuple[int, ...] = (2, 8), fast_spawn: bool = True) -> dict:
     jobs = 300 if quick else 2000
     bare = bare_spawn_rate(jobs)
-    out: dict = {"jobs": jobs, "bare_spawns_per_s (Popen /bin/true, 2 threads)": round(bare, 1)}
+    out: dict = {"jobs": jobs, "bare_spawns_per_s (Popen /bin/true, 2 threads)": round(bare, 1),
+                 "startd_spawn": "fast (vfork, agents/startd/_spawn.c)" if fast_spawn else "subprocess.Popen"}
     met = True
     for n in slot_counts:
-        g = gridbus_rate(jobs, n)
-        g_off = gridbus_rate(jobs, n, cgroups=False)
+        g = gridbus_rate(jobs, n, fast_spawn=fast_spawn)
+        g_off = gridbus_rate(jobs, n, cgroups=False, fast_spawn=fast_spawn)
         c = celery_rate(jobs, n)
         ratio = g["rate"] / c["rate"]
         out.update({
@@ -228,5 +234,5 @@ if __name__ == "__main__":
     counts = (2, 8)
     if "--slots" in argv:
         counts = tuple(int(x) for x in argv[argv.index("--slots") + 1].split(","))
-    for key, value in run(quick="--quick" in argv, slot_counts=counts).items():
+    for key, value in run(quick="--quick" in argv, slot_counts=counts, fast_spawn="--popen" not in argv).items():
         print(f"{key:56} {value}")

@@ -24,7 +24,7 @@ import socket
 from typing import Any
 
 from gridbus.agent import Agent
-from gridbus.agents.startd import cgroups
+from gridbus.agents.startd import cgroups, spawn
 from gridbus.agents.startd import slots as sl
 from gridbus.agents.startd.accounts import RunAsPolicy, UserMap
 from gridbus.agents.startd.activation import Activation
@@ -57,7 +57,7 @@ LIVE_KNOBS = {
 RESTART_KNOBS = frozenset({
     "STARTD_NAME", "GRIDBUS_URL", "EXECUTE", "NUM_CPUS", "MEMORY", "DISK", "NUM_GPUS", "ARCH", "OPSYS",
     "OPSYSANDVER", "UID_DOMAIN", "FILESYSTEM_DOMAIN", "NUM_SLOTS", "NUM_SLOTS_TYPE_1", "SLOT_TYPE_1",
-    "SLOT_TYPE_1_PARTITIONABLE", "STARTER_SPAWN_THREADS", "STARTD_SIMULATE_JOBS", "SIMULATED_JOB_RUNTIME",
+    "SLOT_TYPE_1_PARTITIONABLE", "STARTER_SPAWN_THREADS", "STARTER_FAST_SPAWN", "STARTD_SIMULATE_JOBS", "SIMULATED_JOB_RUNTIME",
     "BASE_CGROUP", "CGROUP_VERSION",
 })
 
@@ -113,6 +113,9 @@ class Startd(Agent):
 
         if self.settings.simulate_jobs:
             return SimulatedStarter(on_exit=exited, runtime=self.settings.simulated_runtime)
+        if self.settings.fast_spawn and not spawn.AVAILABLE:
+            log.warning("STARTER_FAST_SPAWN: the fast spawn (agents/startd/_spawn.c) is not built; jobs start by "
+                        "subprocess.Popen (a fork of the startd for a job under another account)")
         return Starter(
             self.settings.execute,
             RunAsPolicy(self.settings.allow_runas_owner, self.settings.unprivileged_user, self.settings.allow_root_jobs,
@@ -124,6 +127,7 @@ class Startd(Agent):
             usage_interval=self.settings.update_interval,
             check_interval=self.settings.memory_check_interval,
             spawn_threads=self.settings.spawn_threads,
+            fast_spawn=self.settings.fast_spawn,
             cgroup=self.cgroups,
             memory_policy=self.settings.memory_policy.lower(),
             pids_limit=self.settings.pids_limit,

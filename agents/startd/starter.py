@@ -45,7 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from gridbus.agents.startd import cgroups, proctree
+from gridbus.agents.startd import cgroups, proctree, spawn
 from gridbus.agents.startd.accounts import Account, RunAsPolicy, RunAsRefused, may_access
 from gridbus.agents.startd.arguments import ArgumentError, job_argv, job_environment, lookup
 from gridbus.classad.values import is_number
@@ -64,7 +64,7 @@ MAX_IDLE_GROUPS = 64  # emptied job cgroups kept for reuse
 # the process, so two on one hierarchy never share a group.
 _SEQ = itertools.count(1)
 
-# On cgroup v2 (one tree: a thread cannot join a group alone, see `_born_in` for v1) the job's
+# Without the fast spawn (agents/startd/spawn.py, where its extension is built), on cgroup v2 (one tree: a thread cannot join a group alone, see `_born_in` for v1) the job's
 # first process is a shell that joins the job's cgroup, then becomes the job ("$0" is
 # the job's executable, "$@" its arguments): the job's first instruction runs inside the group.
 # Running as root, the shell writes its own pid into the group's cgroup.procs files; if a write
@@ -96,7 +96,7 @@ class Job:
     ad: Mapping[str, Any]
     slot: str
     pid: int
-    proc: subprocess.Popen
+    proc: subprocess.Popen | spawn.Child
     pidfd: int
     scratch: str
     account: Account
@@ -163,6 +163,7 @@ class Starter:
         usage_interval: float = 300.0,
         check_interval: float = 1.0,
         spawn_threads: int = 0,
+        fast_spawn: bool = True,
         cgroup: cgroups.Hierarchy | None = None,
         memory_policy: str = "hard",
         pids_limit: int = 0,
@@ -188,6 +189,8 @@ class Starter:
         self._spare_dirs: list[str] = []
         self._shut_down = False
         self.spawn_threads = spawn_threads
+        # STARTER_FAST_SPAWN: vfork, the job joining its groups and taking its ids itself (spawn.py)
+        self.fast_spawn = fast_spawn and spawn.AVAILABLE
         self._spawner: ThreadPoolExecutor | None = None  # made on the first start_async
         self._launching: set[asyncio.Future] = set()
         # The thread that forks cgroup v1 jobs for the main thread (see `_born_in`).
@@ -217,7 +220,7 @@ class Starter:
         given = {"sandbox": sandbox} if sandbox is not None else {}
         if self.spawn_threads <= 0:
             proc, scratch, account, group = self._launch(ad, slot, env_extra, memory_limit_mib, wait_stopped=False, **given)
-            if _joins_stopped(group, account):
+            if self._joins_stopped(group, account):
                 assert group is not None
                 try:
                     _into_group(proc, group, _str(ad, "Cmd") or "the job", await _stopped(proc.pid))
@@ -243,7 +246,7 @@ class Starter:
 
     def _launch(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
                 memory_limit_mib: int | None = None, wait_stopped: bool = True, sandbox: str | None = None,
-                ) -> tuple[subprocess.Popen, str, Account, cgroups.JobCgroup | None]:
+                ) -> tuple[subprocess.Popen | spawn.Child, str, Account, cgroups.JobCgroup | None]:
         """Everything from the account to the fork/exec; no loop state (it may run on a thread).
         ``wait_stopped=False`` leaves a cgroup job's stopped first process to the caller."""
         try:
@@ -295,38 +298,19 @@ class Starter:
                 **env_extra,
                 **job_env,
             }
-            switch: dict[str, Any] = (
-                {"user": account.uid, "group": account.gid, "extra_groups": list(account.groups)} if account.switch else {})
             argv = [executable, *args]
             if self.cgroups is not None:
                 group = self._make_cgroup(ad, f"job_{os.getpid()}_{seq}", memory_limit_mib)
-            if group is not None and group.version == 2:
-                # v2 has no joining by thread: the job's first process is a shell that joins.
-                # (A Python preexec_fn would join without the shell, but it rules out vfork: it
-                # cost the startd more than twice the cpu per job, measured.)
-                _check_executable(executable)  # the shell below would turn a bad one into exit 127
-                if account.switch:
-                    script = STOP_THEN_EXEC
-                else:
-                    script = JOIN_THEN_EXEC.format(join=group.join_script(), code=JOIN_FAILED,
-                                                   mark=shlex.quote(os.path.join(scratch, JOIN_FAILED_MARK)))
-                argv = [STARTER_SHELL, "-c", script, executable, *args]
-            popen = functools.partial(
-                subprocess.Popen,
-                argv,
-                executable=argv[0],
-                cwd=iwd,
-                env=env,
-                stdin=stdin,
-                stdout=stdout,
-                stderr=stderr,
-                start_new_session=True,  # its own session and process group: one kill reaches them all
-                close_fds=True,
-                **switch,
-            )
             try:
-                # v1: forked by a thread in the job's groups, the job is born in them.
-                proc = popen() if group is None or group.version == 2 else self._born_in(group, popen)
+                if self.fast_spawn:  # born in its groups, as its account, by vfork
+                    proc = spawn.start(argv, executable=executable, cwd=iwd, env=env, fds=(stdin, stdout, stderr),
+                                       account=account, procs_files=group.procs_files if group is not None else ())
+                else:
+                    proc = self._popen(argv, iwd, env, (stdin, stdout, stderr), account, group, scratch)
+            except spawn.CgroupJoinFailed as exc:
+                assert group is not None
+                raise StartFailed(f"cannot put the job in its cgroup {group.rel}: {exc.strerror}",
+                                  HOLD_FAILED_TO_CREATE_PROCESS, exc.errno) from None
             except OSError as exc:
                 if exc.filename == iwd and not os.path.isdir(iwd):
                     raise StartFailed(f"cannot enter Iwd {iwd}: {exc.strerror}", HOLD_IWD, exc.errno or 0) from None
@@ -335,7 +319,7 @@ class Starter:
                 ) from None
             except (subprocess.SubprocessError, ValueError) as exc:
                 raise StartFailed(f"cannot start {executable}: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
-            if _joins_stopped(group, account) and wait_stopped:
+            if self._joins_stopped(group, account) and wait_stopped:
                 assert group is not None
                 _into_group(proc, group, executable)
         except StartFailed:
@@ -348,6 +332,42 @@ class Starter:
             for fd in fds:
                 os.close(fd)
         return proc, scratch, account, group
+
+    def _popen(self, argv: list[str], iwd: str, env: dict[str, str], fds: tuple[int, int, int], account: Account,
+               group: cgroups.JobCgroup | None, scratch: str) -> subprocess.Popen:
+        """The job started by ``subprocess.Popen`` (without the fast spawn)."""
+        executable = argv[0]
+        switch: dict[str, Any] = (
+            {"user": account.uid, "group": account.gid, "extra_groups": list(account.groups)} if account.switch else {})
+        if group is not None and group.version == 2:
+            # v2 has no joining by thread: the job's first process is a shell that joins.
+            # (A Python preexec_fn would join without the shell, but it rules out vfork: it
+            # cost the startd more than twice the cpu per job, measured.)
+            _check_executable(executable)  # the shell below would turn a bad one into exit 127
+            if account.switch:
+                script = STOP_THEN_EXEC
+            else:
+                script = JOIN_THEN_EXEC.format(join=group.join_script(), code=JOIN_FAILED,
+                                               mark=shlex.quote(os.path.join(scratch, JOIN_FAILED_MARK)))
+            argv = [STARTER_SHELL, "-c", script, *argv]
+        popen = functools.partial(
+            subprocess.Popen,
+            argv,
+            executable=argv[0],
+            cwd=iwd,
+            env=env,
+            stdin=fds[0],
+            stdout=fds[1],
+            stderr=fds[2],
+            start_new_session=True,  # its own session and process group: one kill reaches them all
+            close_fds=True,
+            **switch,
+        )
+        # v1: forked by a thread in the job's groups, the job is born in them.
+        return popen() if group is None or group.version == 2 else self._born_in(group, popen)
+
+    def _joins_stopped(self, group: cgroups.JobCgroup | None, account: Account) -> bool:
+        return not self.fast_spawn and _joins_stopped(group, account)
 
     def _born_in(self, group: cgroups.JobCgroup, popen: Callable[[], subprocess.Popen]) -> subprocess.Popen:
         """``popen()`` by a thread that is in ``group`` meanwhile (cgroup v1), so the job is born
@@ -408,7 +428,7 @@ class Starter:
         if group is not None:
             _remove_when_empty(group, 5.0)
 
-    def _watch(self, key: str, ad: Mapping[str, Any], slot: str, proc: subprocess.Popen, scratch: str,
+    def _watch(self, key: str, ad: Mapping[str, Any], slot: str, proc: subprocess.Popen | spawn.Child, scratch: str,
                account: Account, memory_limit_mib: int | None, group: cgroups.JobCgroup | None = None) -> Job:
         loop = asyncio.get_running_loop()
         pidfd = os.pidfd_open(proc.pid)

@@ -1,6 +1,7 @@
 """The starter with real processes (no broker): argv, environment, files, exit, signals, memory,
 process trees, and the run-as policy; in job cgroups and on the process-scan fallback (the
-``job_cgroups`` fixture, tests/unit/startd/conftest.py)."""
+``job_cgroups`` fixture, tests/unit/startd/conftest.py); each with the fast spawn and with Popen
+(the ``spawn_method`` fixture)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import time
 
 import pytest
 
-from gridbus.agents.startd import proctree
+from gridbus.agents.startd import proctree, spawn
 from gridbus.agents.startd.accounts import RunAsPolicy, RunAsRefused
 from gridbus.agents.startd.starter import (
     HOLD_FAILED_TO_CREATE_PROCESS,
@@ -25,6 +26,16 @@ from gridbus.agents.startd.starter import (
 from tests.unit.startd.scenarios import stop_scenario
 
 ALLOW_ROOT = RunAsPolicy(allow_runas_owner=False, allow_root_jobs=True)
+
+
+@pytest.fixture(autouse=True, params=["fast", "popen"])
+def spawn_method(request, monkeypatch) -> str:
+    """Every test with the fast spawn (agents/startd/_spawn.c) and with subprocess.Popen."""
+    if request.param == "fast" and not spawn.AVAILABLE:
+        pytest.skip("the fast spawn is not built (no C compiler at install)")
+    if request.param == "popen":
+        monkeypatch.setattr(spawn, "AVAILABLE", False)
+    return request.param
 
 
 def run_jobs(tmp_path, policy, ads, *, killing_timeout=5.0, check=0.1, during=None, memory_mib=None, cgroup=None):
@@ -341,10 +352,11 @@ def test_a_reused_group_counts_from_zero_for_its_next_job(tmp_path, hierarchy_fo
     assert second.exit["RemoteUserCpu"] < first.exit["RemoteUserCpu"]
 
 
-def test_a_job_that_cannot_join_its_group_never_runs_and_is_held(tmp_path, hierarchy_for, monkeypatch):
-    # A job must never run outside its group. On v1 the thread that forks it joins the group first
-    # and the start fails when it cannot; on v2 the job's first process joins it and never execs
-    # the job when a write fails.
+def test_a_job_that_cannot_join_its_group_never_runs_and_is_held(tmp_path, hierarchy_for, monkeypatch, spawn_method):
+    # A job must never run outside its group. With the fast spawn the job's first process joins
+    # its groups before its exec and never execs the job when a write fails. With Popen, on v1
+    # the thread that forks it joins the group first and the start fails when it cannot; on v2
+    # the job's first process (a shell) joins it and never execs the job when a write fails.
     import errno
 
     from gridbus.agents.startd import cgroups
@@ -352,6 +364,25 @@ def test_a_job_that_cannot_join_its_group_never_runs_and_is_held(tmp_path, hiera
     h = hierarchy_for("cgroup")
     ran = tmp_path / "ran"
     ad = {"Cmd": "/usr/bin/touch", "Arguments": str(ran)}
+    if spawn_method == "fast":
+        real = cgroups.JobCgroup.procs_files
+        monkeypatch.setattr(cgroups.JobCgroup, "procs_files",
+                            property(lambda self: (*real.fget(self), f"{tmp_path}/no/cgroup.procs")))
+
+        async def fast():
+            starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=lambda j: None, cgroup=h)
+            try:
+                with pytest.raises(StartFailed) as e:
+                    starter.start("c", ad, "slot1@t", {}, None)
+                return e.value
+            finally:
+                await starter.shutdown()
+
+        failed = asyncio.run(fast())
+        assert not ran.exists()
+        assert failed.code == HOLD_FAILED_TO_CREATE_PROCESS and "cannot put the job in its cgroup" in failed.reason
+        assert "No such file or directory" in failed.reason
+        return
     if h.version == 1:
         write = cgroups._write
 
@@ -440,3 +471,29 @@ def test_a_root_job_is_in_its_group_at_its_first_instruction(tmp_path, hierarchy
     assert len(joined) == (1 if h.version == 2 else len(h.controllers)), lines
 
 
+
+
+def test_a_job_under_another_account_starts_with_only_its_ids_streams_and_default_signals(tmp_path):
+    # All of the account's ids (real, effective, saved; its groups and no others), no signal
+    # blocked or ignored, and no descriptor of the startd's but the three streams: whichever way
+    # the job was started (the fast spawn changes ids with the raw system calls in a vfork child).
+    nobody = pwd.getpwnam("nobody")
+    os.chmod(tmp_path, 0o777)
+    leak = os.open(os.devnull, os.O_RDONLY)  # not close-on-exec: must not reach the job anyway
+    os.set_inheritable(leak, True)
+    script = 'grep -E "^(Uid|Gid|Groups|SigBlk|SigIgn):" /proc/$$/status; ls /proc/$$/fd'
+    ad = {"Cmd": "/bin/sh", "Arguments": f"-c '{script}'", "Owner": "no-such-user-xyz",
+          "Out": str(tmp_path / "status")}
+    policy = RunAsPolicy(unprivileged_user="nobody")
+    try:
+        (job,) = run_jobs(tmp_path, policy, [ad])
+    finally:
+        os.close(leak)
+    assert job.exit["ExitCode"] == 0, job.exit
+    lines = (tmp_path / "status").read_text().splitlines()
+    status = {k: v.split() for k, _, v in (line.partition(":") for line in lines[:5])}
+    assert status["Uid"] == [str(nobody.pw_uid)] * 4
+    assert status["Gid"] == [str(nobody.pw_gid)] * 4
+    assert sorted(map(int, status["Groups"])) == sorted(policy.account_for("no-such-user-xyz").groups)
+    assert int(status["SigBlk"][0], 16) == 0 and int(status["SigIgn"][0], 16) == 0
+    assert sorted(map(int, lines[5:])) == [0, 1, 2], lines
