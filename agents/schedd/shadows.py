@@ -392,7 +392,7 @@ class Shadows:
     def ahead_for_answer(self, acked: dict[str, tuple[Claim, int]],
                          activated: Collection[str] = ()) -> list[dict[str, Any]]:
         """The jobs queued ahead for the claims that reported in this JobReports call (claim id ->
-        (claim, the AheadSeq its reports carried)): topped up to CLAIM_PREFETCH_JOBS on a claim
+        (claim, the AheadSeq its reports carried)): topped up to `prefetch_depth` on a claim
         running a short job, or about to (its activation rides in this answer: ``activated``, the
         claim ids), and every entry the startd has not taken yet (a lost answer's too). (Without
         the second kind, a claim whose short jobs each started and ended between two calls was
@@ -408,7 +408,8 @@ class Shadows:
             running = claim.state == RUNNING_JOB or (claim.state == ACTIVATING and claim.claim_id in activated)
             if (running and not claim.stopping and claim.last_runtime is not None
                     and claim.last_runtime < self.settings.claim_prefetch_max_runtime and now < claim.worklife_end):
-                while len(claim.ahead) - len(claim.withdrawn) < limit:
+                depth = prefetch_depth(limit, self.settings.claim_prefetch_max_runtime, claim.last_runtime)
+                while len(claim.ahead) - len(claim.withdrawn) < depth:
                     job = self._next_job_for(claim)
                     if job is None:
                         break
@@ -544,3 +545,14 @@ def job_of(report: dict[str, Any]) -> tuple[int, int] | None:
     if isinstance(c, int) and isinstance(p, int):
         return (c, p)
     return None
+
+
+def prefetch_depth(limit: int, budget: float, last_runtime: float) -> int:
+    """How many jobs to keep queued ahead on a claim whose last job ran ``last_runtime`` seconds:
+    at most ``limit`` (CLAIM_PREFETCH_JOBS), and no more work than ``budget`` seconds
+    (CLAIM_PREFETCH_MAX_RUNTIME) at that runtime, but one at least. Jobs of a few milliseconds
+    need many ahead to cover the round trip that refills the queue; a one-second job needs one,
+    and a deeper queue would only keep its successors from other slots."""
+    if last_runtime <= 0:
+        return limit
+    return max(1, min(limit, int(budget / last_runtime)))

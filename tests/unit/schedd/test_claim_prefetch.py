@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from gridbus.agents.schedd.claims import ACTIVATING, IDLE, RUNNING_JOB, Claim
+from gridbus.agents.schedd.shadows import prefetch_depth
 from gridbus.rpc import MethodResult
 from tests.unit.schedd.test_activations_in_answers import (
     COMPLETED,
@@ -283,5 +284,25 @@ def test_a_claim_whose_short_jobs_start_and_end_between_two_calls_gets_jobs_queu
             report("activated", 2, Status=0, Text="OK", Ahead=True, AheadSeq=3)])
         assert (claim.state, claim.job) == (RUNNING_JOB, (1, 2))
         assert "Activations" not in out and procs(out["Ahead"]) == [(4, 5)]
+
+    asyncio.run(main())
+
+
+def test_the_queue_ahead_holds_about_the_max_runtime_of_work_and_one_job_at_least():
+    # CLAIM_PREFETCH_MAX_RUNTIME (2 s) of work at the last job's runtime, CLAIM_PREFETCH_JOBS at most.
+    assert prefetch_depth(16, 2.0, 0.003) == 16
+    assert prefetch_depth(16, 2.0, 0.5) == 4
+    assert prefetch_depth(16, 2.0, 1.0) == 2
+    assert prefetch_depth(16, 2.0, 1.9) == 1
+    assert prefetch_depth(3, 2.0, 0.0) == 3  # both reports in one call: no runtime seen
+
+    async def main() -> None:
+        s = PrefetchShadows(prefetch=16)
+        claim, call = running_claim(s)
+        claim.last_runtime = 0.9  # room for two 0.9 s jobs in 2 s
+        out = await s.JobReports(call, Reports=[report("usage", 0)])
+        assert procs(out["Ahead"]) == [(1, 1), (2, 2)]
+        assert all(s.jobs[(1, p)]["JobStatus"] == IDLE_JOB for p in range(3, 7))
+        assert not any((1, p) in s._reserved for p in range(3, 7))  # free for other slots
 
     asyncio.run(main())
