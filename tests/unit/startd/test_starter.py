@@ -364,48 +364,36 @@ def test_a_job_that_cannot_join_its_group_never_runs_and_is_held(tmp_path, hiera
     h = hierarchy_for("cgroup")
     ran = tmp_path / "ran"
     ad = {"Cmd": "/usr/bin/touch", "Arguments": str(ran)}
-    if spawn_method == "fast":
-        real = cgroups.JobCgroup.procs_files
-        monkeypatch.setattr(cgroups.JobCgroup, "procs_files",
-                            property(lambda self: (*real.fget(self), f"{tmp_path}/no/cgroup.procs")))
+    async def refused_start() -> StartFailed:
+        starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=lambda j: None, cgroup=h)
+        try:
+            with pytest.raises(StartFailed) as e:
+                starter.start("c", ad, "slot1@t", {}, None)
+            return e.value
+        finally:
+            await starter.shutdown()
 
-        async def fast():
-            starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=lambda j: None, cgroup=h)
-            try:
-                with pytest.raises(StartFailed) as e:
-                    starter.start("c", ad, "slot1@t", {}, None)
-                return e.value
-            finally:
-                await starter.shutdown()
+    if spawn_method == "fast" or h.version == 1:  # the start itself fails
+        if spawn_method == "fast":
+            real = cgroups.JobCgroup.procs_files
+            monkeypatch.setattr(cgroups.JobCgroup, "procs_files",
+                                property(lambda self: (*real.fget(self), f"{tmp_path}/no/cgroup.procs")))
+        else:
+            write = cgroups._write
 
-        failed = asyncio.run(fast())
+            def refused(path: str, value: str) -> None:
+                if path.endswith("/tasks") and f"{h.base}/" in path:
+                    raise OSError(errno.EACCES, "Permission denied")
+                write(path, value)
+
+            monkeypatch.setattr(cgroups, "_write", refused)
+        failed = asyncio.run(refused_start())
         assert not ran.exists()
         assert failed.code == HOLD_FAILED_TO_CREATE_PROCESS and "cannot put the job in its cgroup" in failed.reason
-        assert "No such file or directory" in failed.reason
-        return
-    if h.version == 1:
-        write = cgroups._write
-
-        def refused(path: str, value: str) -> None:
-            if path.endswith("/tasks") and f"{h.base}/" in path:
-                raise OSError(errno.EACCES, "Permission denied")
-            write(path, value)
-
-        monkeypatch.setattr(cgroups, "_write", refused)
-
-        async def main():
-            starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=lambda j: None, cgroup=h)
-            try:
-                with pytest.raises(StartFailed) as e:
-                    starter.start("c", ad, "slot1@t", {}, None)
-                return e.value
-            finally:
-                await starter.shutdown()
-
-        failed = asyncio.run(main())
-        assert not ran.exists()
-        assert failed.code == HOLD_FAILED_TO_CREATE_PROCESS and "cannot put the job in its cgroup" in failed.reason
-        assert not _threads_in(h.base)
+        if spawn_method == "fast":
+            assert "No such file or directory" in failed.reason
+        else:
+            assert not _threads_in(h.base)
         return
     monkeypatch.setattr(cgroups.JobCgroup, "join_script", lambda self: f"echo $$ >{tmp_path}/no/cgroup.procs")
     (job,) = run_jobs(tmp_path, ALLOW_ROOT, [ad], cgroup=h)
