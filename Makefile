@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test install broker bench docs lint cluster cluster-stop
 
-$(BIN)/gridbus: pyproject.toml
+$(BIN)/gridbus: pyproject.toml setup.py agents/startd/_spawn.c
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
