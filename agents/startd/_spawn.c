@@ -30,6 +30,7 @@
 #ifndef SYS_close_range
 #define SYS_close_range 436
 #endif
+#define KERNEL_SIGSET_BYTES (64 / 8) /* the kernel's sigset_t: 64 signals (MIPS, with 128, is not a target) */
 
 enum stage { STAGE_CGROUP = 1, STAGE_SETSID, STAGE_STREAMS, STAGE_CHDIR, STAGE_IDS, STAGE_EXEC };
 
@@ -73,21 +74,16 @@ static void close_from(int low, int high)
 static void __attribute__((noreturn)) child(const struct spec *s)
 {
     int stage, err;
-    struct sigaction sa;
 
-    /* Every signal the startd handles goes back to its default before any can be delivered
-     * here (a Python handler must never run in this child); the ignored SIGPIPE and SIGXFSZ too,
-     * as Popen's restore_signals does. */
+    /* Every signal goes back to its default disposition before any can be delivered here (a
+     * Python handler must never run in this child), the ignored ones too: a job must not inherit
+     * a SIGHUP that nohup ignored for the startd, nor what the startd's own parent ignored.
+     * The raw call, because glibc's sigaction refuses its two internal signals; an all-zero
+     * kernel sigaction is SIG_DFL with no flags, whatever the architecture's field order. */
+    static const unsigned long dfl[8];
     for (int sig = 1; sig < NSIG; sig++) {
-        if (sig == SIGKILL || sig == SIGSTOP)
-            continue;
-        if (sigaction(sig, NULL, &sa) != 0)
-            continue;
-        if ((sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN) || sig == SIGPIPE || sig == SIGXFSZ) {
-            memset(&sa, 0, sizeof sa);
-            sa.sa_handler = SIG_DFL;
-            sigaction(sig, &sa, NULL);
-        }
+        if (sig != SIGKILL && sig != SIGSTOP)
+            syscall(SYS_rt_sigaction, sig, dfl, NULL, KERNEL_SIGSET_BYTES);
     }
 
     stage = STAGE_CGROUP;

@@ -461,10 +461,12 @@ def test_a_root_job_is_in_its_group_at_its_first_instruction(tmp_path, hierarchy
 
 
 
-def test_a_job_under_another_account_starts_with_only_its_ids_streams_and_default_signals(tmp_path):
+def test_a_job_under_another_account_starts_with_only_its_ids_streams_and_default_signals(tmp_path, spawn_method):
     # All of the account's ids (real, effective, saved; its groups and no others), no signal
-    # blocked or ignored, and no descriptor of the startd's but the three streams: whichever way
-    # the job was started (the fast spawn changes ids with the raw system calls in a vfork child).
+    # blocked, and no descriptor of the startd's but the three streams: whichever way the job was
+    # started (the fast spawn changes ids with the raw system calls in a vfork child). The fast
+    # spawn also gives the job every signal at its default, where Popen passes on what the startd
+    # ignores (a SIGHUP ignored here, as nohup would), SIGPIPE and SIGXFSZ aside.
     nobody = pwd.getpwnam("nobody")
     os.chmod(tmp_path, 0o777)
     leak = os.open(os.devnull, os.O_RDONLY)  # not close-on-exec: must not reach the job anyway
@@ -473,9 +475,12 @@ def test_a_job_under_another_account_starts_with_only_its_ids_streams_and_defaul
     ad = {"Cmd": "/bin/sh", "Arguments": f"-c '{script}'", "Owner": "no-such-user-xyz",
           "Out": str(tmp_path / "status")}
     policy = RunAsPolicy(unprivileged_user="nobody")
+    hup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
+        own = next(int(line.split()[1], 16) for line in open("/proc/self/status") if line.startswith("SigIgn:"))
         (job,) = run_jobs(tmp_path, policy, [ad])
     finally:
+        signal.signal(signal.SIGHUP, hup)
         os.close(leak)
     assert job.exit["ExitCode"] == 0, job.exit
     lines = (tmp_path / "status").read_text().splitlines()
@@ -483,5 +488,8 @@ def test_a_job_under_another_account_starts_with_only_its_ids_streams_and_defaul
     assert status["Uid"] == [str(nobody.pw_uid)] * 4
     assert status["Gid"] == [str(nobody.pw_gid)] * 4
     assert sorted(map(int, status["Groups"])) == sorted(policy.account_for("no-such-user-xyz").groups)
-    assert int(status["SigBlk"][0], 16) == 0 and int(status["SigIgn"][0], 16) == 0
+    assert int(status["SigBlk"][0], 16) == 0
+    restored = (1 << (signal.SIGPIPE - 1)) | (1 << (signal.SIGXFSZ - 1))
+    assert own & (1 << (signal.SIGHUP - 1))
+    assert int(status["SigIgn"][0], 16) == (0 if spawn_method == "fast" else own & ~restored)
     assert sorted(map(int, lines[5:])) == [0, 1, 2], lines
