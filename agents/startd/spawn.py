@@ -17,6 +17,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 
 from gridbus.agents.startd.accounts import Account
+from gridbus.agents.startd.cgroups import JobCgroup, JoinFailed
 
 try:
     from gridbus.agents.startd import _spawn
@@ -28,31 +29,12 @@ AVAILABLE = _spawn is not None
 _devnull: int | None = None
 
 
-class CgroupJoinFailed(Exception):
-    """The job's first process could not write itself into its cgroup."""
-
-    def __init__(self, errno: int, strerror: str):
-        super().__init__(strerror)
-        self.errno = errno
-        self.strerror = strerror
-
-
 class Child:
     """A job's first process from `start`: the part of ``Popen``'s interface the starter uses."""
 
     def __init__(self, pid: int):
         self.pid = pid
         self.returncode: int | None = None
-
-    def poll(self) -> int | None:
-        if self.returncode is None:
-            try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                return None
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
 
     def wait(self) -> int | None:
         if self.returncode is None:
@@ -82,15 +64,16 @@ def _fd(fd: int) -> int:
 
 
 def start(argv: Sequence[str], *, executable: str, cwd: str | None, env: Mapping[str, str],
-          fds: tuple[int, int, int], account: Account, procs_files: Sequence[str] = ()) -> Child:
+          fds: tuple[int, int, int], account: Account, group: JobCgroup | None = None) -> Child:
     """Start the job: in a session of its own, with ``fds`` as its standard streams (Popen's
-    DEVNULL allowed), in ``cwd``, as ``account`` (when it is not the startd's own), born in the
-    cgroups whose ``cgroup.procs`` files are given. Raises OSError as Popen does (``filename``
-    is the executable, or ``cwd`` if it could not be entered) and CgroupJoinFailed."""
+    DEVNULL allowed), in ``cwd``, as ``account`` (when it is not the startd's own), born in
+    ``group``. Raises OSError as Popen does (``filename`` is the executable, or ``cwd`` if it
+    could not be entered), ValueError for an argument or variable no process can take, and
+    cgroups.JoinFailed as a thread's join does."""
     if _spawn is None:
         raise RuntimeError("the fast spawn is not built (agents/startd/_spawn.c)")
-    for key, value in env.items():
-        if "=" in key or "\0" in key or "\0" in value:
+    for key in env:  # (a NUL anywhere is refused by the extension)
+        if "=" in key:
             raise ValueError(f"environment variable {key!r} cannot be passed to a process")
     ids = (account.uid, account.gid, list(account.groups)) if account.switch else (-1, -1, [])
     try:
@@ -101,12 +84,13 @@ def start(argv: Sequence[str], *, executable: str, cwd: str | None, env: Mapping
             os.fsencode(cwd) if cwd else None,
             tuple(_fd(fd) for fd in fds),
             *ids,
-            [os.fsencode(p) for p in procs_files],
+            [os.fsencode(p) for p in group.procs_files] if group is not None else [],
         )
     except _spawn.SpawnError as exc:
         stage, errno, strerror, filename = exc.args
         if stage == "cgroup":
-            raise CgroupJoinFailed(errno, strerror) from None
+            assert group is not None
+            raise JoinFailed(f"cannot put the job in its cgroup {group.rel}: {strerror}", errno) from None
         if stage in ("exec", "chdir"):
             raise OSError(errno, strerror, os.fsdecode(filename)) from None
         raise OSError(errno, f"{strerror} (in the job's {stage} step)") from None

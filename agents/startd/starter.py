@@ -64,9 +64,10 @@ MAX_IDLE_GROUPS = 64  # emptied job cgroups kept for reuse
 # the process, so two on one hierarchy never share a group.
 _SEQ = itertools.count(1)
 
-# Without the fast spawn (agents/startd/spawn.py, where its extension is built), on cgroup v2 (one tree: a thread cannot join a group alone, see `_born_in` for v1) the job's
-# first process is a shell that joins the job's cgroup, then becomes the job ("$0" is
-# the job's executable, "$@" its arguments): the job's first instruction runs inside the group.
+# Without the fast spawn (agents/startd/spawn.py, where its extension is built), on cgroup v2
+# (one tree: a thread cannot join a group alone, see `_born_in` for v1) the job's first process
+# is a shell that joins the job's cgroup, then becomes the job ("$0" is the job's executable,
+# "$@" its arguments): the job's first instruction runs inside the group.
 # Running as root, the shell writes its own pid into the group's cgroup.procs files; if a write
 # fails it never execs the job, leaves a mark in the scratch directory and exits JOIN_FAILED.
 # Running as another account (which may not write there), it stops itself, and the startd moves
@@ -304,13 +305,11 @@ class Starter:
             try:
                 if self.fast_spawn:  # born in its groups, as its account, by vfork
                     proc = spawn.start(argv, executable=executable, cwd=iwd, env=env, fds=(stdin, stdout, stderr),
-                                       account=account, procs_files=group.procs_files if group is not None else ())
+                                       account=account, group=group)
                 else:
                     proc = self._popen(argv, iwd, env, (stdin, stdout, stderr), account, group, scratch)
-            except spawn.CgroupJoinFailed as exc:
-                assert group is not None
-                raise StartFailed(f"cannot put the job in its cgroup {group.rel}: {exc.strerror}",
-                                  HOLD_FAILED_TO_CREATE_PROCESS, exc.errno) from None
+            except cgroups.JoinFailed as exc:  # the job never ran
+                raise StartFailed(exc.reason, HOLD_FAILED_TO_CREATE_PROCESS, exc.errno) from None
             except OSError as exc:
                 if exc.filename == iwd and not os.path.isdir(iwd):
                     raise StartFailed(f"cannot enter Iwd {iwd}: {exc.strerror}", HOLD_IWD, exc.errno or 0) from None
@@ -367,7 +366,10 @@ class Starter:
         return popen() if group is None or group.version == 2 else self._born_in(group, popen)
 
     def _joins_stopped(self, group: cgroups.JobCgroup | None, account: Account) -> bool:
-        return not self.fast_spawn and _joins_stopped(group, account)
+        """Whether the job's first process stops itself for the startd to move it into its group:
+        Popen, a v2 group and a job of another account (which may not write the group's files
+        itself; the fast spawn's child joins before it takes the account)."""
+        return not self.fast_spawn and group is not None and group.version == 2 and account.switch
 
     def _born_in(self, group: cgroups.JobCgroup, popen: Callable[[], subprocess.Popen]) -> subprocess.Popen:
         """``popen()`` by a thread that is in ``group`` meanwhile (cgroup v1), so the job is born
@@ -377,11 +379,8 @@ class Starter:
         job: in-process uses, tests and benchmarks)."""
         if threading.current_thread() is threading.main_thread():
             return self._born_in_executor().submit(self._born_in, group, popen).result()
-        try:
-            with group.thread_joined():
-                return popen()
-        except cgroups.JoinFailed as exc:
-            raise StartFailed(exc.reason, HOLD_FAILED_TO_CREATE_PROCESS, exc.errno) from None
+        with group.thread_joined():
+            return popen()
 
     def _born_in_executor(self) -> ThreadPoolExecutor:
         if self._born_in_thread is None:
@@ -818,12 +817,6 @@ async def _stopped(pid: int, timeout: float = 30.0) -> int:
             return status if found else -1
         await asyncio.sleep(delay)
         delay = min(delay * 2, 0.005)
-
-
-def _joins_stopped(group: cgroups.JobCgroup | None, account: Account) -> bool:
-    """Whether the job's first process stops itself for the startd to move it into its group: a
-    v2 group and a job of another account (which may not write the group's files itself)."""
-    return group is not None and group.version == 2 and account.switch
 
 
 def _into_group(proc: subprocess.Popen, group: cgroups.JobCgroup, executable: str, status: int | None = None) -> None:
