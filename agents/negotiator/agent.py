@@ -57,6 +57,8 @@ HOSTILE_REQUESTS = 2  # hostile requests of one submitter after which it is skip
 MATCHES_PER_CALL = 2000
 # Requests that are not tried again in a later round of the same cycle.
 _SETTLED = (REJECT_NO_MATCH, REJECT_LIMIT, REJECT_HOSTILE)
+# Seconds the negotiator waits for a collector to answer its locate, one try after another.
+LOCATE_TIMEOUTS = (0.25, 0.5, 1.0, 2.0, 4.0)
 
 
 @dataclass
@@ -280,7 +282,16 @@ class Negotiator(Agent):
     async def _collector_address(self) -> str:
         if self.collector:
             return self.collector
-        result = await self.client.get_objects(bus.class_key("collector"), "collector", timeout=5)
+        # The locate is asked again with a longer wait each time: in a pool started all at once,
+        # a broadcast sent before the collector's queue was bound reaches nobody, and one 5 s
+        # wait for it held the first negotiation (and a first job) for those 5 s.
+        for timeout in LOCATE_TIMEOUTS:
+            try:
+                result = await self.client.get_objects(bus.class_key("collector"), "collector", timeout=timeout)
+                break
+            except CallTimeout:
+                if timeout == LOCATE_TIMEOUTS[-1]:
+                    raise
         for record in result.outArgs.get("objects", []):
             if record.get("agent"):
                 return str(record["agent"])
