@@ -68,7 +68,7 @@ class Activation:
         for claim in launching:
             self.sandboxes.abort(claim.id, "the startd is stopping")
         launches = [c.launch for c in launching if c.launch is not None]
-        if launches:  # a fork/exec takes milliseconds; a spawner thread stuck past this is not waited for
+        if launches:  # a spawn takes milliseconds; one stuck past this (a hung Iwd) is not waited for
             await asyncio.wait(launches, timeout=LAUNCH_WAIT)
 
     # ------------------------------------------------------------------ starting
@@ -198,7 +198,7 @@ class Activation:
         return {"Withdrawn": len(claim.ahead) < before}
 
     def activate(self, claim_id: str, job_ad: dict, *, repeat: bool = False) -> asyncio.Task | None:
-        """Check an activation (MethodError if refused) and launch its job on a spawner thread.
+        """Check an activation (MethodError if refused) and launch its job.
 
         Returns the launch's task (None for a repeat of the job the claim already runs, or, for an
         activation the schedd marks ``repeat``, of the job it ran last); the claim counts as busy

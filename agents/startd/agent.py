@@ -57,7 +57,7 @@ LIVE_KNOBS = {
 RESTART_KNOBS = frozenset({
     "STARTD_NAME", "GRIDBUS_URL", "EXECUTE", "NUM_CPUS", "MEMORY", "DISK", "NUM_GPUS", "ARCH", "OPSYS",
     "OPSYSANDVER", "UID_DOMAIN", "FILESYSTEM_DOMAIN", "NUM_SLOTS", "NUM_SLOTS_TYPE_1", "SLOT_TYPE_1",
-    "SLOT_TYPE_1_PARTITIONABLE", "STARTER_SPAWN_THREADS", "STARTER_FAST_SPAWN", "STARTD_SIMULATE_JOBS", "SIMULATED_JOB_RUNTIME",
+    "SLOT_TYPE_1_PARTITIONABLE", "STARTER_FAST_SPAWN", "STARTD_SIMULATE_JOBS", "SIMULATED_JOB_RUNTIME",
     "BASE_CGROUP", "CGROUP_VERSION",
 })
 
@@ -126,7 +126,6 @@ class Startd(Agent):
             on_usage=usage,
             usage_interval=self.settings.update_interval,
             check_interval=self.settings.memory_check_interval,
-            spawn_threads=self.settings.spawn_threads,
             fast_spawn=self.settings.fast_spawn,
             cgroup=self.cgroups,
             memory_policy=self.settings.memory_policy.lower(),

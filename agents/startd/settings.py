@@ -34,8 +34,7 @@ knob("STARTER_UNPRIVILEGED_USER", "", "account for jobs whose Owner cannot be us
 knob("USER_MAP", [], "broker user -> Unix account for jobs on this node (HTCondor's user map): entries "
      "'user=account', '*=account' for everyone not listed; a user not mapped runs as the account of the same name")
 knob("STARTER_ALLOW_ROOT_JOBS", False, "let a job run as root when no other account applies (never the default)")
-knob("STARTER_SPAWN_THREADS", 0, "threads that fork/exec jobs off the startd's loop; 0: on the loop (least cpu per job)")
-knob("STARTER_FAST_SPAWN", True, "start jobs by vfork, born in their cgroups and accounts (the built extension agents/startd/_spawn.c); false: subprocess.Popen")
+knob("STARTER_FAST_SPAWN", True, "start jobs by the fast spawn, born in their cgroups and accounts (the built extension agents/startd/_spawn.c); false: subprocess.Popen")
 knob("STARTD_SIMULATE_JOBS", False, "scale tests: run no job, each ends (exit 0) after its simulated run time "
      "(a sleep job's own seconds, else SIMULATED_JOB_RUNTIME)")
 knob("SIMULATED_JOB_RUNTIME", 0.0, "seconds a simulated job (STARTD_SIMULATE_JOBS) runs unless it is a sleep job")
@@ -103,8 +102,7 @@ class StartdSettings:
     user_map: tuple[str, ...] = ()
     report_timeout: float = 10.0
     report_retry: float = 1.0
-    spawn_threads: int = 0  # STARTER_SPAWN_THREADS
-    fast_spawn: bool = True  # STARTER_FAST_SPAWN: vfork by agents/startd/_spawn.c where it is built
+    fast_spawn: bool = True  # STARTER_FAST_SPAWN: agents/startd/_spawn.c, where it is built
     simulate_jobs: bool = False  # STARTD_SIMULATE_JOBS
     simulated_runtime: float = 0.0  # SIMULATED_JOB_RUNTIME
     base_cgroup: str = "gridbus"  # BASE_CGROUP; "" forces the process-scan fallback
@@ -152,7 +150,6 @@ class StartdSettings:
                 user_map="USER_MAP",
                 report_timeout="STARTD_REPORT_TIMEOUT",
                 report_retry="STARTD_REPORT_RETRY",
-                spawn_threads="STARTER_SPAWN_THREADS",  # an int knob: its value is an int
                 fast_spawn="STARTER_FAST_SPAWN",
                 simulate_jobs="STARTD_SIMULATE_JOBS",
                 simulated_runtime="SIMULATED_JOB_RUNTIME",
@@ -178,8 +175,6 @@ class StartdSettings:
                      "transfer_open_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, not {getattr(self, name)}")
-        if not 0 <= self.spawn_threads <= 64:
-            raise ValueError(f"STARTER_SPAWN_THREADS must be 0 to 64, not {self.spawn_threads}")
         if self.memory_policy.lower() not in ("hard", "soft", "none"):
             raise ValueError(f"CGROUP_MEMORY_LIMIT_POLICY must be hard, soft or none, not {self.memory_policy!r}")
         if str(self.cgroup_version).lower().removeprefix("v") not in ("auto", "1", "2"):

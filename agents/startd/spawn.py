@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from gridbus.agents.startd.accounts import Account
 from gridbus.agents.startd.cgroups import JobCgroup, JoinFailed
@@ -25,6 +26,8 @@ except ImportError:  # not built: the starter falls back to subprocess.Popen
     _spawn = None
 
 AVAILABLE = _spawn is not None
+# The child runs beside the startd (clone on a stack of its own) rather than suspending it (vfork).
+CONCURRENT = bool(_spawn is not None and _spawn.CONCURRENT)
 
 _devnull: int | None = None
 
@@ -63,35 +66,60 @@ def _fd(fd: int) -> int:
     return _devnull
 
 
-def start(argv: Sequence[str], *, executable: str, cwd: str | None, env: Mapping[str, str],
-          fds: tuple[int, int, int], account: Account, group: JobCgroup | None = None) -> Child:
+class Launching:
+    """A job's first process between `begin` and its exec: the startd's loop watches ``fileno()``
+    and takes the outcome with `result` (a `Child`) when it is readable, instead of waiting."""
+
+    def __init__(self, launch: Any, group: JobCgroup | None):
+        self._launch = launch
+        self._group = group
+        self.pid: int = launch.pid
+
+    def fileno(self) -> int:
+        return self._launch.fileno()
+
+    def result(self) -> Child:
+        """The running job, once it has exec'd (waits for that); raises as `start` does."""
+        try:
+            return Child(self._launch.result())
+        except _spawn.SpawnError as exc:
+            stage, errno, strerror, filename = exc.args
+            if stage == "cgroup":
+                assert self._group is not None
+                raise JoinFailed(f"cannot put the job in its cgroup {self._group.rel}: {strerror}", errno) from None
+            if stage in ("exec", "chdir"):
+                raise OSError(errno, strerror, os.fsdecode(filename)) from None
+            raise OSError(errno, f"{strerror} (in the job's {stage} step)") from None
+
+
+def begin(argv: Sequence[str], *, executable: str, cwd: str | None, env: Mapping[str, str],
+          fds: tuple[int, int, int], account: Account, group: JobCgroup | None = None) -> Launching:
     """Start the job: in a session of its own, with ``fds`` as its standard streams (Popen's
-    DEVNULL allowed), in ``cwd``, as ``account`` (when it is not the startd's own), born in
-    ``group``. Raises OSError as Popen does (``filename`` is the executable, or ``cwd`` if it
-    could not be entered), ValueError for an argument or variable no process can take, and
-    cgroups.JoinFailed as a thread's join does."""
+    DEVNULL allowed; they must stay open until the outcome is known), in ``cwd``, as ``account``
+    (when it is not the startd's own), born in ``group``. Returns before the job's exec where the
+    child runs beside the caller (`CONCURRENT`). Raises ValueError for an argument or variable no
+    process can take, OSError when no process could be made."""
     if _spawn is None:
         raise RuntimeError("the fast spawn is not built (agents/startd/_spawn.c)")
     for key in env:  # (a NUL anywhere is refused by the extension)
         if "=" in key:
             raise ValueError(f"environment variable {key!r} cannot be passed to a process")
     ids = (account.uid, account.gid, list(account.groups)) if account.switch else (-1, -1, [])
-    try:
-        pid = _spawn.spawn(
-            os.fsencode(executable),
-            [os.fsencode(a) for a in argv],
-            [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in env.items()],
-            os.fsencode(cwd) if cwd else None,
-            tuple(_fd(fd) for fd in fds),
-            *ids,
-            [os.fsencode(p) for p in group.procs_files] if group is not None else [],
-        )
-    except _spawn.SpawnError as exc:
-        stage, errno, strerror, filename = exc.args
-        if stage == "cgroup":
-            assert group is not None
-            raise JoinFailed(f"cannot put the job in its cgroup {group.rel}: {strerror}", errno) from None
-        if stage in ("exec", "chdir"):
-            raise OSError(errno, strerror, os.fsdecode(filename)) from None
-        raise OSError(errno, f"{strerror} (in the job's {stage} step)") from None
-    return Child(pid)
+    launch = _spawn.spawn(
+        os.fsencode(executable),
+        [os.fsencode(a) for a in argv],
+        [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in env.items()],
+        os.fsencode(cwd) if cwd else None,
+        tuple(_fd(fd) for fd in fds),
+        *ids,
+        [os.fsencode(p) for p in group.procs_files] if group is not None else [],
+    )
+    return Launching(launch, group)
+
+
+def start(argv: Sequence[str], *, executable: str, cwd: str | None, env: Mapping[str, str],
+          fds: tuple[int, int, int], account: Account, group: JobCgroup | None = None) -> Child:
+    """`begin`, then wait for the exec. Raises OSError as Popen does (``filename`` is the
+    executable, or ``cwd`` if it could not be entered), ValueError for an argument or variable no
+    process can take, and cgroups.JoinFailed as a thread's join does."""
+    return begin(argv, executable=executable, cwd=cwd, env=env, fds=fds, account=account, group=group).result()

@@ -5,16 +5,17 @@ arguments, Iwd, environment, In/Out/Err, as the account the run-as policy picks)
 its own session, and its exit is noticed through a pidfd on the event loop (as
 ``asyncio.PidfdChildWatcher`` does), so a short job costs one fork/exec and two system calls.
 
-The fork/exec itself (and the scratch directory, the account and file look-ups before it) can run
-on a small pool of spawner threads (``start_async`` with STARTER_SPAWN_THREADS > 0): the system
-calls release the GIL and a vfork parent waits for its child's exec, so the loop goes on serving
-reports meanwhile. Measured on a loaded 2-cpu machine (bench/bench_pool.py): a few per cent more
-jobs per second for about a third more startd cpu per job, so the default is 0 (on the loop).
+The job's first process comes from the fast spawn where it is built (agents/startd/spawn.py): on
+x86-64 and aarch64 its child joins the job's groups, takes the account and execs beside the
+startd, whose loop goes on meanwhile and learns the outcome from the child's pipe
+(`_launch_beside`). Without it (no C compiler at install, or STARTER_FAST_SPAWN false)
+``subprocess.Popen`` starts it, on the loop.
 
 With a cgroup hierarchy (`cgroups`, the default when the startd runs as root) each job runs in a
-group of its own from its first instruction: on cgroup v1 it is born there (forked by a thread that
-joins the group for that moment, `cgroups.JobCgroup.thread_joined`: no shell, no migration), on v2
-its first process is a shell that joins before it execs the job. A stop kills the group, the kernel
+group of its own from its first instruction: the fast spawn's child joins before its exec; with
+Popen, on cgroup v1 it is born there (forked by a thread that joins the group for that moment,
+`cgroups.JobCgroup.thread_joined`), on v2 its first process is a shell that joins before it execs
+the job. A stop kills the group, the kernel
 enforces the memory limit, and usage is read from the group's counters every STARTER_MEMORY_CHECK_INTERVAL. On
 the process-scan fallback (no cgroups) the job's processes are its session's, found in one scan of
 /proc for all running jobs, and the memory limit is sampled.
@@ -149,6 +150,27 @@ SPARE_DIRS = 8  # empty scratch directories kept made ahead
 MAX_SPARE_DIRS = 256
 
 
+@dataclass
+class _Prepared:
+    """A job made ready to spawn (`Starter._prepare`)."""
+
+    account: Account
+    scratch: str
+    iwd: str = ""
+    executable: str = ""
+    argv: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    streams: tuple[int, int, int] = (subprocess.DEVNULL, subprocess.DEVNULL, subprocess.DEVNULL)
+    fds: list[int] = field(default_factory=list)  # what of ``streams`` the starter opened (and closes)
+    group: cgroups.JobCgroup | None = None
+
+
+def _settle(known: asyncio.Future) -> None:
+    """The spawn's pipe is readable: its outcome is known."""
+    if not known.done():
+        known.set_result(None)
+
+
 class Starter:
     """Launches, watches and stops the job processes of one startd, on its event loop."""
 
@@ -163,7 +185,6 @@ class Starter:
         on_usage: Callable[[list[Job]], None] | None = None,
         usage_interval: float = 300.0,
         check_interval: float = 1.0,
-        spawn_threads: int = 0,
         fast_spawn: bool = True,
         cgroup: cgroups.Hierarchy | None = None,
         memory_policy: str = "hard",
@@ -189,11 +210,9 @@ class Starter:
         # a mkdir on the loop, which waited on the rmdirs of the same parent directory.
         self._spare_dirs: list[str] = []
         self._shut_down = False
-        self.spawn_threads = spawn_threads
-        # STARTER_FAST_SPAWN: vfork, the job joining its groups and taking its ids itself (spawn.py)
+        # STARTER_FAST_SPAWN: the job joining its groups and taking its ids itself (spawn.py)
         self.fast_spawn = fast_spawn and spawn.AVAILABLE
-        self._spawner: ThreadPoolExecutor | None = None  # made on the first start_async
-        self._launching: set[asyncio.Future] = set()
+        self._launching: set[asyncio.Future] = set()  # the fast spawn's children not exec'd yet
         # The thread that forks cgroup v1 jobs for the main thread (see `_born_in`).
         self._born_in_thread: ThreadPoolExecutor | None = None
         os.makedirs(execute, mode=0o755, exist_ok=True)
@@ -208,9 +227,9 @@ class Starter:
 
     async def start_async(self, key: str, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
                           memory_limit_mib: int | None, sandbox: str | None = None) -> Job:
-        """`start` with the launch on a spawner thread (when spawn_threads > 0): the loop is not
-        blocked by fork/exec. On the loop, the wait for a cgroup job's first process to stop
-        (see `_into_group`) is awaited, not blocked on. ``sandbox``: a scratch directory made and
+        """`start`, the loop going on meanwhile where it can: the fast spawn's child joins its
+        groups and execs beside the startd (`_launch_beside`); with Popen the wait for a cgroup
+        job's first process to stop (see `_into_group`) is awaited, not blocked on. ``sandbox``: a scratch directory made and
         filled by the caller (file transfer, agents/startd/sandbox.py), which also removes it."""
         job = await self._start_async(key, ad, slot, env_extra, memory_limit_mib, sandbox)
         job.sandbox = sandbox is not None
@@ -219,37 +238,74 @@ class Starter:
     async def _start_async(self, key: str, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
                            memory_limit_mib: int | None, sandbox: str | None) -> Job:
         given = {"sandbox": sandbox} if sandbox is not None else {}
-        if self.spawn_threads <= 0:
-            proc, scratch, account, group = self._launch(ad, slot, env_extra, memory_limit_mib, wait_stopped=False, **given)
-            if self._joins_stopped(group, account):
-                assert group is not None
-                try:
-                    _into_group(proc, group, _str(ad, "Cmd") or "the job", await _stopped(proc.pid))
-                except BaseException:  # StartFailed, or cancelled: nothing of it may run on
-                    proctree.signal_group(proc.pid, signal.SIGKILL)
-                    proc.wait()
-                    self._clean_now(scratch)
-                    _remove_when_empty(group, 5.0)
-                    raise
+        if self.fast_spawn and spawn.CONCURRENT:
+            proc, scratch, account, group = await self._launch_beside(ad, slot, env_extra, memory_limit_mib, sandbox)
             return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib, group)
-        loop = asyncio.get_running_loop()
-        if self._spawner is None:
-            self._spawner = ThreadPoolExecutor(max_workers=self.spawn_threads, thread_name_prefix="spawner")
-        launch = loop.run_in_executor(self._spawner, functools.partial(self._launch, ad, slot, env_extra, memory_limit_mib, **given))
-        self._launching.add(launch)
-        launch.add_done_callback(self._launching.discard)
-        try:
-            proc, scratch, account, group = await asyncio.shield(launch)
-        except asyncio.CancelledError:
-            launch.add_done_callback(self._unwatched)  # nobody will watch what it launches: kill it
-            raise
+        proc, scratch, account, group = self._launch(ad, slot, env_extra, memory_limit_mib, wait_stopped=False, **given)
+        if self._joins_stopped(group, account):
+            assert group is not None
+            try:
+                _into_group(proc, group, _str(ad, "Cmd") or "the job", await _stopped(proc.pid))
+            except BaseException:  # StartFailed, or cancelled: nothing of it may run on
+                self._stop_unwatched(proc, scratch, group)
+                raise
         return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib, group)
 
     def _launch(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
                 memory_limit_mib: int | None = None, wait_stopped: bool = True, sandbox: str | None = None,
                 ) -> tuple[subprocess.Popen | spawn.Child, str, Account, cgroups.JobCgroup | None]:
-        """Everything from the account to the fork/exec; no loop state (it may run on a thread).
-        ``wait_stopped=False`` leaves a cgroup job's stopped first process to the caller."""
+        """Everything from the account to the job's exec, waited for. ``wait_stopped=False`` leaves a cgroup job's stopped first process to the caller."""
+        prep = self._prepare(ad, slot, env_extra, memory_limit_mib, sandbox)
+        if self.fast_spawn:  # born in its groups, as its account
+            proc = self._spawned(prep, lambda: spawn.start(
+                prep.argv, executable=prep.executable, cwd=prep.iwd, env=prep.env, fds=prep.streams,
+                account=prep.account, group=prep.group))
+        else:
+            proc = self._spawned(prep, lambda: self._popen(
+                prep.argv, prep.iwd, prep.env, prep.streams, prep.account, prep.group, prep.scratch), wait_stopped)
+        return proc, prep.scratch, prep.account, prep.group
+
+    async def _launch_beside(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
+                             memory_limit_mib: int | None, sandbox: str | None,
+                             ) -> tuple[spawn.Child, str, Account, cgroups.JobCgroup | None]:
+        """`_launch` by the fast spawn with a child that runs beside the startd (`spawn.CONCURRENT`):
+        the loop goes on while the job joins its groups and execs, and takes the outcome when the
+        child's pipe says it is known."""
+        prep = self._prepare(ad, slot, env_extra, memory_limit_mib, sandbox)
+        launching = self._spawned(prep, lambda: spawn.begin(
+            prep.argv, executable=prep.executable, cwd=prep.iwd, env=prep.env, fds=prep.streams,
+            account=prep.account, group=prep.group), last=False)
+        loop = asyncio.get_running_loop()
+        fd = launching.fileno()
+        known = loop.create_future()
+        loop.add_reader(fd, _settle, known)
+        self._launching.add(known)
+        known.add_done_callback(self._launching.discard)
+        try:
+            await asyncio.shield(known)
+        except asyncio.CancelledError:
+            # Nobody will watch what it starts: once its outcome is known, it is stopped.
+            known.add_done_callback(lambda _: self._abandon(prep, launching))
+            raise
+        finally:
+            if known.done():
+                loop.remove_reader(fd)
+        proc = self._spawned(prep, launching.result)
+        return proc, prep.scratch, prep.account, prep.group
+
+    def _abandon(self, prep: _Prepared, launching: spawn.Launching) -> None:
+        asyncio.get_running_loop().remove_reader(launching.fileno())
+        try:
+            proc = self._spawned(prep, launching.result)
+        except StartFailed:  # it never ran, and is cleaned up
+            return
+        self._stop_unwatched(proc, prep.scratch, prep.group)
+
+    def _prepare(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
+                 memory_limit_mib: int | None, sandbox: str | None) -> _Prepared:
+        """Everything before the spawn: the account, argv and environment, the scratch directory,
+        the standard streams opened as the job's account, its cgroup. Raises StartFailed with
+        nothing of it left behind."""
         try:
             account = self.policy.account_for(_str(ad, "Owner"))
         except RunAsRefused as exc:
@@ -267,29 +323,30 @@ class Starter:
         try:
             if sandbox is None:
                 try:
-                    scratch = self._spare_dirs.pop()  # (atomic: a spawner thread may take one too)
+                    scratch = self._spare_dirs.pop()
                 except IndexError:
                     os.mkdir(scratch, 0o700)
             if account.switch and sandbox is None:
                 os.chown(scratch, account.uid, account.gid)
         except OSError as exc:
             raise StartFailed(f"cannot make the scratch directory {scratch}: {exc.strerror}", HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0) from None
-        fds: list[int] = []
-        group: cgroups.JobCgroup | None = None
+        prep = _Prepared(account=account, scratch=scratch)
         try:
             iwd = _str(ad, "Iwd") or scratch
             if not os.path.isabs(iwd):
                 raise StartFailed(f"Iwd {iwd!r} is not an absolute path", HOLD_IWD)
-            executable = cmd if os.path.isabs(cmd) else os.path.join(iwd, cmd)
-            stdin = self._open(ad, "In", iwd, account, write=False, fds=fds)
-            stdout = self._open(ad, "Out", iwd, account, write=True, fds=fds)
+            prep.iwd = iwd
+            prep.executable = executable = cmd if os.path.isabs(cmd) else os.path.join(iwd, cmd)
+            stdin = self._open(ad, "In", iwd, account, write=False, fds=prep.fds)
+            stdout = self._open(ad, "Out", iwd, account, write=True, fds=prep.fds)
             err_path = _str(ad, "Err")
             out_path = _str(ad, "Out")
             if err_path and out_path and _resolve(err_path, iwd) == _resolve(out_path, iwd):
                 stderr = stdout  # one file for both, so the two streams interleave in order
             else:
-                stderr = self._open(ad, "Err", iwd, account, write=True, fds=fds)
-            env = {
+                stderr = self._open(ad, "Err", iwd, account, write=True, fds=prep.fds)
+            prep.streams = (stdin, stdout, stderr)
+            prep.env = {
                 "_CONDOR_SCRATCH_DIR": scratch,
                 "_CONDOR_SLOT": slot.split("@", 1)[0],
                 "TMPDIR": scratch,
@@ -299,38 +356,54 @@ class Starter:
                 **env_extra,
                 **job_env,
             }
-            argv = [executable, *args]
+            prep.argv = [executable, *args]
             if self.cgroups is not None:
-                group = self._make_cgroup(ad, f"job_{os.getpid()}_{seq}", memory_limit_mib)
+                prep.group = self._make_cgroup(ad, f"job_{os.getpid()}_{seq}", memory_limit_mib)
+        except StartFailed:
+            self._unprepare(prep)
+            raise
+        return prep
+
+    def _unprepare(self, prep: _Prepared) -> None:
+        """What `_prepare` made, undone: the job did not start."""
+        self._clean_now(prep.scratch)
+        if prep.group is not None:
+            prep.group.kill()
+            prep.group.remove()
+        self._close_streams(prep)
+
+    @staticmethod
+    def _close_streams(prep: _Prepared) -> None:
+        fds, prep.fds = prep.fds, []
+        for fd in fds:
+            os.close(fd)
+
+    def _spawned(self, prep: _Prepared, step: Callable[[], Any], wait_stopped: bool = True, last: bool = True) -> Any:
+        """``step()`` (a spawn, or the outcome of one) with its failures as the hold reasons they
+        mean, everything prepared undone when it failed, the job's streams closed once the job
+        has them (``last``: this step leaves the job running)."""
+        try:
             try:
-                if self.fast_spawn:  # born in its groups, as its account, by vfork
-                    proc = spawn.start(argv, executable=executable, cwd=iwd, env=env, fds=(stdin, stdout, stderr),
-                                       account=account, group=group)
-                else:
-                    proc = self._popen(argv, iwd, env, (stdin, stdout, stderr), account, group, scratch)
+                proc = step()
             except cgroups.JoinFailed as exc:  # the job never ran
                 raise StartFailed(exc.reason, HOLD_FAILED_TO_CREATE_PROCESS, exc.errno) from None
             except OSError as exc:
-                if exc.filename == iwd and not os.path.isdir(iwd):
-                    raise StartFailed(f"cannot enter Iwd {iwd}: {exc.strerror}", HOLD_IWD, exc.errno or 0) from None
+                if exc.filename == prep.iwd and not os.path.isdir(prep.iwd):
+                    raise StartFailed(f"cannot enter Iwd {prep.iwd}: {exc.strerror}", HOLD_IWD, exc.errno or 0) from None
                 raise StartFailed(
-                    f"cannot execute {executable}: {exc.strerror or exc}", HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0
+                    f"cannot execute {prep.executable}: {exc.strerror or exc}", HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0
                 ) from None
             except (subprocess.SubprocessError, ValueError) as exc:
-                raise StartFailed(f"cannot start {executable}: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
-            if self._joins_stopped(group, account) and wait_stopped:
-                assert group is not None
-                _into_group(proc, group, executable)
+                raise StartFailed(f"cannot start {prep.executable}: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
+            if last and wait_stopped and self._joins_stopped(prep.group, prep.account):
+                assert prep.group is not None
+                _into_group(proc, prep.group, prep.executable)
         except StartFailed:
-            self._clean_now(scratch)
-            if group is not None:
-                group.kill()
-                group.remove()
+            self._unprepare(prep)
             raise
-        finally:
-            for fd in fds:
-                os.close(fd)
-        return proc, scratch, account, group
+        if last:
+            self._close_streams(prep)
+        return proc
 
     def _popen(self, argv: list[str], iwd: str, env: dict[str, str], fds: tuple[int, int, int], account: Account,
                group: cgroups.JobCgroup | None, scratch: str) -> subprocess.Popen:
@@ -391,7 +464,7 @@ class Starter:
         assert self.cgroups is not None
         cpus = lookup(ad, "RequestCpus")
         try:
-            group = self._idle_groups.pop()  # (a spawner thread may take the last one first)
+            group = self._idle_groups.pop()
         except IndexError:
             group = self.cgroups.job(name)
         for attempt in (1, 2):
@@ -415,10 +488,8 @@ class Starter:
                                   HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0) from None
         raise AssertionError("unreachable")
 
-    def _unwatched(self, launch: asyncio.Future) -> None:
-        if launch.cancelled() or launch.exception() is not None:
-            return
-        proc, scratch, _account, group = launch.result()
+    def _stop_unwatched(self, proc: subprocess.Popen | spawn.Child, scratch: str, group: cgroups.JobCgroup | None) -> None:
+        """A job started for a start that was cancelled meanwhile: killed, reaped, cleaned up."""
         proctree.signal_group(proc.pid, signal.SIGKILL)
         if group is not None:
             group.kill()
@@ -708,9 +779,6 @@ class Starter:
         for group in self._idle_groups:
             group.remove()
         self._idle_groups.clear()
-        if self._spawner is not None:
-            self._spawner.shutdown(wait=False)
-            self._spawner = None
         if self._born_in_thread is not None:
             self._born_in_thread.shutdown(wait=False)
             self._born_in_thread = None

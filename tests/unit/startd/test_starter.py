@@ -416,8 +416,8 @@ def _threads_in(base: str) -> list[str]:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching accounts needs root")
 def test_jobs_are_born_in_their_groups_and_the_starter_s_threads_go_home(tmp_path, hierarchy_for):
-    # Root's job and another account's, started from the loop and from spawner threads: each is in
-    # every hierarchy of its group at its first instruction, and no thread of the starter's
+    # Root's jobs and another account's, started as the startd starts them (start_async): each is
+    # in every hierarchy of its group at its first instruction, and no thread of the starter's
     # process is left in a job's group (a kill of the group would kill the startd).
     h = hierarchy_for("cgroup")
     os.chmod(tmp_path, 0o777)
@@ -426,18 +426,16 @@ def test_jobs_are_born_in_their_groups_and_the_starter_s_threads_go_home(tmp_pat
     policy = RunAsPolicy(unprivileged_user="nobody", allow_root_jobs=True)
 
     async def main():
-        starters = [Starter(str(tmp_path / f"ex{n}"), policy, on_exit=lambda j: None, cgroup=h, spawn_threads=n)
-                    for n in (0, 2)]
+        starter = Starter(str(tmp_path / "ex"), policy, on_exit=lambda j: None, cgroup=h)
         try:
             jobs = []
             for i, ad in enumerate(ads):
-                jobs.append(await starters[i // 2].start_async(f"c{i}", ad, "slot1@t", {}, 256))
+                jobs.append(await starter.start_async(f"c{i}", ad, "slot1@t", {}, 256))
                 assert not _threads_in(h.base)
             await asyncio.gather(*(j.done for j in jobs))
             return jobs
         finally:
-            for starter in starters:
-                await starter.shutdown()
+            await starter.shutdown()
 
     jobs = asyncio.run(main())
     for i, job in enumerate(jobs):

@@ -1,5 +1,6 @@
-"""The starter's launch on spawner threads (STARTER_SPAWN_THREADS > 0): same jobs, same failures,
-nothing left unwatched when the startd stops during a launch."""
+"""The fast spawn's child running beside the startd (x86-64, aarch64): the startd's loop takes each
+outcome when the child's pipe says it is known, and jobs, failures and cancellations come out as
+when the loop waited for each exec."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 
 import pytest
 
+from gridbus.agents.startd import spawn
 from gridbus.agents.startd.accounts import RunAsPolicy
 from gridbus.agents.startd.starter import (
     HOLD_FAILED_TO_CREATE_PROCESS,
@@ -17,15 +19,15 @@ from gridbus.agents.startd.starter import (
     StartFailed,
 )
 
+pytestmark = pytest.mark.skipif(not spawn.CONCURRENT, reason="the fast spawn's concurrent child is not built here")
+
 ALLOW_ROOT = RunAsPolicy(allow_runas_owner=False, allow_root_jobs=True)
 
 
-@pytest.mark.parametrize("threads", [0, 3])
-def test_jobs_started_off_the_loop_run_and_exit(tmp_path, threads, job_cgroups):
+def test_jobs_started_together_run_and_exit_each_with_its_code(tmp_path, job_cgroups):
     async def main():
         exits: list[Job] = []
-        starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=exits.append, spawn_threads=threads,
-                          cgroup=job_cgroups)
+        starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=exits.append, cgroup=job_cgroups)
         try:
             jobs = await asyncio.gather(*(
                 starter.start_async(f"c{i}", {"Cmd": "/bin/sh", "Arguments": f"-c 'exit {i}'"}, f"slot{i}@t", {}, None)
@@ -41,16 +43,17 @@ def test_jobs_started_off_the_loop_run_and_exit(tmp_path, threads, job_cgroups):
     assert len({j.pid for j in jobs}) == 12
 
 
-def test_start_failures_off_the_loop_carry_hold_reasons_and_leave_no_scratch(tmp_path):
+def test_start_failures_carry_hold_reasons_and_leave_no_scratch(tmp_path):
     async def main():
-        starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=lambda j: None, spawn_threads=2)
+        starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=lambda j: None)
         try:
             with pytest.raises(StartFailed) as e:
                 await starter.start_async("c", {"Cmd": "/no/such/program"}, "slot1@t", {}, None)
-            assert e.value.code == HOLD_FAILED_TO_CREATE_PROCESS
+            assert e.value.code == HOLD_FAILED_TO_CREATE_PROCESS and "No such file" in e.value.reason
             with pytest.raises(StartFailed) as e:
                 await starter.start_async("c", {"Cmd": "/bin/true", "Iwd": str(tmp_path / "missing")}, "slot1@t", {}, None)
             assert e.value.code == HOLD_IWD
+            assert starter._launching == set()
         finally:
             await starter.shutdown()
         assert os.listdir(tmp_path / "ex") == []
@@ -58,30 +61,30 @@ def test_start_failures_off_the_loop_carry_hold_reasons_and_leave_no_scratch(tmp
     asyncio.run(main())
 
 
-class RecordingStarter(Starter):
-    """Keeps every process it launched, to check what became of it."""
+def test_a_start_cancelled_before_the_exec_leaves_nothing_running(tmp_path, monkeypatch, job_cgroups):
+    pids: list[int] = []
+    begin = spawn.begin
 
-    launched: list = []
+    def recording_begin(*args, **kwargs):
+        launching = begin(*args, **kwargs)
+        pids.append(launching.pid)
+        return launching
 
-    def _launch(self, ad, slot, env_extra, memory_limit_mib=None):
-        out = super()._launch(ad, slot, env_extra, memory_limit_mib)
-        self.launched.append(out[0])
-        return out
+    monkeypatch.setattr(spawn, "begin", recording_begin)
 
-
-def test_a_cancelled_launch_does_not_leave_its_process_running(tmp_path):
     async def main():
-        starter = RecordingStarter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=lambda j: None, spawn_threads=1)
-        starter.launched = []
+        starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=lambda j: None, cgroup=job_cgroups)
         task = asyncio.create_task(starter.start_async("c", {"Cmd": "/bin/sleep", "Arguments": "30"}, "slot1@t", {}, None))
-        await asyncio.sleep(0)  # the launch is on its thread now
-        task.cancel()
+        while not pids:
+            await asyncio.sleep(0)
+        task.cancel()  # the start waits for the child's outcome now
         with pytest.raises(asyncio.CancelledError):
             await task
-        await starter.shutdown()  # waits for the launch, whose process is then killed and reaped
+        await starter.shutdown()  # waits for the outcome; the job is then killed and reaped
         return starter
 
     starter = asyncio.run(main())
     assert starter.running == {}
-    assert [p.returncode for p in starter.launched] == [-9]
+    with pytest.raises(ProcessLookupError):
+        os.kill(pids[0], 0)  # killed and reaped: no such process, not even a zombie
     assert os.listdir(tmp_path / "ex") == []
