@@ -61,3 +61,52 @@ def test_a_schedd_answered_leaves_no_outbox_behind():
 
     assert asyncio.run(scenario()) == 0
     assert len(answered) == 200
+
+
+def test_reports_made_during_a_call_linger_after_its_answer_unless_an_exit_hurries(monkeypatch):
+    """What is made while a call is out leaves after REPORT_LINGER once the answer is in (so a
+    steady stream of short jobs' reports travels in a few calls, not one per round trip), except
+    an exit that hurries (its claim has no next job queued): that leaves with the answer."""
+    from gridbus.agents.startd import reports
+
+    monkeypatch.setattr(reports, "REPORT_LINGER", 30.0)
+    calls: list[list[str]] = []
+    answer: asyncio.Event
+
+    async def schedd(address: str, batch: list[dict[str, Any]], timeout: float) -> MethodResult:
+        calls.append([r["Event"] for r in batch])
+        await answer.wait()
+        answer.clear()
+        return MethodResult(0, "OK", {"Unknown": []})
+
+    async def settle() -> None:
+        for _ in range(20):
+            await asyncio.sleep(0.005)
+
+    async def scenario() -> None:
+        nonlocal answer
+        answer = asyncio.Event()
+        reporter = Reporter(schedd, timeout=5, retry=0.1, keep=lambda r: True,
+                            on_unknown=lambda c: None, on_answered=lambda c: None)
+        reporter.add("schedd@s", {"ClaimId": "c1", "Event": "exit", "ProcId": 1})
+        await settle()
+        assert calls == [["exit"]]  # an exit that hurries leaves at once
+        reporter.add("schedd@s", {"ClaimId": "c1", "Event": "execute", "ProcId": 2})
+        reporter.add("schedd@s", {"ClaimId": "c2", "Event": "exit", "ProcId": 3}, hurry=False)
+        answer.set()
+        await settle()
+        assert calls == [["exit"]]  # answered; the two made meanwhile linger
+        reporter.add("schedd@s", {"ClaimId": "c3", "Event": "exit", "ProcId": 4})
+        await settle()
+        assert calls == [["exit"], ["execute", "exit", "exit"]]  # a hurried exit takes them along
+        reporter.add("schedd@s", {"ClaimId": "c1", "Event": "exit", "ProcId": 2})
+        reporter.add("schedd@s", {"ClaimId": "c4", "Event": "usage", "ProcId": 5})
+        await settle()
+        assert len(calls) == 2  # one call at a time: the hurried exit waits for the answer...
+        answer.set()
+        await settle()
+        assert calls[2:] == [["exit", "usage"]]  # ...and leaves with it, the usage report beside it
+        answer.set()
+        await reporter.close()
+
+    asyncio.run(scenario())
