@@ -198,11 +198,19 @@ def celery_rate(jobs: int, concurrency: int = 2) -> dict:
             "machine_cpu_ms_per_job": round(machine / jobs * 1000, 2)}
 
 
+def _spawn_name(fast_spawn: bool) -> str:
+    from gridbus.agents.startd import spawn
+
+    if not fast_spawn or not spawn.AVAILABLE:
+        return "subprocess.Popen"
+    return "fast (agents/startd/_spawn.c, " + ("a child beside the startd)" if spawn.CONCURRENT else "vfork)")
+
+
 def run(quick: bool = False, slot_counts: tuple[int, ...] = (2, 8), fast_spawn: bool = True) -> dict:
     jobs = 300 if quick else 2000
     bare = bare_spawn_rate(jobs)
     out: dict = {"jobs": jobs, "bare_spawns_per_s (Popen /bin/true, 2 threads)": round(bare, 1),
-                 "startd_spawn": "fast (vfork, agents/startd/_spawn.c)" if fast_spawn else "subprocess.Popen"}
+                 "startd_spawn": _spawn_name(fast_spawn)}
     met = True
     for n in slot_counts:
         g = gridbus_rate(jobs, n, fast_spawn=fast_spawn)

@@ -94,7 +94,7 @@ struct spec {
     long uid, gid;                /* -1: keep the startd's */
     gid_t *groups;
     Py_ssize_t ngroups;
-    char **procs;                 /* cgroup.procs files to join */
+    char **procs;                 /* the files to write "0" into to join the job's groups */
     int errfd;
     long max_fd;                  /* where closing one by one stops, without close_range */
 };
@@ -142,7 +142,8 @@ static int __attribute__((noreturn)) child(void *arg)
         if (r < 0)
             goto fail;
         int fd = (int)r;
-        /* "0": the writing process itself (cgroup v1 and v2 alike) */
+        /* "0": the writer itself (the calling thread in a v1 tasks file, which is this whole
+         * single-threaded child; the process in a v2 cgroup.procs) */
         r = raw3(SYS_write, fd, "0", 1);
         raw1(SYS_close, fd);
         if (r != 1) {
@@ -511,8 +512,8 @@ static PyTypeObject LaunchType = {
 
 PyDoc_STRVAR(spawn_doc,
 "spawn(executable, argv, env, cwd, fds, uid, gid, groups, procs) -> Launch\n\n"
-"Start a job's first process: in it, join the cgroups whose cgroup.procs files are listed in\n"
-"``procs``, setsid, make ``fds`` (3 descriptors) its stdin, stdout and stderr, chdir to ``cwd``\n"
+"Start a job's first process: in it, join the cgroups by writing \"0\" into each file of ``procs``\n"
+"(v1 tasks, v2 cgroup.procs), setsid, make ``fds`` (3 descriptors) its stdin, stdout and stderr, chdir to ``cwd``\n"
 "(None: stay), take ``uid``/``gid``/``groups`` (uid -1: keep the caller's ids), close every\n"
 "other descriptor and exec ``executable`` with ``argv`` and ``env`` (bytes). Returns at once\n"
 "(where the child is concurrent) a Launch whose result() is the job's pid after its exec, or\n"

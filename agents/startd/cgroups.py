@@ -143,6 +143,15 @@ class JobCgroup:
         """Where a process writes its own pid to join the group (one file per hierarchy)."""
         return tuple(os.path.join(d, "cgroup.procs") for d in self.dirs())
 
+    @property
+    def self_join_files(self) -> tuple[str, ...]:
+        """Where a single-threaded process writes "0" to join the group itself: on v1 each
+        hierarchy's ``tasks`` file, since the kernel moves the writing thread alone then without
+        its global lock on every fork and exit of the machine (a ``cgroup.procs`` write takes it,
+        and waits out an RCU grace period for it); on v2 ``cgroup.procs``."""
+        name = "tasks" if self.version == 1 else "cgroup.procs"
+        return tuple(os.path.join(d, name) for d in self.dirs())
+
     # ------------------------------------------------------------------ life
     def create(self) -> None:
         # A reused group exists: a failing mkdir on a v1 cgroupfs costs about 0.2 ms per hierarchy.

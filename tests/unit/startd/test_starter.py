@@ -375,9 +375,9 @@ def test_a_job_that_cannot_join_its_group_never_runs_and_is_held(tmp_path, hiera
 
     if spawn_method == "fast" or h.version == 1:  # the start itself fails
         if spawn_method == "fast":
-            real = cgroups.JobCgroup.procs_files
-            monkeypatch.setattr(cgroups.JobCgroup, "procs_files",
-                                property(lambda self: (*real.fget(self), f"{tmp_path}/no/cgroup.procs")))
+            real = cgroups.JobCgroup.self_join_files
+            monkeypatch.setattr(cgroups.JobCgroup, "self_join_files",
+                                property(lambda self: (*real.fget(self), f"{tmp_path}/no/tasks")))
         else:
             write = cgroups._write
 
