@@ -1,12 +1,14 @@
-"""The starter's fast spawn: a job's first process started by vfork, born in its cgroups and
-under its account (agents/startd/_spawn.c), where the extension is built.
+"""The starter's fast spawn: a job's first process made without a copy of the startd, born in its
+cgroups and under its account (agents/startd/_spawn.c), where the extension is built.
 
 ``subprocess.Popen`` forks a copy of the startd whenever a job runs under another account (glibc's
-setuid() may not run in a vfork child), and a cgroup v1 job is born in its groups only by the
-startd's thread moving into them and back for the fork: on the test machine the two were about
-half of the startd loop's time per job at two slots. The extension vforks, and the child joins
-the groups and takes the account's ids with the raw system calls before its exec. Where it is not
-built (no C compiler at install), the starter uses Popen (STARTER_FAST_SPAWN says which).
+setuid() may not run in a child sharing the parent's memory), and a cgroup v1 job is born in its
+groups only by the startd's thread moving into them and back for the fork: on the test machine the
+two were about half of the startd loop's time per job at two slots. The extension's child shares
+the startd's memory and joins the groups and takes the account's ids with the raw system calls
+before its exec; on x86-64 and aarch64 it runs beside the startd (`CONCURRENT`: `begin` returns
+at once, the outcome comes later from `Launching`), elsewhere it is a vfork. Where the extension
+is not built (no C compiler at install), the starter uses Popen (STARTER_FAST_SPAWN says which).
 """
 
 from __future__ import annotations
