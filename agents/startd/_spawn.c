@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -369,14 +370,19 @@ static int settle(Launch *self, int block)
     if (self->readfd < 0)
         return 1;
     int msg[2] = {0, 0};
-    ssize_t got;
+    ssize_t got = -1;
     Py_BEGIN_ALLOW_THREADS
+    struct pollfd pfd = {.fd = self->readfd, .events = POLLIN};
     for (;;) {
-        if (!block) {
-            int flags = fcntl(self->readfd, F_GETFL);
-            if (flags >= 0 && !(flags & O_NONBLOCK))
-                fcntl(self->readfd, F_SETFL, flags | O_NONBLOCK);
+        int ready = poll(&pfd, 1, block ? -1 : 0);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready == 0) {
+            errno = EAGAIN;
+            break;
         }
+        if (ready < 0)
+            break;
         got = read(self->readfd, msg, sizeof msg);
         if (got < 0 && errno == EINTR)
             continue;

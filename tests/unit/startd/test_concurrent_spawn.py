@@ -88,3 +88,25 @@ def test_a_start_cancelled_before_the_exec_leaves_nothing_running(tmp_path, monk
     with pytest.raises(ProcessLookupError):
         os.kill(pids[0], 0)  # killed and reaped: no such process, not even a zombie
     assert os.listdir(tmp_path / "ex") == []
+
+
+def test_the_spawn_returns_before_the_child_execs_and_its_result_waits_for_the_exec(tmp_path):
+    # The child's first step (a join: it writes "0" into each file it is given) is made to wait:
+    # the file is a FIFO, whose open for writing waits for a reader.
+    from gridbus.agents.startd import _spawn
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    launch = _spawn.spawn(b"/bin/true", [b"true"], [], None, (0, 1, 2), -1, -1, [], [os.fsencode(fifo)])
+    try:
+        assert launch.poll() is None  # the caller goes on while its child is held before its exec
+        assert launch.poll() is None
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # lets the child's open through
+        try:
+            pid = launch.result()  # waits for the exec
+            assert pid == launch.pid and os.read(reader, 8) == b"0"
+        finally:
+            os.close(reader)
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    finally:
+        del launch  # (never freed while the child may still read its spec: it waits)
