@@ -213,6 +213,7 @@ class Starter:
         # STARTER_FAST_SPAWN: the job joining its groups and taking its ids itself (spawn.py)
         self.fast_spawn = fast_spawn and spawn.AVAILABLE
         self._launching: set[asyncio.Future] = set()  # the fast spawn's children not exec'd yet
+        self._cleaning: set[asyncio.Future] = set()  # the cleaning thread's rounds under way
         # The thread that forks cgroup v1 jobs for the main thread (see `_born_in`).
         self._born_in_thread: ThreadPoolExecutor | None = None
         os.makedirs(execute, mode=0o755, exist_ok=True)
@@ -663,6 +664,8 @@ class Starter:
         if paths:
             done = asyncio.get_running_loop().run_in_executor(None, _rmtree_all, paths, make)
             done.add_done_callback(self._spares_made)
+            self._cleaning.add(done)
+            done.add_done_callback(self._cleaning.discard)
 
     def _spares_made(self, done: asyncio.Future) -> None:
         made = done.result() if not done.cancelled() and done.exception() is None else []
@@ -771,6 +774,8 @@ class Starter:
         waits = [j.done for j in jobs if j.done is not None]
         if waits:
             await asyncio.wait(waits, timeout=5)
+        if self._cleaning:  # its spare directories are in the store, and removed below, once it is done
+            await asyncio.wait(list(self._cleaning), timeout=5)
         self._shut_down = True
         paths, self._to_clean = self._to_clean, []
         paths += self._spare_dirs

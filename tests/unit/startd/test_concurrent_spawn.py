@@ -110,3 +110,4 @@ def test_the_spawn_returns_before_the_child_execs_and_its_result_waits_for_the_e
         assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
     finally:
         del launch  # (never freed while the child may still read its spec: it waits)
+

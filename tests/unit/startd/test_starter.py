@@ -491,3 +491,38 @@ def test_a_job_under_another_account_starts_with_only_its_ids_streams_and_defaul
     assert own & (1 << (signal.SIGHUP - 1))
     assert int(status["SigIgn"][0], 16) == (0 if spawn_method == "fast" else own & ~restored)
     assert sorted(map(int, lines[5:])) == [0, 1, 2], lines
+
+
+def test_a_shutdown_while_the_cleaning_thread_makes_spare_directories_leaves_none(tmp_path, monkeypatch):
+    # After a job the cleaning thread removes its scratch directory, then makes empty ones for the
+    # next jobs; a shutdown meanwhile waits for it and removes what it made.
+    import threading
+    import time
+
+    from gridbus.agents.startd import starter as starter_module
+
+    rmtree_all = starter_module._rmtree_all
+    begun, go = threading.Event(), threading.Event()
+
+    def held(paths, make=()):
+        if make:  # the cleaning thread's round: held until the test lets it go
+            begun.set()
+            go.wait(10)
+        return rmtree_all(paths, make)
+
+    monkeypatch.setattr(starter_module, "_rmtree_all", held)
+
+    async def main() -> list[str]:
+        starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=lambda j: None)
+        job = await starter.start_async("c", {"Cmd": "/bin/true"}, "slot1@t", {}, None)
+        await asyncio.wait_for(job.done, 10)
+        while not begun.is_set():
+            await asyncio.sleep(0.001)
+        stopping = asyncio.create_task(starter.shutdown())
+        await asyncio.sleep(0.05)  # the shutdown is under way (or done, had it not waited)
+        go.set()
+        await stopping
+        time.sleep(0.1)  # (blocking: no callback of the loop's runs) the thread's mkdirs are done
+        return os.listdir(tmp_path / "ex")
+
+    assert asyncio.run(main()) == []
