@@ -11,7 +11,8 @@ What is advertised is the agent's (`AdSource`: its ads, its private ads, how oft
 advertiser owns when and how they travel: batched by MyType, stamped with one sequence number per
 round, the ads gone since the last round invalidated.
 
-A round sends every ad once per update interval. Between those, a change re-advertises soon: every
+A round sends every ad once per update interval. Between those, a change re-advertises soon (at
+once after a quiet COALESCE_WINDOW, else at the end of the window, so a burst is one update): every
 ad, or, when the agent named the ads that changed (``changed(names)``) and can build just those
 (``ads_named``), only them. A startd of 10,000 slots then re-sends the slot just claimed, not 10,000
 ads per claim, as HTCondor's startd updates the slot that changed.
@@ -31,6 +32,9 @@ from gridbus import bus
 # One ad message carries at most this many ads; a startd's slots travel together, a simulator's
 # 100,000 machine ads in a few hundred messages.
 ADS_PER_MESSAGE = 500
+
+# Seconds: the shortest time between two updates prompted by changes.
+COALESCE_WINDOW = 0.2
 
 Publish = Callable[[str, str, Any, str], Awaitable[None]]
 
@@ -204,13 +208,19 @@ class Advertiser:
             except Exception:  # the broker may be away; the next round tries again, whole
                 self.log.warning("publishing ads failed", exc_info=True)
                 self._all_changed = True
+            sent = time.monotonic()
             if full:
-                next_full = time.monotonic() + self.next_update_wait(first)
+                next_full = sent + self.next_update_wait(first)
                 first = False
             try:
                 await asyncio.wait_for(self._wanted.wait(), max(0.0, next_full - time.monotonic()))
-                # Coalesce a burst of changes into one update (the interval read now: a reconfig
-                # may have changed it).
-                await asyncio.sleep(min(0.2, self.source.update_interval / 4))
+                # At most one update per window: a change after a quiet window goes at once (a
+                # first submit reaches the negotiator, a claimed slot the collector, without
+                # waiting), a burst of changes in one update at the window's end (the interval
+                # read now: a reconfig may have changed it).
+                window = min(COALESCE_WINDOW, self.source.update_interval / 4)
+                rest = sent + window - time.monotonic()
+                if rest > 0:
+                    await asyncio.sleep(rest)
             except TimeoutError:
                 pass
