@@ -457,12 +457,11 @@ def test_a_root_job_is_in_its_group_at_its_first_instruction(tmp_path, hierarchy
     assert len(joined) == (1 if h.version == 2 else len(h.controllers)), lines
 
 
-
-
+@pytest.mark.skipif(os.geteuid() != 0, reason="running a job as another account needs root")
 def test_a_job_under_another_account_starts_with_only_its_ids_streams_and_default_signals(tmp_path, spawn_method):
     # All of the account's ids (real, effective, saved; its groups and no others), no signal
     # blocked, and no descriptor of the startd's but the three streams: whichever way the job was
-    # started (the fast spawn changes ids with the raw system calls in a vfork child). The fast
+    # started (the fast spawn changes ids with the raw system calls in its child). The fast
     # spawn also gives the job every signal at its default, where Popen passes on what the startd
     # ignores (a SIGHUP ignored here, as nohup would), SIGPIPE and SIGXFSZ aside.
     nobody = pwd.getpwnam("nobody")
