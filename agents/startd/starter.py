@@ -230,8 +230,9 @@ class Starter:
                           memory_limit_mib: int | None, sandbox: str | None = None) -> Job:
         """`start`, the loop going on meanwhile where it can: the fast spawn's child joins its
         groups and execs beside the startd (`_launch_beside`); with Popen the wait for a cgroup
-        job's first process to stop (see `_into_group`) is awaited, not blocked on. ``sandbox``: a scratch directory made and
-        filled by the caller (file transfer, agents/startd/sandbox.py), which also removes it."""
+        job's first process to stop (see `_into_group`) is awaited, not blocked on.
+        ``sandbox``: a scratch directory made and filled by the caller (file transfer,
+        agents/startd/sandbox.py), which also removes it."""
         job = await self._start_async(key, ad, slot, env_extra, memory_limit_mib, sandbox)
         job.sandbox = sandbox is not None
         return job
@@ -255,7 +256,8 @@ class Starter:
     def _launch(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
                 memory_limit_mib: int | None = None, wait_stopped: bool = True, sandbox: str | None = None,
                 ) -> tuple[subprocess.Popen | spawn.Child, str, Account, cgroups.JobCgroup | None]:
-        """Everything from the account to the job's exec, waited for. ``wait_stopped=False`` leaves a cgroup job's stopped first process to the caller."""
+        """Everything from the account to the job's exec, waited for. ``wait_stopped=False``
+        leaves a cgroup job's stopped first process to the caller."""
         prep = self._prepare(ad, slot, env_extra, memory_limit_mib, sandbox)
         if self.fast_spawn:  # born in its groups, as its account
             proc = self._spawned(prep, lambda: spawn.start(
