@@ -210,12 +210,13 @@ class Schedd(Agent):
             await self.user_logs.close()
 
     async def _retain_shadows(self) -> None:
-        """Stop the shadows of owners without running jobs (nor file transfers), every
-        OWNER_SHADOW_CHECK_INTERVAL."""
+        """Stop the shadows of owners without running jobs (nor jobs being started, nor file
+        transfers), every OWNER_SHADOW_CHECK_INTERVAL."""
         while True:
             await asyncio.sleep(self.settings.shadow_check_interval)
             counts = self.queue.counts
-            await self.owner_shadows.retain(o for o, c in counts.items() if c[RUNNING] > 0)
+            running = {o for o, c in counts.items() if c[RUNNING] > 0}
+            await self.owner_shadows.retain(running | self.claims.owners_starting())
 
     # ------------------------------------------------------------------ wiring between parts
     async def _call_daemon(self, address: str, method_name: str, args: dict[str, Any], timeout: float) -> MethodResult:

@@ -210,6 +210,11 @@ class Claims:
         claim.withdrawn.clear()
         self.changed(claim)
 
+    def owners_starting(self) -> set[str]:
+        """The owners of claims whose job is being started (its activation not yet answered): an
+        input transfer through the owner's shadow may be done already, and the job not Running."""
+        return {c.owner for c in self.by_id.values() if c.state == ACTIVATING}
+
     def changed(self, claim: Claim) -> None:
         """``claim`` changed: written by the next commit, one for every change of this moment."""
         self._dirty.add(claim.claim_id)

@@ -210,3 +210,20 @@ def test_a_refused_activation_in_the_answer_releases_the_claim_and_the_job_stays
         await until(lambda: any(c[1] == "ReleaseClaim" for c in s.calls))
 
     asyncio.run(main())
+
+
+def test_an_owner_whose_job_is_being_started_counts_as_needing_its_shadow():
+    # Between an activation riding in an answer and its "activated" report, the startd may have
+    # fetched the job's input through the owner's shadow already while the job is not Running
+    # yet: the schedd's shadow check must not stop that shadow then.
+    async def main() -> None:
+        s = Shadows()
+        claim, call = running_claim(s)
+        assert s.claims.owners_starting() == set()  # running: kept for its running job
+        await s.JobReports(call, Reports=[report("exit", 0, ExitCode=0)])
+        assert claim.state == ACTIVATING and s.jobs[(1, 1)]["JobStatus"] == IDLE
+        assert s.claims.owners_starting() == {"alice"}
+        await s.JobReports(call, Reports=[report("activated", 1, Status=0, Text="OK")])
+        assert s.jobs[(1, 1)]["JobStatus"] == RUNNING and s.claims.owners_starting() == set()
+
+    asyncio.run(main())
