@@ -127,7 +127,7 @@ class Reporter:
             if not box.pending or box.waiting or box.in_flight >= MAX_IN_FLIGHT or (box.backoff and box.in_flight):
                 continue
             batch, box.pending = box.pending[:REPORTS_PER_CALL], box.pending[REPORTS_PER_CALL:]
-            box.urgent = False
+            box.urgent = box.urgent and bool(box.pending)  # (an exit that hurries may be in the rest)
             box.in_flight += 1
             if self._stamp is not None:
                 for report in batch:
