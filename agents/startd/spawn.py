@@ -35,7 +35,7 @@ _devnull: int | None = None
 
 
 class Child:
-    """A job's first process from `start`: the part of ``Popen``'s interface the starter uses."""
+    """A job's first process, running: the part of ``Popen``'s interface the starter uses."""
 
     def __init__(self, pid: int):
         self.pid = pid
@@ -81,7 +81,9 @@ class Launching:
         return self._launch.fileno()
 
     def result(self) -> Child:
-        """The running job, once it has exec'd (waits for that); raises as `start` does."""
+        """The running job, once it has exec'd (waits for that). Raises OSError as Popen does
+        (``filename`` is the executable, or ``cwd`` if it could not be entered), and
+        cgroups.JoinFailed as a thread's join does."""
         try:
             return Child(self._launch.result())
         except _spawn.SpawnError as exc:
@@ -118,10 +120,3 @@ def begin(argv: Sequence[str], *, executable: str, cwd: str | None, env: Mapping
     )
     return Launching(launch, group)
 
-
-def start(argv: Sequence[str], *, executable: str, cwd: str | None, env: Mapping[str, str],
-          fds: tuple[int, int, int], account: Account, group: JobCgroup | None = None) -> Child:
-    """`begin`, then wait for the exec. Raises OSError as Popen does (``filename`` is the
-    executable, or ``cwd`` if it could not be entered), ValueError for an argument or variable no
-    process can take, and cgroups.JoinFailed as a thread's join does."""
-    return begin(argv, executable=executable, cwd=cwd, env=env, fds=fds, account=account, group=group).result()

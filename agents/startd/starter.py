@@ -259,10 +259,8 @@ class Starter:
         """Everything from the account to the job's exec, waited for. ``wait_stopped=False``
         leaves a cgroup job's stopped first process to the caller."""
         prep = self._prepare(ad, slot, env_extra, memory_limit_mib, sandbox)
-        if self.fast_spawn:  # born in its groups, as its account
-            proc = self._spawned(prep, lambda: spawn.start(
-                prep.argv, executable=prep.executable, cwd=prep.iwd, env=prep.env, fds=prep.streams,
-                account=prep.account, group=prep.group))
+        if self.fast_spawn:  # born in its groups, as its account; waited for until its exec
+            proc = self._spawned(prep, lambda: self._begin(prep).result())
         else:
             proc = self._spawned(prep, lambda: self._popen(
                 prep.argv, prep.iwd, prep.env, prep.streams, prep.account, prep.group, prep.scratch), wait_stopped)
@@ -275,9 +273,7 @@ class Starter:
         the loop goes on while the job joins its groups and execs, and takes the outcome when the
         child's pipe says it is known."""
         prep = self._prepare(ad, slot, env_extra, memory_limit_mib, sandbox)
-        launching = self._spawned(prep, lambda: spawn.begin(
-            prep.argv, executable=prep.executable, cwd=prep.iwd, env=prep.env, fds=prep.streams,
-            account=prep.account, group=prep.group), last=False)
+        launching = self._spawned(prep, lambda: self._begin(prep), last=False)
         loop = asyncio.get_running_loop()
         fd = launching.fileno()
         known = loop.create_future()
@@ -295,6 +291,12 @@ class Starter:
                 loop.remove_reader(fd)
         proc = self._spawned(prep, launching.result)
         return proc, prep.scratch, prep.account, prep.group
+
+    @staticmethod
+    def _begin(prep: _Prepared) -> spawn.Launching:
+        """The fast spawn of a prepared job (its outcome taken later, `spawn.Launching.result`)."""
+        return spawn.begin(prep.argv, executable=prep.executable, cwd=prep.iwd, env=prep.env, fds=prep.streams,
+                           account=prep.account, group=prep.group)
 
     def _abandon(self, prep: _Prepared, launching: spawn.Launching) -> None:
         asyncio.get_running_loop().remove_reader(launching.fileno())
