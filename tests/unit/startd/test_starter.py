@@ -9,6 +9,7 @@ import asyncio
 import os
 import pwd
 import signal
+import struct
 import sys
 import time
 
@@ -100,15 +101,13 @@ def test_old_style_args_env_default_files_and_scratch_cleanup(tmp_path):
     lines = (tmp_path / "o").read_text().splitlines()
     assert lines == [job.scratch, "1"]  # no Iwd: the job starts in its scratch directory
 
-    deadline = time.monotonic() + 5
-    while os.path.exists(job.scratch) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert not os.path.exists(job.scratch)
+    assert not os.path.exists(job.scratch)  # removed at the stop (until then kept for the next job, emptied)
 
 
-def test_scratch_directories_made_ahead_are_used_once_each_and_gone_after_the_stop(tmp_path):
-    """After the first exits, the cleaning thread makes empty scratch directories ahead; a start
-    takes one (fresh and empty, never one a job used), and the stop removes what is left."""
+def test_scratch_directories_are_empty_for_each_job_kept_for_the_account_and_gone_after_the_stop(tmp_path):
+    """Each job finds its scratch directory empty, whether made ahead by the cleaning thread or
+    kept from an earlier job of the same account (emptied: files, hidden files, directories,
+    symbolic links); the stop removes every one."""
     execute = tmp_path / "execute"
 
     async def main() -> list[str]:
@@ -117,20 +116,74 @@ def test_scratch_directories_made_ahead_are_used_once_each_and_gone_after_the_st
         scratches = []
         try:
             for i in range(6):
-                job = starter.start(f"c{i}", {"Cmd": "/bin/sh", "Arguments": "-c 'ls -A . | wc -l; touch left'",
+                job = starter.start(f"c{i}", {"Cmd": "/bin/sh", "Arguments": "-c 'ls -A . | wc -l; "
+                                              "touch left .hidden; mkdir -p d/e; touch d/e/f; ln -s / link'",
                                               "Out": str(tmp_path / f"out{i}")}, "slot1@test", {}, None)
                 await asyncio.wait_for(job.done, 10)
                 scratches.append(job.scratch)
                 deadline = time.monotonic() + 5
-                while not starter._spare_dirs and time.monotonic() < deadline:
+                while not starter._reusable and time.monotonic() < deadline:
                     await asyncio.sleep(0.01)
         finally:
             await starter.shutdown()
         return scratches
 
     scratches = asyncio.run(main())
-    assert len(set(scratches)) == 6  # a directory is never given to two jobs
+    assert len(set(scratches)) < 6  # kept and given again
     assert all((tmp_path / f"out{i}").read_text().strip() == "0" for i in range(6))  # each found it empty
+    assert list(execute.iterdir()) == []
+
+
+def _posix_acl(entries: list[tuple[int, int, int]]) -> bytes:
+    """A POSIX ACL as the kernel takes it in system.posix_acl_* (version 2; (tag, perm, id))."""
+    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", tag, perm, ident) for tag, perm, ident in entries)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs jobs as two other accounts")
+def test_a_kept_scratch_directory_goes_only_to_its_account_and_as_new(tmp_path):
+    """A job may loosen its own scratch directory (mode 0777, a default ACL giving another
+    account its next files, an extended attribute): the directory kept for the next job of that
+    account is reset to mode 0700 with neither; a job of another account never gets it."""
+    python = "/usr/bin/python3"
+    if not os.access(python, os.X_OK):
+        pytest.skip("needs /usr/bin/python3 for the jobs")
+    execute = tmp_path / "execute"
+    nobody, daemon = pwd.getpwnam("nobody"), pwd.getpwnam("daemon")
+    undefined = 0xFFFFFFFF
+    acl = _posix_acl([(0x01, 7, undefined), (0x02, 7, daemon.pw_uid), (0x04, 0, undefined), (0x10, 7, undefined),
+                      (0x20, 0, undefined)])
+    loosen = ("import os; os.chmod('.', 0o777); os.setxattr('.', 'user.mark', b'1'); "
+              f"os.setxattr('.', 'system.posix_acl_default', {acl!r})")
+    look = ("import os, stat; print(oct(stat.S_IMODE(os.stat('.').st_mode)), sorted(os.listxattr('.')), "
+            "os.listdir('.'), os.stat('.').st_uid)")
+    (tmp_path / "out").mkdir(mode=0o777)
+    (tmp_path / "out").chmod(0o777)
+
+    async def main() -> list[Job]:
+        exits: list[Job] = []
+        starter = Starter(str(execute), RunAsPolicy(), on_exit=exits.append)
+        jobs = []
+        try:
+            for i, (owner, code) in enumerate((("nobody", loosen), ("nobody", look), ("daemon", look))):
+                job = starter.start(f"c{i}", {"Cmd": python, "Arguments": f"-c '{code.replace(chr(39), chr(39) * 2)}'", "Owner": owner,
+                                              "Out": str(tmp_path / "out" / f"{i}"), "Err": str(tmp_path / "out" / f"e{i}")},
+                                    "slot1@test", {}, None)
+                await asyncio.wait_for(job.done, 10)
+                jobs.append(job)
+                deadline = time.monotonic() + 5
+                while nobody.pw_uid not in starter._reusable and time.monotonic() < deadline:
+                    await asyncio.sleep(0.01)
+        finally:
+            await starter.shutdown()
+        return jobs
+
+    loosened, again, other = asyncio.run(main())
+    assert [j.exit["ExitCode"] for j in (loosened, again, other)] == [0, 0, 0], [
+        (tmp_path / "out" / f"e{i}").read_text() for i in range(3)]
+    assert again.scratch == loosened.scratch  # kept for the same account
+    assert (tmp_path / "out" / "1").read_text().split(None, 1) == ["0o700", f"[] [] {nobody.pw_uid}\n"]
+    assert other.scratch != loosened.scratch
+    assert (tmp_path / "out" / "2").read_text().split(None, 1) == ["0o700", f"[] [] {daemon.pw_uid}\n"]
     assert list(execute.iterdir()) == []
 
 
