@@ -75,9 +75,23 @@ class CgroupUsage:
     processes: int = 0
 
 
+_CHUNK = 65536
+
+
 def _read(path: str) -> str:
-    with open(path) as fh:
-        return fh.read()
+    """A kernel file's text. Read with os.read, not open(): a job's exit reads several counter
+    files on the startd's loop, and open()'s buffered text layers cost more than the reads."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        data = os.read(fd, _CHUNK)
+        if len(data) == _CHUNK:  # (a kernel file reads whole unless it is this large)
+            chunks = [data]
+            while chunk := os.read(fd, _CHUNK):
+                chunks.append(chunk)
+            data = b"".join(chunks)
+    finally:
+        os.close(fd)
+    return data.decode()
 
 
 def _write(path: str, value: str) -> None:
@@ -130,6 +144,16 @@ class JobCgroup:
         self.created = False
         self.written: dict[str, str] = {}  # limit files as last written: a reused group skips them
         self.final_raw: CgroupUsage | None = None  # counters read once the group was found empty
+        self._files: dict[tuple[str, str], str] = {}
+
+    def file(self, controller: str, name: str) -> str:
+        """The path of the group's file ``name`` in ``controller``'s hierarchy ("" on v2, or
+        the tracking one), made once: a reused group reads the same few at every job's exit."""
+        key = (controller, name)
+        path = self._files.get(key)
+        if path is None:
+            path = self._files[key] = os.path.join(self.dir(controller), name)
+        return path
 
     # ------------------------------------------------------------------ paths
     def dir(self, controller: str = "") -> str:
@@ -220,7 +244,7 @@ class JobCgroup:
     def pids(self) -> list[int]:
         """Every process in the group (the tracking hierarchy: v2's group, v1's freezer)."""
         try:
-            text = _read(os.path.join(self.dir(self.h.tracker), "cgroup.procs"))
+            text = _read(self.file(self.h.tracker, "cgroup.procs"))
         except OSError:
             return []
         me = os.getpid()  # listed only while a thread of ours forks a job here: never signalled
@@ -228,7 +252,7 @@ class JobCgroup:
 
     def populated(self) -> bool:
         if self.version == 2:
-            events = _keyed(os.path.join(self.dir(), "cgroup.events"))
+            events = _keyed(self.file("", "cgroup.events"))
             if "populated" in events:
                 return events["populated"] == 1
         return bool(self.pids())
@@ -246,7 +270,7 @@ class JobCgroup:
         """SIGKILL every member, forks racing the kill included (the group empties soon after)."""
         if self.version == 2:
             try:
-                _write(os.path.join(self.dir(), "cgroup.kill"), "1")
+                _write(self.file("", "cgroup.kill"), "1")
                 return
             except OSError as exc:  # a kernel before 5.14: freeze and kill, as on v1
                 if exc.errno not in (errno.ENOENT, errno.EINVAL):
@@ -272,9 +296,9 @@ class JobCgroup:
             return False
         try:
             if self.version == 2:
-                _write(os.path.join(self.dir(), "cgroup.freeze"), "1")
+                _write(self.file("", "cgroup.freeze"), "1")
             else:
-                _write(os.path.join(self.dir("freezer"), "freezer.state"), "FROZEN")
+                _write(self.file("freezer", "freezer.state"), "FROZEN")
         except OSError:
             return False
         deadline = time.monotonic() + wait
@@ -290,15 +314,15 @@ class JobCgroup:
             return
         with contextlib.suppress(OSError):
             if self.version == 2:
-                _write(os.path.join(self.dir(), "cgroup.freeze"), "0")
+                _write(self.file("", "cgroup.freeze"), "0")
             else:
-                _write(os.path.join(self.dir("freezer"), "freezer.state"), "THAWED")
+                _write(self.file("freezer", "freezer.state"), "THAWED")
 
     def frozen(self) -> bool:
         try:
             if self.version == 2:
-                return _keyed(os.path.join(self.dir(), "cgroup.events")).get("frozen") == 1
-            return _read(os.path.join(self.dir("freezer"), "freezer.state")).strip() == "FROZEN"
+                return _keyed(self.file("", "cgroup.events")).get("frozen") == 1
+            return _read(self.file("freezer", "freezer.state")).strip() == "FROZEN"
         except OSError:
             return False
 
@@ -329,11 +353,11 @@ class JobCgroup:
                 _write(os.path.join(d, "memory.soft_limit_in_bytes"), soft or "-1")
         weight = cpus if cpus and cpus > 0 else 1.0
         if self.version == 2 and "cpu" in c:
-            _write(os.path.join(self.dir(), "cpu.weight"), str(max(1, min(10000, round(100 * weight)))))
+            _write(self.file("", "cpu.weight"), str(max(1, min(10000, round(100 * weight)))))
         elif self.version == 1 and "cpu" in c:
-            _write(os.path.join(self.dir("cpu"), "cpu.shares"), str(max(2, round(1024 * weight))))
+            _write(self.file("cpu", "cpu.shares"), str(max(2, round(1024 * weight))))
         if "pids" in c:
-            _write(os.path.join(self.dir("pids"), "pids.max"), str(pids_max) if pids_max > 0 else _UNLIMITED)
+            _write(self.file("pids", "pids.max"), str(pids_max) if pids_max > 0 else _UNLIMITED)
 
     def _set(self, path: str, value: str) -> None:
         if self.written.get(path) != value:
@@ -351,7 +375,7 @@ class JobCgroup:
         if "memory" in self.h.controllers:
             name = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
             try:
-                _write(os.path.join(self.dir("memory"), name), "0")
+                _write(self.file("memory", name), "0")
             except OSError:
                 return False
         # The counters read when the group was found empty are final (nothing is left to run).
@@ -371,7 +395,7 @@ class JobCgroup:
         for f in files:
             controller, _, name = f.rpartition("/")
             with contextlib.suppress(OSError):
-                out[name] = _read(os.path.join(self.dir(controller), name)).strip()
+                out[name] = _read(self.file(controller, name)).strip()
         return out
 
     # ------------------------------------------------------------------ counters
@@ -384,27 +408,25 @@ class JobCgroup:
         u = CgroupUsage()
         c = self.h.controllers
         if self.version == 2:
-            d = self.dir()
-            cpu = _keyed(os.path.join(d, "cpu.stat"))
+            cpu = _keyed(self.file("", "cpu.stat"))
             u.user_cpu = cpu.get("user_usec", 0) / 1e6
             u.sys_cpu = cpu.get("system_usec", 0) / 1e6
             if "memory" in c:
-                u.memory_bytes = 0 if empty else _keyed(os.path.join(d, "memory.stat")).get("anon", 0)
-                u.memory_peak_bytes = _int_file(os.path.join(d, "memory.peak")) or _int_file(
-                    os.path.join(d, "memory.current")) or 0
-                u.oom_kills = _keyed(os.path.join(d, "memory.events")).get("oom_kill", 0)
+                u.memory_bytes = 0 if empty else _keyed(self.file("", "memory.stat")).get("anon", 0)
+                u.memory_peak_bytes = _int_file(self.file("", "memory.peak")) or _int_file(
+                    self.file("", "memory.current")) or 0
+                u.oom_kills = _keyed(self.file("", "memory.events")).get("oom_kill", 0)
         else:
             if "cpuacct" in c:
-                cpu = _keyed(os.path.join(self.dir("cpuacct"), "cpuacct.stat"))
+                cpu = _keyed(self.file("cpuacct", "cpuacct.stat"))
                 u.user_cpu = cpu.get("user", 0) / USER_HZ
                 u.sys_cpu = cpu.get("system", 0) / USER_HZ
             if "memory" in c:
-                d = self.dir("memory")
                 if not empty:
-                    stat = _keyed(os.path.join(d, "memory.stat"))
+                    stat = _keyed(self.file("memory", "memory.stat"))
                     u.memory_bytes = stat.get("total_rss", stat.get("rss", 0))
-                u.memory_peak_bytes = _int_file(os.path.join(d, "memory.max_usage_in_bytes")) or 0
-                u.oom_kills = _keyed(os.path.join(d, "memory.oom_control")).get("oom_kill", 0)
+                u.memory_peak_bytes = _int_file(self.file("memory", "memory.max_usage_in_bytes")) or 0
+                u.oom_kills = _keyed(self.file("memory", "memory.oom_control")).get("oom_kill", 0)
         return u
 
     def final_usage(self) -> CgroupUsage:

@@ -14,6 +14,7 @@ import os
 import platform
 import shutil
 import socket
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -162,8 +163,18 @@ def detect(execute_dir: str, overrides: dict[str, Any] | None = None) -> Machine
     return replace(found, **changes)
 
 
+LOAD_READ_INTERVAL = 1.0  # seconds
+_load_read = (-1.0, 0.0)  # (monotonic time, load average) of the last read
+
+
 def load_average() -> float:
-    try:
-        return round(os.getloadavg()[0], 2)
-    except OSError:
-        return 0.0
+    """The one-minute load average, read from the kernel at most every LOAD_READ_INTERVAL: the
+    kernel recomputes it only every five seconds, and every activation builds its slot's ad."""
+    global _load_read
+    now = time.monotonic()
+    if now - _load_read[0] >= LOAD_READ_INTERVAL or _load_read[0] < 0:
+        try:
+            _load_read = (now, round(os.getloadavg()[0], 2))
+        except OSError:
+            _load_read = (now, 0.0)
+    return _load_read[1]
