@@ -78,6 +78,7 @@ class Claim:
     # is taken once).
     ahead: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     ahead_seq: int = 0
+    ahead_peak: int = 0  # the most jobs queued ahead at once (how deep the schedd keeps the queue)
 
     def renew(self) -> None:
         self.renewed = time.monotonic()

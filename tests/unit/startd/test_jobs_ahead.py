@@ -156,3 +156,35 @@ def test_a_claim_whose_activation_in_the_same_answer_is_refused_queues_nothing(t
 
     asyncio.run(scenario())
     assert [(e[0], e[1]) for e in events(schedd)] == [("activated", 0)]
+
+
+def test_exits_linger_while_the_queue_is_half_full_and_hurry_below(tmp_path):
+    """An exit report leaves at once (hurries) once fewer jobs are queued ahead than half as many
+    as the schedd filled the queue with, so its answer tops the queue up before it runs dry;
+    before that it lingers for company. (Hurrying only at the last job left a queue of short
+    jobs empty while the answer was on its way.)"""
+    schedd = Schedd()
+    s = startd(tmp_path, schedd)
+    exits: list[tuple[int, bool]] = []
+    report = s.activation.reports.report
+
+    def spied(claim, job_ad, event, extra, *, hurry=True):
+        if event == "exit":
+            exits.append((job_ad["ProcId"], hurry))
+        report(claim, job_ad, event, extra, hurry=hurry)
+
+    s.activation.reports.report = spied
+
+    async def scenario() -> None:
+        await s.on_start()
+        try:
+            cid = (await claim_all(s))[0]
+            await s.activation.ActivateClaims(DAEMON, Activations=[{"ClaimId": cid, "JobAd": job(0, Arguments="0.2")}])
+            s.activation.in_answer(SCHEDD, [], [ahead(cid, i, i, "0") for i in range(1, 9)])
+            await settled(lambda: len(exits) == 9)
+        finally:
+            await s.on_stop()
+
+    asyncio.run(scenario())
+    # At each exit, 8 - proc jobs are still queued (the next starts right after the report).
+    assert exits == [(proc, 8 - proc < 4) for proc in range(9)]
