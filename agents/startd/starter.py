@@ -150,6 +150,8 @@ class Job:
             self.cpu_mark = (now, cpu)
 
 
+_Ids = tuple[int, int]  # (uid, gid) of a job's account
+
 SPARE_DIRS = 8  # empty scratch directories kept made ahead
 MAX_SPARE_DIRS = 256  # and at most this many emptied ones kept for their accounts' next jobs
 
@@ -208,14 +210,14 @@ class Starter:
         self.running: dict[str, Job] = {}  # by claim id
         self._finished_sessions: dict[int, tuple[int, float]] = {}  # sid -> (end ticks, forget at)
         self._idle_groups: list[cgroups.JobCgroup] = []  # emptied job groups, reset for the next job
-        self._to_clean: list[tuple[str, int | None]] = []  # (scratch, uid to keep it for, or None)
+        self._to_clean: list[tuple[str, _Ids | None]] = []  # (scratch, the ids to keep it for, or None)
         self._clean_scheduled = False
         # Empty scratch directories made ahead by the cleaning thread: a start takes one instead of
         # a mkdir on the loop, which waited on the rmdirs of the same parent directory.
         self._spare_dirs: list[str] = []
-        # Scratch directories of finished jobs, emptied and reset, by the uid that owns them: a
-        # job of that account takes one as it is (no mkdir, no chown, no rmdir after the last).
-        self._reusable: dict[int, list[str]] = {}
+        # Scratch directories of finished jobs, emptied and reset, by the (uid, gid) owning them:
+        # a job of that account takes one as it is (no mkdir, no chown, no rmdir after the last).
+        self._reusable: dict[_Ids, list[str]] = {}
         self._shut_down = False
         # STARTER_FAST_SPAWN: the job joining its groups and taking its ids itself (spawn.py)
         self.fast_spawn = fast_spawn and spawn.AVAILABLE
@@ -374,7 +376,7 @@ class Starter:
     def _scratch_for(self, account: Account, new: str) -> str:
         """An empty scratch directory owned by ``account``: one its earlier job left (emptied), a
         spare made ahead, or ``new``, made now."""
-        kept = self._reusable.get(account.uid)
+        kept = self._reusable.get((account.uid, account.gid))
         if kept:
             return kept.pop()
         try:
@@ -639,7 +641,7 @@ class Starter:
             elif job.done is not None and not job.done.done():
                 job.done.set_result(None)
             if not job.sandbox:  # a transferred sandbox is removed once its output is back
-                self._to_clean.append((job.scratch, job.account.uid))
+                self._to_clean.append((job.scratch, (job.account.uid, job.account.gid)))
             if not self._clean_scheduled:
                 # Later than the report's publish (which starts on the next loop iteration).
                 self._clean_scheduled = True
@@ -683,11 +685,11 @@ class Starter:
         if not batch:
             return
         room = MAX_SPARE_DIRS - sum(map(len, self._reusable.values()))
-        paths = [(path, uid if i < room else None) for i, (path, uid) in enumerate(batch)]
+        paths = [(path, ids if i < room else None) for i, (path, ids) in enumerate(batch)]
         # Spares made for each directory removed rather than kept, and the store topped up to
         # SPARE_DIRS (for an account with none kept yet): at hundreds of jobs a second a fixed
         # eight ran out between two cleanings, and most starts made theirs on the loop.
-        removed = sum(1 for _, uid in paths if uid is None)
+        removed = sum(1 for _, ids in paths if ids is None)
         wanted = min(removed + SPARE_DIRS - len(self._spare_dirs), MAX_SPARE_DIRS - len(self._spare_dirs))
         make = [os.path.join(self.execute, f"dir_{os.getpid()}_{next(_SEQ)}") for _ in range(max(0, wanted))]
         done = asyncio.get_running_loop().run_in_executor(None, _recycle, paths, make)
@@ -701,8 +703,8 @@ class Starter:
             _rmtree_all(made + [path for _, path in kept])
             return
         self._spare_dirs.extend(made)
-        for uid, path in kept:
-            self._reusable.setdefault(uid, []).append(path)
+        for ids, path in kept:
+            self._reusable.setdefault(ids, []).append(path)
 
     def _clean_now(self, path: str) -> None:
         shutil.rmtree(path, ignore_errors=True)
@@ -952,21 +954,22 @@ def _remove_when_empty(group: cgroups.JobCgroup, timeout: float) -> None:
         time.sleep(0.005)
 
 
-def _recycle(paths: list[tuple[str, int | None]], make: list[str]) -> tuple[list[str], list[tuple[int, str]]]:
-    """The cleaning thread's round: each scratch directory emptied and kept for its uid's next job
-    (`_emptied`), or removed (no uid, or it cannot be made as new); then the spares ``make``
-    made. Returns (spares made, [(uid, directory kept)])."""
-    kept = [(uid, path) for path, uid in paths if uid is not None and _emptied(path, uid)]
+def _recycle(paths: list[tuple[str, _Ids | None]], make: list[str]) -> tuple[list[str], list[tuple[_Ids, str]]]:
+    """The cleaning thread's round: each scratch directory emptied and kept for its account's
+    next job (`_emptied`), or removed (no ids, or it cannot be made as new); then the spares
+    ``make`` made. Returns (spares made, [((uid, gid), directory kept)])."""
+    kept = [(ids, path) for path, ids in paths if ids is not None and _emptied(path, *ids)]
     kept_paths = {path for _, path in kept}
     return _rmtree_all([path for path, _ in paths if path not in kept_paths], make), kept
 
 
-def _emptied(path: str, uid: int) -> bool:
+def _emptied(path: str, uid: int, gid: int) -> bool:
     """Make a used scratch directory as a new one for the next job of ``uid``, its owner: empty,
-    mode 0700, no ACL or extended attribute the last job set on it (a default ACL would give
-    someone else the next job's files). Only the same account gets it: a process of the last job
-    still alive (without cgroups one can outlive its job) could write into any directory of that
-    account anyway. False if it is not that account's directory or cannot be made so."""
+    owned by ``uid``:``gid``, mode 0700, no ACL or extended attribute the last job set on it (a
+    default ACL would give someone else the next job's files). Only the same account gets it: a
+    process of the last job still alive (without cgroups one can outlive its job) could write
+    into any directory of that account anyway. False if it is not that account's directory or
+    cannot be made so."""
     try:
         st = os.lstat(path)
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
@@ -977,6 +980,8 @@ def _emptied(path: str, uid: int) -> bool:
                     shutil.rmtree(entry.path)
                 else:
                     os.unlink(entry.path)
+        if st.st_gid != gid:  # (the job may give it another of its groups)
+            os.chown(path, -1, gid, follow_symlinks=False)
         for name in os.listxattr(path, follow_symlinks=False):
             if not name.startswith("security."):  # (the system's labels are not the job's)
                 os.removexattr(path, name, follow_symlinks=False)

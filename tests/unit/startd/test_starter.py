@@ -171,7 +171,7 @@ def test_a_kept_scratch_directory_goes_only_to_its_account_and_as_new(tmp_path):
                 await asyncio.wait_for(job.done, 10)
                 jobs.append(job)
                 deadline = time.monotonic() + 5
-                while nobody.pw_uid not in starter._reusable and time.monotonic() < deadline:
+                while (nobody.pw_uid, nobody.pw_gid) not in starter._reusable and time.monotonic() < deadline:
                     await asyncio.sleep(0.01)
         finally:
             await starter.shutdown()
