@@ -154,6 +154,7 @@ _Ids = tuple[int, int]  # (uid, gid) of a job's account
 
 SPARE_DIRS = 8  # empty scratch directories kept made ahead
 MAX_SPARE_DIRS = 256  # and at most this many emptied ones kept for their accounts' next jobs
+KEPT_SCRATCH_IDLE = 60.0  # seconds without a start of its account after which a kept one goes
 
 
 @dataclass
@@ -218,6 +219,7 @@ class Starter:
         # Scratch directories of finished jobs, emptied and reset, by the (uid, gid) owning them:
         # a job of that account takes one as it is (no mkdir, no chown, no rmdir after the last).
         self._reusable: dict[_Ids, list[str]] = {}
+        self._reusable_used: dict[_Ids, float] = {}  # when a job of the account last started (monotonic)
         self._shut_down = False
         # STARTER_FAST_SPAWN: the job joining its groups and taking its ids itself (spawn.py)
         self.fast_spawn = fast_spawn and spawn.AVAILABLE
@@ -376,7 +378,9 @@ class Starter:
     def _scratch_for(self, account: Account, new: str) -> str:
         """An empty scratch directory owned by ``account``: one its earlier job left (emptied), a
         spare made ahead, or ``new``, made now."""
-        kept = self._reusable.get((account.uid, account.gid))
+        ids = (account.uid, account.gid)
+        self._reusable_used[ids] = time.monotonic()
+        kept = self._reusable.get(ids)
         if kept:
             return kept.pop()
         try:
@@ -703,8 +707,10 @@ class Starter:
             _rmtree_all(made + [path for _, path in kept])
             return
         self._spare_dirs.extend(made)
+        now = time.monotonic()
         for ids, path in kept:
             self._reusable.setdefault(ids, []).append(path)
+            self._reusable_used.setdefault(ids, now)  # (its account's may have expired meanwhile)
 
     def _clean_now(self, path: str) -> None:
         shutil.rmtree(path, ignore_errors=True)
@@ -830,6 +836,7 @@ class Starter:
             for sid, (_, forget) in list(self._finished_sessions.items()):
                 if forget < now:
                     del self._finished_sessions[sid]
+            self._drop_idle_scratch(now)
             if not self.running and not self._finished_sessions:
                 continue
             grouped = [(j, j.cgroup) for j in self.running.values() if j.cgroup is not None]
@@ -837,6 +844,19 @@ class Starter:
             sessions = {j.pid for j in self.running.values() if j.cgroup is None} | set(self._finished_sessions)
             tree = await loop.run_in_executor(None, proctree.scan, sessions) if sessions else {}
             self._apply(tree, groups)
+
+    def _drop_idle_scratch(self, now: float) -> None:
+        """Remove the kept scratch directories of accounts no job of which started for
+        KEPT_SCRATCH_IDLE seconds: an idle startd's EXECUTE holds only the few spares."""
+        idle = [ids for ids, used in self._reusable_used.items() if now - used > KEPT_SCRATCH_IDLE]
+        paths = []
+        for ids in idle:
+            del self._reusable_used[ids]
+            paths += self._reusable.pop(ids, [])
+        if paths:
+            done = asyncio.get_running_loop().run_in_executor(None, _rmtree_all, paths)
+            self._cleaning.add(done)
+            done.add_done_callback(self._cleaning.discard)
 
     def _apply(self, tree: dict[int, list[proctree.ProcStat]],
                groups: dict[str, tuple[cgroups.CgroupUsage, proctree.TreeUsage]] | None = None) -> None:

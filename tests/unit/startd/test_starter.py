@@ -134,6 +134,35 @@ def test_scratch_directories_are_empty_for_each_job_kept_for_the_account_and_gon
     assert list(execute.iterdir()) == []
 
 
+def test_kept_scratch_directories_go_once_their_account_starts_nothing_for_a_while(tmp_path, monkeypatch):
+    """An idle startd's EXECUTE holds only its few spares: the directories kept for an account
+    are removed once no job of it started for KEPT_SCRATCH_IDLE seconds."""
+    from gridbus.agents.startd import starter as starter_module
+
+    monkeypatch.setattr(starter_module, "KEPT_SCRATCH_IDLE", 0.2)
+
+    async def main() -> tuple[str, bool, bool]:
+        starter = Starter(str(tmp_path / "execute"), ALLOW_ROOT, on_exit=lambda j: None, check_interval=0.05)
+        monitor = asyncio.create_task(starter.monitor())
+        try:
+            job = await starter.start_async("c", {"Cmd": "/bin/true"}, "slot1@t", {}, None)
+            await asyncio.wait_for(job.done, 10)
+            deadline = time.monotonic() + 5
+            while not starter._reusable and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            kept = bool(starter._reusable) and os.path.isdir(job.scratch)
+            while starter._reusable and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            await asyncio.gather(*starter._cleaning)
+            return job.scratch, kept, os.path.exists(job.scratch)
+        finally:
+            monitor.cancel()
+            await starter.shutdown()
+
+    scratch, kept, still_there = asyncio.run(main())
+    assert kept and not still_there, scratch
+
+
 def _posix_acl(entries: list[tuple[int, int, int]]) -> bytes:
     """A POSIX ACL as the kernel takes it in system.posix_acl_* (version 2; (tag, perm, id))."""
     return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", tag, perm, ident) for tag, perm, ident in entries)
