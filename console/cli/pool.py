@@ -142,6 +142,38 @@ def check_login(url: str) -> None:
         raise RuntimeError(f"cannot log in to {broker.redacted()}: {exc!r}") from exc
 
 
+def consumers_of(url: str, address: str) -> int:
+    """How many consumers the request queue of ``address`` has (0 if it has no queue)."""
+    import pika
+    import pika.exceptions
+
+    from gridbus import bus
+
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    try:
+        return conn.channel().queue_declare(bus.rpc_queue(address), passive=True).method.consumer_count
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        if exc.reply_code == 404:
+            return 0
+        raise
+    finally:
+        if conn.is_open:
+            conn.close()
+
+
+def check_not_serving(url: str, cfg: Config) -> None:
+    """Say plainly, before anything starts, that another pool of the same names serves on this
+    vhost (another user's personal pool on this machine, or one started from another directory):
+    its daemons would refuse to start one by one (an agent never shares its address)."""
+    master = f"master@{cfg.get('MASTER_NAME', '') or socket.gethostname()}"
+    if consumers_of(url, master):
+        raise RuntimeError(
+            f"a pool whose master is {master} already serves on {BrokerURL(url).redacted()} (another personal "
+            "pool on this machine: another user's, or one started from another directory); stop it with "
+            "`gridbus pool down` where it was started, or run this one on a vhost of its own (GRIDBUS_URL) or "
+            "with names of its own (MASTER_NAME, COLLECTOR_NAME, NEGOTIATOR_NAME, SCHEDD_NAME, STARTD_NAME)")
+
+
 # ---------------------------------------------------------------------- the personal pool
 def pool_config() -> Config:
     return Config.load(daemon="master")
@@ -208,6 +240,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         return 0
     ensure_broker(url)
     check_login(url)
+    check_not_serving(url, cfg)
     from gridbus import personal
 
     me = personal.ensure(url, cfg.path_of("LOCAL_DIR"))

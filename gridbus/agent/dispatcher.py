@@ -16,6 +16,7 @@ dispatcher owns the path of a message from the queue to its answer.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import time
@@ -49,6 +50,13 @@ class Host(access.Authorizer, Protocol):
     def spawn(self, coro: Any, name: str | None = None) -> Any: ...
 
 
+ADDRESS_FREE_WAIT = 5.0  # seconds a starting agent waits for another consumer of its address to go
+
+
+class AddressInUse(RuntimeError):
+    """Another agent consumes the requests of this agent's address."""
+
+
 class Dispatcher:
     def __init__(self, host: Host, schema: Schema, classes: tuple[str, ...],
                  handlers: Mapping[tuple[str, str], Any], log: logging.Logger, stats: dict[str, Any]):
@@ -79,10 +87,28 @@ class Dispatcher:
         self._stopped = False
         address = self.host.address
         queue = await channel.declare_queue(bus.rpc_queue(address), durable=durable, arguments=arguments)
+        await self._check_address_free(queue, address)
         for key in {address, bus.BROADCAST_KEY, *(bus.class_key(c) for c in self.classes)}:
             await queue.bind(bus.RPC, key)
         self._queue = queue
         self._consumer_tag = await queue.consume(self._on_message)
+
+    async def _check_address_free(self, queue: AbstractQueue, address: str) -> None:
+        """Refuse to start while another agent consumes this address's requests: two agents of one
+        address (a second personal pool on the same vhost, named after the same host) would split
+        its requests between them, each answering for claims and jobs it does not hold. A
+        predecessor that died a moment ago is waited for: the broker drops its consumer when it
+        sees its connection closed."""
+        deadline = time.monotonic() + ADDRESS_FREE_WAIT
+        while queue.declaration_result.consumer_count:
+            if time.monotonic() >= deadline:
+                message = (f"another agent already serves {address} on this broker vhost (its request queue "
+                           f"{queue.name} has {queue.declaration_result.consumer_count} consumer(s)); stop it, "
+                           "or give this one another name or a vhost of its own")
+                self.log.error("%s", message)
+                raise AddressInUse(message)
+            await asyncio.sleep(0.25)
+            await queue.declare()
 
     async def stop(self) -> None:
         """Take no new request: what is left in the queue is served by the next instance, or expires."""

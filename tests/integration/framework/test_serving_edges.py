@@ -73,3 +73,29 @@ def test_a_stopping_agent_serves_no_new_request(amqp_url):
             stopper.join(15)
         else:
             thread.stop()
+
+
+def test_a_second_agent_of_one_address_refuses_to_start_and_the_first_serves_alone(amqp_url, monkeypatch):
+    """Two agents of one address would split its requests (a second personal pool on the same
+    vhost, named after the same host, had its startd answer half of the first pool's calls): the
+    second refuses to start, saying why, and the first serves every request; once the first has
+    stopped, an agent of that address starts."""
+    from gridbus.agent import dispatcher
+
+    monkeypatch.setattr(dispatcher, "ADDRESS_FREE_WAIT", 1.0)
+    first = AgentThread(Echoer("twin", amqp_url, update_interval=5)).start()
+    try:
+        with pytest.raises(RuntimeError, match="another agent already serves echoer@twin"):
+            AgentThread(Echoer("twin", amqp_url, update_interval=5)).start()
+        with Session(amqp_url, timeout=10) as session:
+            served = {session.call("echoer@twin", "Echo", {"Value": i}).outArgs["Value"] for i in range(6)}
+        assert served == set(range(6))
+        conn = pika.BlockingConnection(pika.URLParameters(amqp_url))
+        try:
+            declared = conn.channel().queue_declare(bus.rpc_queue("echoer@twin"), passive=True)
+            assert declared.method.consumer_count == 1
+        finally:
+            conn.close()
+    finally:
+        first.stop()
+    AgentThread(Echoer("twin", amqp_url, update_interval=5)).start().stop()

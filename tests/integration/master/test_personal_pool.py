@@ -77,6 +77,14 @@ def test_pool_up_status_kill_restart_and_down(tmp_path: Path, amqp_url: str, mgm
 
         wait_for(one_per_daemon, 30, "one named connection per daemon")
 
+        # A second personal pool on the same vhost (another user's, named after the same host)
+        # would split this pool's requests: it starts nothing, and says why.
+        other = env_for(tmp_path / "other", amqp_url)
+        second = gridbus(other, tmp_path, "pool", "up", "--detach", "--timeout", "60")
+        assert second.returncode == 1, second.stdout + second.stderr
+        assert "already serves" in second.stderr and "gridbus pool down" in second.stderr, second.stderr
+        assert not (tmp_path / "other" / "run" / "master.pid").exists()
+
         # kill -9 the schedd: the master starts a new one, and it connects again.
         schedd = int(rows["SCHEDD"][2])
         os.kill(schedd, signal.SIGKILL)
