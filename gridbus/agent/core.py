@@ -201,6 +201,13 @@ class Agent(CommonMethods):
             self.log.error("task %s failed: %r", task.get_name(), exc, exc_info=exc)
 
     async def start(self) -> None:
+        try:
+            await self._start()
+        except BaseException:
+            await self._start_failed()
+            raise
+
+    async def _start(self) -> None:
         self.ready = asyncio.Event()
         self._config_baseline()
         self.start_duty_cycle()
@@ -286,6 +293,17 @@ class Agent(CommonMethods):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.connection.close()
+
+    async def _start_failed(self) -> None:
+        """What a start that failed half way left: its background work and its connection (its
+        channels' readers would otherwise be collected unfinished, long after)."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        try:
+            await self.connection.close()
+        except Exception:
+            self.log.warning("could not close the connection of a failed start", exc_info=True)
 
     def request_stop(self, delay: float = 0.0) -> bool:
         """Stop as a signal would, ``delay`` seconds from now (time to send an answer first);
