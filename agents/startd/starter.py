@@ -635,10 +635,12 @@ class Starter:
         try:
             self.on_exit(job)  # the exit report is queued before anything else happens
         finally:
-            try:
+            if job.cgroup is None:
+                # The scan path watches the session a while for descendants that outlived the
+                # leader (`_apply`). A job in a cgroup has none outside its group, which is killed
+                # and emptied: watching its session too cost a /proc scan every second and a walk
+                # of every job of the last 30 s on the loop.
                 self._finished_sessions[job.pid] = (proctree.uptime_ticks(), time.monotonic() + 30)
-            except OSError:
-                pass
             if job.cgroup is not None:
                 # Done once the group is empty and removed: a stop returns when nothing is left.
                 self._retire_group(job, time.monotonic() + 10)

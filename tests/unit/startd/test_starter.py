@@ -607,3 +607,20 @@ def test_a_shutdown_while_the_cleaning_thread_makes_spare_directories_leaves_non
         return os.listdir(tmp_path / "ex")
 
     assert asyncio.run(main()) == []
+
+
+def test_only_a_job_without_a_cgroup_has_its_session_watched_after_its_exit(tmp_path, job_cgroups):
+    """The scan path watches a finished job's session for descendants that outlived its leader;
+    a job in a cgroup has none outside its group (killed and emptied at the exit), and watching
+    it too cost a /proc scan every second while any job had ended in the last 30 s."""
+    async def main() -> dict:
+        starter = Starter(str(tmp_path / "execute"), ALLOW_ROOT, on_exit=lambda j: None, cgroup=job_cgroups)
+        try:
+            job = await starter.start_async("c", {"Cmd": "/bin/true"}, "slot1@t", {}, None)
+            await asyncio.wait_for(job.done, 10)
+            return dict(starter._finished_sessions)
+        finally:
+            await starter.shutdown()
+
+    watched = asyncio.run(main())
+    assert bool(watched) is (job_cgroups is None)
