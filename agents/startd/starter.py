@@ -22,10 +22,10 @@ the process-scan fallback (no cgroups) the job's processes are its session's, fo
 
 When the leader exits, what is left of the job is killed while the leader is still a zombie (its
 pid, which names the group, cannot have been reused yet), the exit is handed to the startd at once,
-and only then is the scratch directory cleaned. A cleaned scratch directory is emptied and kept for
-the next job of the same account, not removed (`_recycle`): a mkdir and an rmdir per job cost the
-startd more cpu in the file system than the rest of a short job's start on ext4, which skips over
-every recently deleted inode of the block group at each new one. A job is done (``Job.done``) once every process of it
+and only then is the scratch directory cleaned: emptied and kept for the next job of the same
+account, not removed (`_recycle`), since a mkdir and an rmdir per job cost the startd more cpu in
+the file system than the rest of a short job's start (ext4 skips over every recently deleted
+inode of the block group at each new one). A job is done (``Job.done``) once every process of it
 is gone, so a stop returns when nothing of the job is left, not when its processes were signalled.
 """
 
