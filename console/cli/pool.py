@@ -127,8 +127,7 @@ def check_login(url: str) -> None:
 
     broker = BrokerURL(url)
     try:
-        first = next((b for b in broker.alternatives if _answers(b.host, b.port)), broker)
-        params = pika.URLParameters(first.url)
+        params = pika.URLParameters(_answering(broker).url)
         params.socket_timeout = 5
         params.blocked_connection_timeout = 5
         pika.BlockingConnection(params).close()
@@ -142,6 +141,11 @@ def check_login(url: str) -> None:
         raise RuntimeError(f"cannot log in to {broker.redacted()}: {exc!r}") from exc
 
 
+def _answering(broker: BrokerURL) -> BrokerURL:
+    """The first of the broker's nodes that answers (the URL as given if none does)."""
+    return next((b for b in broker.alternatives if _answers(b.host, b.port)), broker)
+
+
 def consumers_of(url: str, address: str) -> int:
     """How many consumers the request queue of ``address`` has (0 if it has no queue)."""
     import pika
@@ -149,7 +153,7 @@ def consumers_of(url: str, address: str) -> int:
 
     from gridbus import bus
 
-    conn = pika.BlockingConnection(pika.URLParameters(url))
+    conn = pika.BlockingConnection(pika.URLParameters(_answering(BrokerURL(url)).url))
     try:
         return conn.channel().queue_declare(bus.rpc_queue(address), passive=True).method.consumer_count
     except pika.exceptions.ChannelClosedByBroker as exc:
