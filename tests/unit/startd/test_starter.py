@@ -139,7 +139,7 @@ def test_kept_scratch_directories_go_once_their_account_starts_nothing_for_a_whi
     are removed once no job of it started for KEPT_SCRATCH_IDLE seconds."""
     from gridbus.agents.startd import starter as starter_module
 
-    monkeypatch.setattr(starter_module, "KEPT_SCRATCH_IDLE", 0.2)
+    monkeypatch.setattr(starter_module, "KEPT_SCRATCH_IDLE", 3600.0)
 
     async def main() -> tuple[str, bool, bool]:
         starter = Starter(str(tmp_path / "execute"), ALLOW_ROOT, on_exit=lambda j: None, check_interval=0.05)
@@ -147,10 +147,11 @@ def test_kept_scratch_directories_go_once_their_account_starts_nothing_for_a_whi
         try:
             job = await starter.start_async("c", {"Cmd": "/bin/true"}, "slot1@t", {}, None)
             await asyncio.wait_for(job.done, 10)
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + 10
             while not starter._reusable and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
             kept = bool(starter._reusable) and os.path.isdir(job.scratch)
+            monkeypatch.setattr(starter_module, "KEPT_SCRATCH_IDLE", 0.0)  # the account is idle from now
             while starter._reusable and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
             await asyncio.gather(*starter._cleaning)
