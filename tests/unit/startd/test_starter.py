@@ -551,19 +551,22 @@ def test_a_job_under_another_account_starts_with_only_its_ids_streams_and_defaul
     os.chmod(tmp_path, 0o777)
     leak = os.open(os.devnull, os.O_RDONLY)  # not close-on-exec: must not reach the job anyway
     os.set_inheritable(leak, True)
-    script = 'grep -E "^(Uid|Gid|Groups|SigBlk|SigIgn):" /proc/$$/status; ls /proc/$$/fd'
-    ad = {"Cmd": "/bin/sh", "Arguments": f"-c '{script}'", "Owner": "no-such-user-xyz",
-          "Out": str(tmp_path / "status")}
+    # The job reads its own status (a shell reading its own races with its own fork of the
+    # reader, during which it blocks every signal: 2 reads in 3 saw them all blocked).
+    ads = [{"Cmd": "/bin/grep", "Arguments": "-E '^(Uid|Gid|Groups|SigBlk|SigIgn):' /proc/self/status",
+            "Owner": "no-such-user-xyz", "Out": str(tmp_path / "status")},
+           {"Cmd": "/bin/sh", "Arguments": "-c 'ls /proc/$$/fd'", "Owner": "no-such-user-xyz",
+            "Out": str(tmp_path / "fds")}]
     policy = RunAsPolicy(unprivileged_user="nobody")
     hup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
         own = next(int(line.split()[1], 16) for line in open("/proc/self/status") if line.startswith("SigIgn:"))
-        (job,) = run_jobs(tmp_path, policy, [ad])
+        jobs = run_jobs(tmp_path, policy, ads)
     finally:
         signal.signal(signal.SIGHUP, hup)
         os.close(leak)
-    assert job.exit["ExitCode"] == 0, job.exit
-    lines = (tmp_path / "status").read_text().splitlines()
+    assert [job.exit["ExitCode"] for job in jobs] == [0, 0], [job.exit for job in jobs]
+    lines = (tmp_path / "status").read_text().splitlines() + (tmp_path / "fds").read_text().splitlines()
     status = {k: v.split() for k, _, v in (line.partition(":") for line in lines[:5])}
     assert status["Uid"] == [str(nobody.pw_uid)] * 4
     assert status["Gid"] == [str(nobody.pw_gid)] * 4
@@ -625,3 +628,17 @@ def test_only_a_job_without_a_cgroup_has_its_session_watched_after_its_exit(tmp_
 
     watched = asyncio.run(main())
     assert bool(watched) is (job_cgroups is None)
+
+
+def test_a_job_started_from_a_thread_with_signals_blocked_has_none_blocked(tmp_path, spawn_method):
+    """A child starts with its parent thread's signal mask: whichever way the job is started, the
+    starter gives it none blocked (a full test run once saw a Popen job start with all blocked)."""
+    ad = {"Cmd": "/bin/grep", "Arguments": "SigBlk: /proc/self/status", "Out": str(tmp_path / "status")}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1, signal.SIGTERM, signal.SIGHUP})
+    try:
+        (job,) = run_jobs(tmp_path, ALLOW_ROOT, [ad])
+        assert signal.pthread_sigmask(signal.SIG_BLOCK, ()) >= {signal.SIGUSR1, signal.SIGTERM}  # the thread's own, kept
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    assert job.exit["ExitCode"] == 0, job.exit
+    assert int((tmp_path / "status").read_text().split()[1], 16) == 0
