@@ -925,6 +925,9 @@ def _group_usages(grouped: list[tuple[Job, cgroups.JobCgroup]]) -> dict[str, tup
     return out
 
 
+_MASK_WARNED: set[str] = set()  # threads found with signals blocked at a start (logged once)
+
+
 def _with_no_signal_blocked(popen: Callable[[], subprocess.Popen]) -> subprocess.Popen:
     """``popen()`` from a thread with no signal blocked: a child starts with its parent thread's
     signal mask (Popen passes it on), and a job must start with none blocked, as the fast spawn's
@@ -933,8 +936,11 @@ def _with_no_signal_blocked(popen: Callable[[], subprocess.Popen]) -> subprocess
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, ())
     if not blocked:
         return popen()
-    log.warning("thread %s has signals blocked (%s) at a job's start; the job starts with none",
-                threading.current_thread().name, ", ".join(sorted(str(s) for s in blocked)))
+    thread = threading.current_thread().name
+    if thread not in _MASK_WARNED:  # once per thread: it would be the same at every start
+        _MASK_WARNED.add(thread)
+        log.warning("thread %s has signals blocked (%s) at a job's start; its jobs start with none",
+                    thread, ", ".join(sorted(str(s) for s in blocked)))
     signal.pthread_sigmask(signal.SIG_SETMASK, ())
     try:
         return popen()
