@@ -10,6 +10,7 @@ a test can pretend a 2-core box has 4 cores, as HTCondor's NUM_CPUS lets an admi
 from __future__ import annotations
 
 import glob
+import math
 import os
 import platform
 import shutil
@@ -164,7 +165,7 @@ def detect(execute_dir: str, overrides: dict[str, Any] | None = None) -> Machine
 
 
 LOAD_READ_INTERVAL = 1.0  # seconds
-_load_read = (-1.0, 0.0)  # (monotonic time, load average) of the last read
+_load_read = (-math.inf, 0.0)  # (monotonic time, load average) of the last read
 
 
 def load_average() -> float:
@@ -172,7 +173,7 @@ def load_average() -> float:
     kernel recomputes it only every five seconds, and every activation builds its slot's ad."""
     global _load_read
     now = time.monotonic()
-    if now - _load_read[0] >= LOAD_READ_INTERVAL or _load_read[0] < 0:
+    if now - _load_read[0] >= LOAD_READ_INTERVAL:
         try:
             _load_read = (now, round(os.getloadavg()[0], 2))
         except OSError:

@@ -699,10 +699,15 @@ class Starter:
         removed = sum(1 for _, ids in paths if ids is None)
         wanted = min(removed + SPARE_DIRS - len(self._spare_dirs), MAX_SPARE_DIRS - len(self._spare_dirs))
         make = [os.path.join(self.execute, f"dir_{os.getpid()}_{next(_SEQ)}") for _ in range(max(0, wanted))]
-        done = asyncio.get_running_loop().run_in_executor(None, _recycle, paths, make)
-        done.add_done_callback(self._spares_made)
+        self._cleaning_round(_recycle, paths, make).add_done_callback(self._spares_made)
+
+    def _cleaning_round(self, work: Callable[..., Any], *args: Any) -> asyncio.Future:
+        """``work(*args)`` on a worker thread, kept in ``_cleaning`` until done (a shutdown waits
+        for it)."""
+        done = asyncio.get_running_loop().run_in_executor(None, work, *args)
         self._cleaning.add(done)
         done.add_done_callback(self._cleaning.discard)
+        return done
 
     def _spares_made(self, done: asyncio.Future) -> None:
         made, kept = done.result() if not done.cancelled() and done.exception() is None else ([], [])
@@ -857,9 +862,7 @@ class Starter:
             del self._reusable_used[ids]
             paths += self._reusable.pop(ids, [])
         if paths:
-            done = asyncio.get_running_loop().run_in_executor(None, _rmtree_all, paths)
-            self._cleaning.add(done)
-            done.add_done_callback(self._cleaning.discard)
+            self._cleaning_round(_rmtree_all, paths)
 
     def _apply(self, tree: dict[int, list[proctree.ProcStat]],
                groups: dict[str, tuple[cgroups.CgroupUsage, proctree.TreeUsage]] | None = None) -> None:

@@ -120,17 +120,23 @@ def ensure_broker(url: str, wait: float = 90.0, say: Any = print) -> None:
     )
 
 
-def check_login(url: str) -> None:
-    """Log in once, so a wrong password or missing vhost is said plainly before anything starts."""
+def check_broker(url: str, master: str) -> None:
+    """Log in once, so a wrong password or missing vhost is said plainly before anything starts;
+    and, on that connection, that no other pool of the same names serves on this vhost (another
+    user's personal pool on this machine, or one started from another directory), whose daemons
+    this pool's would refuse to share their addresses with, one by one."""
     import pika
     import pika.exceptions
 
+    from gridbus import bus
+
     broker = BrokerURL(url)
     try:
-        params = pika.URLParameters(_answering(broker).url)
+        first = next((b for b in broker.alternatives if _answers(b.host, b.port)), broker)
+        params = pika.URLParameters(first.url)
         params.socket_timeout = 5
         params.blocked_connection_timeout = 5
-        pika.BlockingConnection(params).close()
+        conn = pika.BlockingConnection(params)
     except pika.exceptions.ProbableAuthenticationError as exc:
         raise RuntimeError(f"the broker refused the login of {broker.user!r} ({broker.redacted()}): check GRIDBUS_URL's user and password") from exc
     except pika.exceptions.ProbableAccessDeniedError as exc:
@@ -139,40 +145,18 @@ def check_login(url: str) -> None:
         ) from exc
     except pika.exceptions.AMQPError as exc:
         raise RuntimeError(f"cannot log in to {broker.redacted()}: {exc!r}") from exc
-
-
-def _answering(broker: BrokerURL) -> BrokerURL:
-    """The first of the broker's nodes that answers (the URL as given if none does)."""
-    return next((b for b in broker.alternatives if _answers(b.host, b.port)), broker)
-
-
-def consumers_of(url: str, address: str) -> int:
-    """How many consumers the request queue of ``address`` has (0 if it has no queue)."""
-    import pika
-    import pika.exceptions
-
-    from gridbus import bus
-
-    conn = pika.BlockingConnection(pika.URLParameters(_answering(BrokerURL(url)).url))
     try:
-        return conn.channel().queue_declare(bus.rpc_queue(address), passive=True).method.consumer_count
+        serving = conn.channel().queue_declare(bus.rpc_queue(master), passive=True).method.consumer_count
     except pika.exceptions.ChannelClosedByBroker as exc:
-        if exc.reply_code == 404:
-            return 0
-        raise
+        if exc.reply_code != 404:  # (404: no such queue, so nobody serves that address)
+            raise
+        serving = 0
     finally:
         if conn.is_open:
             conn.close()
-
-
-def check_not_serving(url: str, cfg: Config) -> None:
-    """Say plainly, before anything starts, that another pool of the same names serves on this
-    vhost (another user's personal pool on this machine, or one started from another directory):
-    its daemons would refuse to start one by one (an agent never shares its address)."""
-    master = f"master@{cfg.get('MASTER_NAME', '') or socket.gethostname()}"
-    if consumers_of(url, master):
+    if serving:
         raise RuntimeError(
-            f"a pool whose master is {master} already serves on {BrokerURL(url).redacted()} (another personal "
+            f"a pool whose master is {master} already serves on {broker.redacted()} (another personal "
             "pool on this machine: another user's, or one started from another directory); stop it with "
             "`gridbus pool down` where it was started, or run this one on a vhost of its own (GRIDBUS_URL) or "
             "with names of its own (MASTER_NAME, COLLECTOR_NAME, NEGOTIATOR_NAME, SCHEDD_NAME, STARTD_NAME)")
@@ -243,8 +227,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(f"the personal pool already runs (master pid {running}); `gridbus pool status` shows it")
         return 0
     ensure_broker(url)
-    check_login(url)
-    check_not_serving(url, cfg)
+    check_broker(url, f"master@{cfg.get('MASTER_NAME', '') or socket.gethostname()}")
     from gridbus import personal
 
     me = personal.ensure(url, cfg.path_of("LOCAL_DIR"))

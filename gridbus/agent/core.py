@@ -204,7 +204,10 @@ class Agent(CommonMethods):
         try:
             await self._start()
         except BaseException:
-            await self._start_failed()
+            try:
+                await self._end_tasks_and_connection()
+            except Exception:  # the start's own failure is the one to report
+                self.log.warning("could not close the connection of a failed start", exc_info=True)
             raise
 
     async def _start(self) -> None:
@@ -289,21 +292,15 @@ class Agent(CommonMethods):
                 await self.advertiser.stop()
         except Exception:
             self.log.warning("could not invalidate ads", exc_info=True)
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self.connection.close()
+        await self._end_tasks_and_connection()
 
-    async def _start_failed(self) -> None:
-        """What a start that failed half way left: its background work and its connection (its
+    async def _end_tasks_and_connection(self) -> None:
+        """The end of a stop, and all of what a start that failed half way leaves to undo (its
         channels' readers would otherwise be collected unfinished, long after)."""
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        try:
-            await self.connection.close()
-        except Exception:
-            self.log.warning("could not close the connection of a failed start", exc_info=True)
+        await self.connection.close()
 
     def request_stop(self, delay: float = 0.0) -> bool:
         """Stop as a signal would, ``delay`` seconds from now (time to send an answer first);
