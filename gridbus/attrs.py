@@ -22,14 +22,42 @@ def get(ad: Mapping[str, Any], name: str, default: Any = None) -> Any:
     return ad[key] if key is not None else default
 
 
-def spelled(ad: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
-    """``ad`` with every key that is one of ``names`` in another case renamed to that spelling,
-    so code that reads those names with ``ad.get`` finds them (a copy; one pass over the ad)."""
-    by_lower = {n.lower(): n for n in names}
-    out: dict[str, Any] = {}
-    for key, value in ad.items():
-        name = by_lower.get(key.lower(), key)
-        if name in out and name != key:
-            continue  # the canonical spelling was given too: it wins
-        out[name] = value
-    return out
+class Spellings:
+    """A fixed set of attribute names, and ads made to spell them as given (`spelled`).
+
+    For code on a per-job path: it remembers the keys it has seen that spell none of the names
+    (every ad of a pool uses a few hundred names at most), so an ad whose keys are all known is
+    told apart with one set difference, in C, and is given back as it is, not copied."""
+
+    KNOWN_MAX = 10_000  # keys remembered; past it the memory starts again (hostile ads)
+
+    def __init__(self, names: Iterable[str]):
+        self.names = frozenset(names)
+        self._by_lower = {n.lower(): n for n in self.names}
+        self._others: set[str] = set()  # keys seen that spell none of the names
+
+    def spelled(self, ad: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``ad`` (itself when nothing is to rename) with every key that spells one of the names
+        in another case renamed to the name's spelling; where both are given, the name's own
+        spelling wins."""
+        odd = ad.keys() - self.names - self._others
+        if not odd:
+            return ad
+        renames: dict[str, str] = {}
+        for key in odd:
+            name = self._by_lower.get(key.lower()) if isinstance(key, str) else None
+            if name is not None:
+                renames[key] = name
+            elif isinstance(key, str):
+                if len(self._others) >= self.KNOWN_MAX:
+                    self._others.clear()
+                self._others.add(key)
+        if not renames:
+            return ad
+        out: dict[str, Any] = {}
+        for key, value in ad.items():
+            name = renames.get(key, key)
+            if name in out and name != key:
+                continue  # the canonical spelling was given too: it wins
+            out[name] = value
+        return out

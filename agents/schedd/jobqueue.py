@@ -25,6 +25,7 @@ from collections.abc import Callable, Container, Iterator
 from pathlib import Path
 from typing import Any
 
+from gridbus.agents.schedd import matchexp
 from gridbus.agents.schedd.jobattrs import JobStatus
 from gridbus.agents.schedd.store import Batch, Store, pack, unpack
 from gridbus.classad.values import is_number
@@ -114,6 +115,9 @@ class Snapshot:
             self._queue._snapshots.remove(self)
 
 
+_COMPUTED = frozenset(("procid", "jobstatus", "globaljobid"))  # lower case
+
+
 def _full_ad(cluster_ad: dict[str, Any], attrs: dict[str, Any] | None, proc_id: int, status: int,
              global_job_id: str) -> dict[str, Any]:
     out = dict(cluster_ad)
@@ -130,8 +134,8 @@ def _full_ad(cluster_ad: dict[str, Any], attrs: dict[str, Any] | None, proc_id: 
 
 
 class Cluster:
-    __slots__ = ("ad", "factory", "id", "idle", "idle_heads", "idle_own", "keys", "owner", "prio", "prio_procs", "procs", "qdate",
-                 "reads_proc_id", "version")
+    __slots__ = ("ad", "factory", "id", "idle", "idle_heads", "idle_own", "keys", "match_macros", "owner", "prio", "prio_procs",
+                 "procs", "qdate", "reads_proc_id", "version")
 
     def __init__(self, cluster_id: int, owner: str, ad: dict[str, Any], factory: dict[str, Any] | None):
         self.id = cluster_id
@@ -159,6 +163,8 @@ class Cluster:
         self.qdate = int(qdate) if is_number(qdate) else 0
         # An expression that names what differs from proc to proc: its procs may match differently.
         self.reads_proc_id = reads_proc_id(self.ad)
+        # Whether the ad holds a $$() to expand at activation (asked of every job sent to a slot).
+        self.match_macros = matchexp.needs_expansion(self.ad)
         self.version += 1
 
     def became_idle(self, proc_id: int) -> None:
@@ -419,20 +425,28 @@ class JobQueue:
         for snap in self._snapshots:
             snap.keep(p)
         c = p.cluster
+        own: dict[str, str] | None = None  # the proc's own keys by lower case, made at the first need
         for name, value in attrs.items():
-            if name.lower() in ("procid", "jobstatus", "globaljobid"):
+            low = name.lower()
+            if low in _COMPUTED:
                 continue  # computed from the record, never stored
-            canon = c.keys.get(name.lower())
-            if canon is None and p.attrs:
-                canon = next((k for k in p.attrs if k.lower() == name.lower()), None)
-            canon = canon or name
-            had_own_prio = bool(p.attrs) and p.attrs.get("JobPrio") is not None
-            if value is None and canon not in c.ad:
+            canon = c.keys.get(low)
+            if canon is None:
+                if p.attrs and name not in p.attrs:
+                    if own is None:
+                        own = {k.lower(): k for k in p.attrs}
+                    canon = own.get(low)
+                if canon is None:
+                    canon = name
+                    if own is not None:
+                        own[low] = name
+            had_own_prio = canon == "JobPrio" and bool(p.attrs) and p.attrs.get("JobPrio") is not None
+            if (value is None and canon not in c.ad) or (
+                    value is not None and canon in c.ad and _same(c.ad[canon], value)):
                 if p.attrs and canon in p.attrs:
                     del p.attrs[canon]
-            elif value is not None and canon in c.ad and _same(c.ad[canon], value):
-                if p.attrs and canon in p.attrs:
-                    del p.attrs[canon]
+                    if own is not None:
+                        own.pop(low, None)
             else:  # a new value, or None shadowing a cluster attribute (deleted for this proc)
                 if p.attrs is None:
                     p.attrs = {}

@@ -22,6 +22,7 @@ POLICY_ATTRS_LOWER = frozenset(a.lower() for a in (*PERIODIC_ATTRS, "OnExitHold"
 _NAMES = (*PERIODIC_ATTRS, "PeriodicHoldReason", "PeriodicHoldSubCode", "OnExitHold", "OnExitHoldReason",
           "OnExitHoldSubCode", "OnExitRemove", "JobMaxRetries", "SuccessExitCode", "ExitBySignal", "ExitCode",
           "NumJobCompletions")
+_SPELLINGS = attrs.Spellings(_NAMES)
 
 HOLD = "hold"
 RELEASE = "release"
@@ -93,7 +94,7 @@ def _subcode(ad: dict[str, Any], attr: str) -> int:
 
 def periodic(ad: dict[str, Any]) -> Decision | None:
     """What the periodic policy says about a job now, or None."""
-    ad = attrs.spelled(ad, _NAMES)
+    ad = _SPELLINGS.spelled(ad)
     status = ad.get("JobStatus")
     if status in (JobStatus.REMOVED, JobStatus.COMPLETED):
         return None
@@ -109,7 +110,7 @@ def periodic(ad: dict[str, Any]) -> Decision | None:
 
 def at_exit(ad: dict[str, Any]) -> Decision:
     """What happens to a job that exited (``ad`` carries ExitCode/ExitBySignal and the new counts)."""
-    ad = attrs.spelled(ad, _NAMES)
+    ad = _SPELLINGS.spelled(ad)
     if _test(ad, "OnExitHold"):
         return Decision(HOLD, _reason(ad, "OnExitHold", "OnExitHoldReason"), int(HoldCode.JOB_POLICY),
                         _subcode(ad, "OnExitHoldSubCode"))

@@ -191,7 +191,7 @@ class Shadows:
         if p is None or p.status != IDLE_JOB:
             return None
         ad = self.queue.ad(p)
-        if not matchexp.needs_expansion(ad):
+        if not p.cluster.match_macros and not (p.attrs and matchexp.needs_expansion(p.attrs)):
             return ad
         try:
             changes = matchexp.expand(ad, claim.slot_ad)

@@ -19,6 +19,10 @@ from gridbus.agents.startd.arguments import lookup
 from gridbus.agents.startd.detect import load_average
 from gridbus.agents.startd.settings import StartdSettings
 
+# The slot's Requirements (sl.REQUIREMENTS) with START spelled as the slot ad spells it: a name
+# found as written spares the evaluation a lower-case copy of the slot ad at every activation.
+_SLOT_TEST = sl.REQUIREMENTS.replace("START", "Start")
+
 
 class SlotAds:
     def __init__(self, name: str, address: str, table: sl.SlotTable, machine_attrs: dict[str, Any],
@@ -135,7 +139,7 @@ class SlotAds:
 
     def mismatch(self, slot_ad: Mapping[str, Any], job: Mapping[str, Any]) -> str | None:
         """Why the slot and the job do not match (both Requirements), or None if they do."""
-        if not classad.compile(sl.REQUIREMENTS).test(slot_ad, job):
+        if not classad.compile(_SLOT_TEST).test(slot_ad, job):
             return (f"{slot_ad['Name']} does not accept this job: its Requirements (START && WithinResourceLimits) "
                     f"are not met (Cpus={slot_ad['Cpus']}, Memory={slot_ad['Memory']}, Disk={slot_ad['Disk']}; "
                     f"job asks RequestCpus={lookup(job, 'RequestCpus')}, RequestMemory={lookup(job, 'RequestMemory')}, "

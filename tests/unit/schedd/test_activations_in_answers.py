@@ -46,7 +46,7 @@ class FakeQueue:
         return self._proc((cluster, proc)) if (cluster, proc) in self.jobs else None
 
     def _proc(self, key: tuple[int, int]) -> SimpleNamespace:
-        return SimpleNamespace(key=key, id=key[1], cluster=SimpleNamespace(id=key[0]), attrs={"Own": True},
+        return SimpleNamespace(key=key, id=key[1], cluster=SimpleNamespace(id=key[0], match_macros=False), attrs={"Own": True},
                                status=self.jobs[key]["JobStatus"])
 
     def idle_clusters(self, owner: str) -> list[SimpleNamespace]:

@@ -85,3 +85,19 @@ def test_deleting_a_cluster_attribute_for_one_proc(tmp_path):
     assert "HoldReason" not in q.get(cid, 0) and q.get(cid, 1)["HoldReason"] == "submitted on hold"
     q.update(q.proc(cid, 1), {"holdreason": "other"})  # names are case-insensitive
     assert q.get(cid, 1)["HoldReason"] == "other"
+
+
+def test_an_attribute_keeps_the_first_spelling_it_was_given(tmp_path):
+    """ClassAd names have no case: a job's own attribute set again in another case (or twice in
+    one update) stays one attribute, spelled as first given; a cluster attribute keeps the cluster's."""
+    q = JobQueue(tmp_path / "q.db", "s1")
+    cid = q.new_cluster_id()
+    q.add_cluster(cid, "alice", cluster_ad(cid), None, 1)
+    p = q.proc(cid, 0)
+    q.update(p, {"LastHoldReason": "a", "ExitCode": 1})
+    q.update(p, {"lastholdreason": "b", "EXITCODE": 2, "NewOne": 1, "newone": 2, "cmd": "/bin/false"})
+    assert p.attrs == {"LastHoldReason": "b", "ExitCode": 2, "NewOne": 2, "Cmd": "/bin/false"}
+    q.update(p, {"exitcode": None, "EXITCODE": 3})  # deleted, then set again: the new spelling
+    assert p.attrs == {"LastHoldReason": "b", "EXITCODE": 3, "NewOne": 2, "Cmd": "/bin/false"}
+    q.update(p, {"procid": 7, "JOBSTATUS": 2})  # computed from the record, never stored
+    assert "procid" not in p.attrs and "JOBSTATUS" not in p.attrs
