@@ -59,6 +59,8 @@ MATCHES_PER_CALL = 2000
 _SETTLED = (REJECT_NO_MATCH, REJECT_LIMIT, REJECT_HOSTILE)
 # Seconds the negotiator waits for a collector to answer its locate, one try after another.
 LOCATE_TIMEOUTS = (0.25, 0.5, 1.0, 2.0, 4.0)
+# Cycles a Submitter ad seen on the bus is waited for in the collector's answers (see `_awaited`).
+AWAIT_CYCLES = 5
 
 
 @dataclass
@@ -157,6 +159,12 @@ class Negotiator(Agent):
         self.total_matches = 0
         self._wake: asyncio.Event | None = None
         self._idle_seen: dict[str, int] = {}
+        # Submitters whose ad on the bus woke a cycle: name -> (the ad's (DaemonStartTime,
+        # UpdateSequenceNumber), cycles that did not find it in the collector yet). The collector
+        # may answer a cycle's Query before it has ingested the ad that woke the cycle (the two
+        # arrive on different queues; a busy collector ingests in slices between queries): such
+        # a cycle sees no new jobs, and without another wake they would wait NEGOTIATOR_INTERVAL.
+        self._awaited: dict[str, tuple[tuple[Any, Any], int]] = {}
         # claim id -> (UpdateSequenceNumber of the ad matched, when, cpus/memory/disk carved):
         # a slot handed out stays handed out until its startd re-advertises it.
         self._pending: dict[str, tuple[Any, float, tuple[float, float, float] | None]] = {}
@@ -240,6 +248,7 @@ class Negotiator(Agent):
             for name in body["names"]:
                 if isinstance(name, str):
                     self._idle_seen.pop(name, None)
+                    self._awaited.pop(name, None)
             return
         if message.type != bus.T_AD or not isinstance(body, dict) or not isinstance(body.get("ads"), list):
             return
@@ -250,6 +259,7 @@ class Negotiator(Agent):
             if not isinstance(name, str) or not isinstance(idle, int):
                 continue
             if idle > self._idle_seen.get(name, 0):
+                self._awaited[name] = (_version(ad), 0)
                 self.wake()
             self._idle_seen[name] = idle
 
@@ -318,7 +328,27 @@ class Negotiator(Agent):
             )
             stats = await self.negotiate_with(machines, submitter_ads, started, time.monotonic() - started)
             self.ads_changed()
+            if self._still_awaited(submitter_ads):
+                self.wake()  # the next cycle (after NEGOTIATOR_CYCLE_DELAY) looks again
             return stats
+
+    def _still_awaited(self, submitter_ads: list[dict[str, Any]]) -> bool:
+        """Forget the awaited submitters whose ad (or a newer one) the collector gave this cycle;
+        whether any is still awaited (each for at most AWAIT_CYCLES cycles: an ad the collector
+        refused must not keep the negotiator cycling)."""
+        if not self._awaited:
+            return False
+        given = {ad.get("Name"): _version(ad) for ad in submitter_ads}
+        for name, (version, misses) in list(self._awaited.items()):
+            have = given.get(name)
+            if have is not None and _not_older(have, version):
+                del self._awaited[name]
+            elif misses + 1 >= AWAIT_CYCLES:
+                self.log.warning("the collector has not shown submitter %s's ad after %d cycles", name, misses + 1)
+                del self._awaited[name]
+            else:
+                self._awaited[name] = (version, misses + 1)
+        return bool(self._awaited)
 
     async def negotiate_with(
         self, machines: list[dict[str, Any]], submitter_ads: list[dict[str, Any]], started: float | None = None,
@@ -700,3 +730,16 @@ class Negotiator(Agent):
             self.accountant.save()
         except OSError as exc:
             raise MethodError(Status.EXCEPTION, f"could not persist the accountant: {exc}") from None
+
+
+def _version(ad: dict[str, Any]) -> tuple[Any, Any]:
+    """An ad's (DaemonStartTime, UpdateSequenceNumber): the collector keeps the newest."""
+    return ad.get("DaemonStartTime"), ad.get("UpdateSequenceNumber")
+
+
+def _not_older(have: tuple[Any, Any], wanted: tuple[Any, Any]) -> bool:
+    """Whether an ad of version ``have`` is the one of version ``wanted`` or newer (an ad without
+    numbers to compare counts as new enough)."""
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in (*have, *wanted)):
+        return True
+    return have >= wanted

@@ -142,3 +142,41 @@ def test_no_free_slot_asks_no_schedd_for_requests(tmp_path):
     stats = cycle(neg, machines, [s])  # the same ads again: every slot is still pending
     assert stats.matches == 0 and stats.slots == 0
     assert s.calls["GetResourceRequests"] == 1
+
+
+def test_a_cycle_that_missed_the_submitter_ad_that_woke_it_looks_again(tmp_path):
+    """The collector may answer a woken cycle's Query before it has ingested the Submitter ad
+    that woke it (its ads and its queries come on different queues): the negotiator wakes
+    again until it sees that ad or a newer one, for AWAIT_CYCLES cycles at most. Without
+    this, the new jobs waited for NEGOTIATOR_INTERVAL."""
+    from gridbus.agents.negotiator import agent as negotiator_agent
+
+    s = SimSchedd("s1", {"alice": job_ads("alice", 3, 10)})
+    neg = negotiator(tmp_path, [s])
+    machines = machine_ads(5, kinds=1, seed=3)
+    woke = [{**a, "DaemonStartTime": 100, "UpdateSequenceNumber": 7} for a in s.submitter_ads()]
+    older = [{**a, "UpdateSequenceNumber": 6} for a in woke]
+    newer = [{**a, "UpdateSequenceNumber": 8} for a in woke]
+
+    def wakes(answers: list[list[dict]]) -> list[bool]:
+        async def query(types: list[str], private: bool) -> list[dict]:
+            return machines if types == ["Machine"] else answers.pop(0)
+
+        async def main() -> list[bool]:
+            neg._query = query
+            neg._wake = asyncio.Event()
+            await neg._on_submitter_ads(_Message(bus.T_AD, {"ads": woke}))
+            out = []
+            while answers:
+                neg._wake.clear()
+                await neg.negotiate()
+                out.append(neg._wake.is_set())
+            return out
+
+        neg._idle_seen.clear()
+        return asyncio.run(main())
+
+    assert wakes([[], older, newer]) == [True, True, False]
+    assert wakes([woke]) == [False]
+    n = negotiator_agent.AWAIT_CYCLES
+    assert wakes([[] for _ in range(n)]) == [True] * (n - 1) + [False]
