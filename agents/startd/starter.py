@@ -558,8 +558,10 @@ class Starter:
         if not path:
             return subprocess.DEVNULL  # Popen keeps one /dev/null open for every job
         target = _resolve(path, iwd)
+        if target == os.devnull:  # the schedd's default Out and Err: the /dev/null kept open
+            return subprocess.DEVNULL
         code = HOLD_UNABLE_TO_OPEN_OUTPUT if write else HOLD_UNABLE_TO_OPEN_INPUT
-        if target != os.devnull and not may_access(target, account, write):
+        if not may_access(target, account, write):
             owner = _str(ad, "Owner")
             # A root-started personal pool runs root's jobs as nobody: say so, or the refusal puzzles.
             why = f" (jobs of {owner} run as {account.name} on this machine)" if owner and owner != account.name else ""
