@@ -28,7 +28,6 @@ to its process scan (`proctree`).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import errno
 import logging
 import os
@@ -145,6 +144,7 @@ class JobCgroup:
         self.written: dict[str, str] = {}  # limit files as last written: a reused group skips them
         self.final_raw: CgroupUsage | None = None  # counters read once the group was found empty
         self._files: dict[tuple[str, str], str] = {}
+        self._join_files: tuple[str, ...] | None = None
 
     def file(self, controller: str, name: str) -> str:
         """The path of the group's file ``name`` in ``controller``'s hierarchy ("" on v2, or
@@ -173,8 +173,11 @@ class JobCgroup:
         hierarchy's ``tasks`` file, since the kernel moves the writing thread alone then without
         its global lock on every fork and exit of the machine (a ``cgroup.procs`` write takes it,
         and waits out an RCU grace period for it); on v2 ``cgroup.procs``."""
-        name = "tasks" if self.version == 1 else "cgroup.procs"
-        return tuple(os.path.join(d, name) for d in self.dirs())
+        files = self._join_files
+        if files is None:  # made once: every job's spawn passes them
+            name = "tasks" if self.version == 1 else "cgroup.procs"
+            files = self._join_files = tuple(os.path.join(d, name) for d in self.dirs())
+        return files
 
     # ------------------------------------------------------------------ life
     def create(self) -> None:
@@ -338,19 +341,17 @@ class JobCgroup:
             hard = limit if limit and policy == "hard" else None
             soft = limit if limit and policy == "soft" else None
             if self.version == 2:
-                d = self.dir()
-                _write(os.path.join(d, "memory.max"), hard or _UNLIMITED)
+                _write(self.file("", "memory.max"), hard or _UNLIMITED)
                 if hard:
                     with contextlib.suppress(OSError):  # a limit of memory, not memory plus swap
-                        _write(os.path.join(d, "memory.swap.max"), "0")
-                _write(os.path.join(d, "memory.low"), soft or "0")  # reclaimed last up to its share
+                        _write(self.file("", "memory.swap.max"), "0")
+                _write(self.file("", "memory.low"), soft or "0")  # reclaimed last up to its share
             else:
-                d = self.dir("memory")
-                _write(os.path.join(d, "memory.limit_in_bytes"), hard or "-1")
+                _write(self.file("memory", "memory.limit_in_bytes"), hard or "-1")
                 if hard:
                     with contextlib.suppress(OSError):
-                        _write(os.path.join(d, "memory.swappiness"), "0")
-                _write(os.path.join(d, "memory.soft_limit_in_bytes"), soft or "-1")
+                        _write(self.file("memory", "memory.swappiness"), "0")
+                _write(self.file("memory", "memory.soft_limit_in_bytes"), soft or "-1")
         weight = cpus if cpus and cpus > 0 else 1.0
         if self.version == 2 and "cpu" in c:
             _write(self.file("", "cpu.weight"), str(max(1, min(10000, round(100 * weight)))))
@@ -432,15 +433,14 @@ class JobCgroup:
     def final_usage(self) -> CgroupUsage:
         """``usage`` of a group found empty: its counters are final, and `reset` takes them as
         the next job's baseline instead of reading them again."""
-        raw = self._raw_usage(empty=True)
-        self.final_raw = dataclasses.replace(raw)
+        raw = self.final_raw = self._raw_usage(empty=True)
         return self._less_baseline(raw)
 
     def _less_baseline(self, u: CgroupUsage) -> CgroupUsage:
+        """``u`` less the counters of the group's earlier jobs (a new record: ``u`` is kept as it is)."""
         b = self.baseline
-        u.user_cpu, u.sys_cpu = max(0.0, u.user_cpu - b.user_cpu), max(0.0, u.sys_cpu - b.sys_cpu)
-        u.oom_kills = max(0, u.oom_kills - b.oom_kills)
-        return u
+        return CgroupUsage(u.memory_peak_bytes, u.memory_bytes, max(0.0, u.user_cpu - b.user_cpu),
+                           max(0.0, u.sys_cpu - b.sys_cpu), max(0, u.oom_kills - b.oom_kills), u.processes)
 
 
 class Hierarchy:
