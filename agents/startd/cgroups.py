@@ -439,8 +439,9 @@ class JobCgroup:
     def _less_baseline(self, u: CgroupUsage) -> CgroupUsage:
         """``u`` less the counters of the group's earlier jobs (a new record: ``u`` is kept as it is)."""
         b = self.baseline
-        return CgroupUsage(u.memory_peak_bytes, u.memory_bytes, max(0.0, u.user_cpu - b.user_cpu),
-                           max(0.0, u.sys_cpu - b.sys_cpu), max(0, u.oom_kills - b.oom_kills), u.processes)
+        return CgroupUsage(memory_peak_bytes=u.memory_peak_bytes, memory_bytes=u.memory_bytes,
+                           user_cpu=max(0.0, u.user_cpu - b.user_cpu), sys_cpu=max(0.0, u.sys_cpu - b.sys_cpu),
+                           oom_kills=max(0, u.oom_kills - b.oom_kills), processes=u.processes)
 
 
 class Hierarchy:
