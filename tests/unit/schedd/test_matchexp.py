@@ -72,3 +72,19 @@ def test_the_file_transfer_reads_the_job_as_last_expanded():
     job = {"Cmd": "p.$$(OpSys)", "Out": "o", "Iwd": "/w"}
     matched = as_matched({**job, **expand(job, SLOT)})
     assert matched["Cmd"] == "p.LINUX" and matched["Out"] == "o" and as_matched(job) == job
+
+
+def test_a_macro_in_one_procs_own_attribute_is_expanded_for_that_proc(tmp_path):
+    """The schedd looks for $$() once per cluster ad; a proc's own attribute (set by `gridbus
+    edit` on that proc) is looked at apart, so its macro is expanded for it and not for the others."""
+    from gridbus.agents.schedd.shadows import Claim
+    from tests.unit.schedd.inproc import make_schedd, submit
+
+    schedd = make_schedd(tmp_path)
+    cid = submit(schedd, count=2, Arguments="plain")
+    q = schedd.queue
+    q.update(q.proc(cid, 1), {"Arguments": "cpus=$$(Cpus)"})
+    claim = Claim("c1", "startd@a", "slot1@a", "alice", {"Name": "slot1@a", "Cpus": 4}, 1e18)
+    assert schedd.shadows._idle_ad_for(claim, (cid, 0))["Arguments"] == "plain"
+    assert schedd.shadows._idle_ad_for(claim, (cid, 1))["Arguments"] == "cpus=4"
+    assert q.get(cid, 1)["MATCH_Cpus"] == 4 and "MATCH_Cpus" not in q.get(cid, 0)
