@@ -127,6 +127,55 @@ def _int_file(path: str) -> int | None:
         return None
 
 
+class _PeakFile:
+    """cgroup v2's ``memory.peak`` of one group, through one descriptor for the group's life.
+
+    Since Linux 6.12 a write to memory.peak resets the peak only as read through the descriptor
+    written to; a read through any other descriptor still gives the peak since the group was
+    made. So the reset and every later read go through this one descriptor (the monitor's thread
+    reads it too: the lock keeps a read off a descriptor being closed). On an older kernel the
+    file cannot be written: the reset fails (the group is then not reused) and reads go by path."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._fd: int | None = None
+        self._lock = threading.Lock()
+
+    def reset(self) -> bool:
+        with self._lock:
+            try:
+                if self._fd is None:
+                    self._fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+                os.write(self._fd, b"0")
+            except OSError:
+                self._close()
+                return False
+            return True
+
+    def read(self) -> int | None:
+        with self._lock:
+            if self._fd is None:
+                return _int_file(self.path)
+            try:
+                text = os.pread(self._fd, 64, 0)
+            except OSError:
+                return None
+        try:
+            return int(text.strip())
+        except ValueError:
+            return None
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+
 def safe_name(name: str) -> str:
     """A startd or job name as one directory name."""
     return re.sub(r"[^A-Za-z0-9_.@+-]", "_", name) or "_"
@@ -145,6 +194,7 @@ class JobCgroup:
         self.final_raw: CgroupUsage | None = None  # counters read once the group was found empty
         self._files: dict[tuple[str, str], str] = {}
         self._join_files: tuple[str, ...] | None = None
+        self._peak_file: _PeakFile | None = None  # v2's memory.peak (see _PeakFile)
 
     def file(self, controller: str, name: str) -> str:
         """The path of the group's file ``name`` in ``controller``'s hierarchy ("" on v2, or
@@ -224,11 +274,19 @@ class JobCgroup:
         hierarchy), run in the job's first process before it execs the job."""
         return " && ".join(f"echo $$ >{shlex.quote(f)}" for f in self.procs_files)
 
+    def _peak(self) -> _PeakFile:
+        if self._peak_file is None:
+            self._peak_file = _PeakFile(self.file("", "memory.peak"))
+        return self._peak_file
+
     def remove(self) -> bool:
         """Remove the (empty) group; False while members are still dying."""
         ok = True
         self.created = False
         self.written.clear()
+        if self._peak_file is not None:
+            self._peak_file.close()
+            self._peak_file = None
         for d in self.dirs():
             try:
                 os.rmdir(d)
@@ -374,11 +432,14 @@ class JobCgroup:
         Reusing groups matters: making a fresh group per job costs a start about 10 ms more than
         moving into an existing one (measured on the v1 hierarchies of the test machine)."""
         if "memory" in self.h.controllers:
-            name = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
-            try:
-                _write(self.file("memory", name), "0")
-            except OSError:
-                return False
+            if self.version == 2:
+                if not self._peak().reset():
+                    return False
+            else:
+                try:
+                    _write(self.file("memory", "memory.max_usage_in_bytes"), "0")
+                except OSError:
+                    return False
         # The counters read when the group was found empty are final (nothing is left to run).
         raw, self.final_raw = self.final_raw, None
         if raw is None:
@@ -414,8 +475,7 @@ class JobCgroup:
             u.sys_cpu = cpu.get("system_usec", 0) / 1e6
             if "memory" in c:
                 u.memory_bytes = 0 if empty else _keyed(self.file("", "memory.stat")).get("anon", 0)
-                u.memory_peak_bytes = _int_file(self.file("", "memory.peak")) or _int_file(
-                    self.file("", "memory.current")) or 0
+                u.memory_peak_bytes = self._peak().read() or _int_file(self.file("", "memory.current")) or 0
                 u.oom_kills = _keyed(self.file("", "memory.events")).get("oom_kill", 0)
         else:
             if "cpuacct" in c:
