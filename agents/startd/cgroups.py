@@ -194,7 +194,8 @@ class JobCgroup:
         self.final_raw: CgroupUsage | None = None  # counters read once the group was found empty
         self._files: dict[tuple[str, str], str] = {}
         self._join_files: tuple[str, ...] | None = None
-        self._peak_file: _PeakFile | None = None  # v2's memory.peak (see _PeakFile)
+        # v2's memory.peak (see _PeakFile), made here: the loop and the monitor's thread both use it.
+        self._peak_file = _PeakFile(self.file("", "memory.peak")) if self.version == 2 else None
 
     def file(self, controller: str, name: str) -> str:
         """The path of the group's file ``name`` in ``controller``'s hierarchy ("" on v2, or
@@ -274,11 +275,6 @@ class JobCgroup:
         hierarchy), run in the job's first process before it execs the job."""
         return " && ".join(f"echo $$ >{shlex.quote(f)}" for f in self.procs_files)
 
-    def _peak(self) -> _PeakFile:
-        if self._peak_file is None:
-            self._peak_file = _PeakFile(self.file("", "memory.peak"))
-        return self._peak_file
-
     def remove(self) -> bool:
         """Remove the (empty) group; False while members are still dying."""
         ok = True
@@ -286,7 +282,6 @@ class JobCgroup:
         self.written.clear()
         if self._peak_file is not None:
             self._peak_file.close()
-            self._peak_file = None
         for d in self.dirs():
             try:
                 os.rmdir(d)
@@ -433,7 +428,8 @@ class JobCgroup:
         moving into an existing one (measured on the v1 hierarchies of the test machine)."""
         if "memory" in self.h.controllers:
             if self.version == 2:
-                if not self._peak().reset():
+                assert self._peak_file is not None
+                if not self._peak_file.reset():
                     return False
             else:
                 try:
@@ -475,7 +471,8 @@ class JobCgroup:
             u.sys_cpu = cpu.get("system_usec", 0) / 1e6
             if "memory" in c:
                 u.memory_bytes = 0 if empty else _keyed(self.file("", "memory.stat")).get("anon", 0)
-                u.memory_peak_bytes = self._peak().read() or _int_file(self.file("", "memory.current")) or 0
+                assert self._peak_file is not None
+                u.memory_peak_bytes = self._peak_file.read() or _int_file(self.file("", "memory.current")) or 0
                 u.oom_kills = _keyed(self.file("", "memory.events")).get("oom_kill", 0)
         else:
             if "cpuacct" in c:
