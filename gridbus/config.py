@@ -268,6 +268,11 @@ class Config:
 
         return _MACRO.sub(sub, value)
 
+    def daemon_name(self, daemon: str) -> str:
+        """A daemon's name (its address is ``<daemon>@<name>``): its <DAEMON>_NAME knob, or the
+        host name where that is empty, as HTCondor names its daemons."""
+        return str(self.get(f"{daemon.upper()}_NAME", "") or "") or socket.gethostname()
+
     def get(self, name: str, default: Any = ...) -> Any:
         """The typed value of a knob: env GRIDBUS_<NAME> > file > knob default.
 

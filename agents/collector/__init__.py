@@ -7,8 +7,6 @@ from gridbus.ads, the Query/Locate/Invalidate methods, its own Collector ad).
 
 from __future__ import annotations
 
-import socket
-
 from gridbus.agents.collector.agent import (
     DEFAULT_CLASSAD_LIFETIME,
     NOT_FOUND,
@@ -41,7 +39,7 @@ __all__ = [
 
 def build(cfg: Config, name: str | None = None, url: str | None = None) -> Collector:
     """A collector configured from ``cfg`` (arguments given here win)."""
-    collector = Collector(name or str(cfg.get("COLLECTOR_NAME")) or socket.gethostname(), url or cfg.url())
+    collector = Collector(name or cfg.daemon_name("collector"), url or cfg.url())
     collector.config = cfg  # the baseline a later reconfig compares against
     collector.apply_config(cfg)
     return collector

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +59,7 @@ class Master(Agent):
         self.foreground = foreground
         interval = float(config.get("UPDATE_INTERVAL"))
         super().__init__(
-            name or str(config.get("MASTER_NAME")) or socket.gethostname(),
+            name or config.daemon_name("master"),
             url or config.url(),
             update_interval=interval,
             lifetime=float(config.get("CLASSAD_LIFETIME")) or None,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-
 from gridbus.agent import runner
 from gridbus.agents.negotiator.agent import Negotiator
 from gridbus.config import Config, knob
@@ -31,7 +29,7 @@ def build(cfg: Config | None = None, name: str | None = None, url: str | None = 
         except ValueError:
             raise ValueError(f"CONCURRENCY_LIMITS item {item!r} is not NAME=MAX") from None
     return Negotiator(
-        name or cfg.get("NEGOTIATOR_NAME") or socket.gethostname(),
+        name or cfg.daemon_name("negotiator"),
         url or cfg.url(),
         spool=cfg.path_of("SPOOL"),
         limits=limits,

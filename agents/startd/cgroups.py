@@ -118,23 +118,28 @@ def _keyed(path: str) -> dict[str, int]:
 
 def _int_file(path: str) -> int | None:
     try:
-        text = _read(path).strip()
+        return _int_text(_read(path))
     except OSError:
         return None
+
+
+def _int_text(text: str) -> int | None:
     try:
-        return int(text)
+        return int(text.strip())
     except ValueError:
         return None
 
 
 class _PeakFile:
-    """cgroup v2's ``memory.peak`` of one group, through one descriptor for the group's life.
+    """A group's memory peak (v1 ``memory.max_usage_in_bytes``, v2 ``memory.peak``), reset and
+    read through one descriptor, opened at the first reset and kept for the group's life.
 
-    Since Linux 6.12 a write to memory.peak resets the peak only as read through the descriptor
-    written to; a read through any other descriptor still gives the peak since the group was
-    made. So the reset and every later read go through this one descriptor (the monitor's thread
-    reads it too: the lock keeps a read off a descriptor being closed). On an older kernel the
-    file cannot be written: the reset fails (the group is then not reused) and reads go by path."""
+    On v2 this is needed: since Linux 6.12 a write to memory.peak resets the peak only as read
+    through the descriptor written to, and a read through any other still gives the peak since
+    the group was made. On v1 it spares a reused group's jobs an open and a close at each read and
+    reset. The monitor's thread reads it too: the lock keeps a read off a descriptor being closed.
+    A v2 memory.peak before 6.12 cannot be written: the reset fails (the group is then not
+    reused) and reads go by path."""
 
     def __init__(self, path: str):
         self.path = path
@@ -146,7 +151,7 @@ class _PeakFile:
             try:
                 if self._fd is None:
                     self._fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
-                os.write(self._fd, b"0")
+                os.pwrite(self._fd, b"0", 0)
             except OSError:
                 self._close()
                 return False
@@ -157,13 +162,9 @@ class _PeakFile:
             if self._fd is None:
                 return _int_file(self.path)
             try:
-                text = os.pread(self._fd, 64, 0)
+                return _int_text(os.pread(self._fd, 64, 0).decode())
             except OSError:
                 return None
-        try:
-            return int(text.strip())
-        except ValueError:
-            return None
 
     def close(self) -> None:
         with self._lock:
@@ -193,9 +194,13 @@ class JobCgroup:
         self.written: dict[str, str] = {}  # limit files as last written: a reused group skips them
         self.final_raw: CgroupUsage | None = None  # counters read once the group was found empty
         self._files: dict[tuple[str, str], str] = {}
-        self._join_files: tuple[str, ...] | None = None
-        # v2's memory.peak (see _PeakFile), made here: the loop and the monitor's thread both use it.
-        self._peak_file = _PeakFile(self.file("", "memory.peak")) if self.version == 2 else None
+        name = "tasks" if self.version == 1 else "cgroup.procs"
+        self._join_files = tuple(os.path.join(d, name) for d in self.dirs())  # every job's spawn passes them
+        # Made here, not at first use: the loop and the monitor's thread both use it.
+        self._peak_file: _PeakFile | None = None
+        if "memory" in hierarchy.controllers:
+            self._peak_file = _PeakFile(self.file("", "memory.peak") if self.version == 2 else
+                                        self.file("memory", "memory.max_usage_in_bytes"))
 
     def file(self, controller: str, name: str) -> str:
         """The path of the group's file ``name`` in ``controller``'s hierarchy ("" on v2, or
@@ -224,11 +229,7 @@ class JobCgroup:
         hierarchy's ``tasks`` file, since the kernel moves the writing thread alone then without
         its global lock on every fork and exit of the machine (a ``cgroup.procs`` write takes it,
         and waits out an RCU grace period for it); on v2 ``cgroup.procs``."""
-        files = self._join_files
-        if files is None:  # made once: every job's spawn passes them
-            name = "tasks" if self.version == 1 else "cgroup.procs"
-            files = self._join_files = tuple(os.path.join(d, name) for d in self.dirs())
-        return files
+        return self._join_files
 
     # ------------------------------------------------------------------ life
     def create(self) -> None:
@@ -426,16 +427,8 @@ class JobCgroup:
 
         Reusing groups matters: making a fresh group per job costs a start about 10 ms more than
         moving into an existing one (measured on the v1 hierarchies of the test machine)."""
-        if "memory" in self.h.controllers:
-            if self.version == 2:
-                assert self._peak_file is not None
-                if not self._peak_file.reset():
-                    return False
-            else:
-                try:
-                    _write(self.file("memory", "memory.max_usage_in_bytes"), "0")
-                except OSError:
-                    return False
+        if self._peak_file is not None and not self._peak_file.reset():
+            return False
         # The counters read when the group was found empty are final (nothing is left to run).
         raw, self.final_raw = self.final_raw, None
         if raw is None:
@@ -471,8 +464,7 @@ class JobCgroup:
             u.sys_cpu = cpu.get("system_usec", 0) / 1e6
             if "memory" in c:
                 u.memory_bytes = 0 if empty else _keyed(self.file("", "memory.stat")).get("anon", 0)
-                assert self._peak_file is not None
-                u.memory_peak_bytes = self._peak_file.read() or _int_file(self.file("", "memory.current")) or 0
+                u.memory_peak_bytes = self._peak_bytes() or _int_file(self.file("", "memory.current")) or 0
                 u.oom_kills = _keyed(self.file("", "memory.events")).get("oom_kill", 0)
         else:
             if "cpuacct" in c:
@@ -483,9 +475,12 @@ class JobCgroup:
                 if not empty:
                     stat = _keyed(self.file("memory", "memory.stat"))
                     u.memory_bytes = stat.get("total_rss", stat.get("rss", 0))
-                u.memory_peak_bytes = _int_file(self.file("memory", "memory.max_usage_in_bytes")) or 0
+                u.memory_peak_bytes = self._peak_bytes() or 0
                 u.oom_kills = _keyed(self.file("memory", "memory.oom_control")).get("oom_kill", 0)
         return u
+
+    def _peak_bytes(self) -> int | None:
+        return self._peak_file.read() if self._peak_file is not None else None
 
     def final_usage(self) -> CgroupUsage:
         """``usage`` of a group found empty: its counters are final, and `reset` takes them as

@@ -638,17 +638,17 @@ class Starter:
         try:
             self.on_exit(job)  # the exit report is queued before anything else happens
         finally:
-            if job.cgroup is None:
-                # The scan path watches the session a while for descendants that outlived the
-                # leader (`_apply`). A job in a cgroup has none outside its group, which is killed
-                # and emptied: watching its session too cost a /proc scan every second and a walk
-                # of every job of the last 30 s on the loop.
-                self._finished_sessions[job.pid] = (proctree.uptime_ticks(), time.monotonic() + 30)
             if job.cgroup is not None:
                 # Done once the group is empty and removed: a stop returns when nothing is left.
+                # (Its session is not watched: nothing of it is outside its group, killed and
+                # emptied; watching it cost a /proc scan every second on the loop.)
                 self._retire_group(job, time.monotonic() + 10)
-            elif job.done is not None and not job.done.done():
-                job.done.set_result(None)
+            else:
+                # The scan path watches the session a while for descendants that outlived the
+                # leader (`_apply`).
+                self._finished_sessions[job.pid] = (proctree.uptime_ticks(), time.monotonic() + 30)
+                if job.done is not None and not job.done.done():
+                    job.done.set_result(None)
             if not job.sandbox:  # a transferred sandbox is removed once its output is back
                 self._to_clean.append((job.scratch, (job.account.uid, job.account.gid)))
             if not self._clean_scheduled:

@@ -227,7 +227,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(f"the personal pool already runs (master pid {running}); `gridbus pool status` shows it")
         return 0
     ensure_broker(url)
-    check_broker(url, f"master@{cfg.get('MASTER_NAME', '') or socket.gethostname()}")
+    check_broker(url, f"master@{cfg.daemon_name('master')}")
     from gridbus import personal
 
     me = personal.ensure(url, cfg.path_of("LOCAL_DIR"))

@@ -69,12 +69,15 @@ class PeakKernel:
                 return len(data)
             return real_os.write(fd, data)
 
+        def pwrite(fd, data, offset):
+            return write(fd, data) if fd in self.open_fds else real_os.pwrite(fd, data, offset)
+
         def close(fd):
             self.open_fds.discard(fd)
             self.own.pop(fd, None)
             real_os.close(fd)
 
-        fake.open, fake.read, fake.pread, fake.write, fake.close = open_, read, pread, write, close
+        fake.open, fake.read, fake.pread, fake.write, fake.pwrite, fake.close = open_, read, pread, write, pwrite, close
         return fake
 
 
