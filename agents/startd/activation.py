@@ -38,7 +38,13 @@ from gridbus.agents.startd.limits import (
 from gridbus.agents.startd.reports import Reporter
 from gridbus.agents.startd.sandbox import Sandboxes, TransferLost
 from gridbus.agents.startd.simulated import SimulatedStarter
-from gridbus.agents.startd.starter import HOLD_FAILED_TO_CREATE_PROCESS, Job, Starter, StartFailed
+from gridbus.agents.startd.starter import (
+    HOLD_FAILED_TO_CREATE_PROCESS,
+    Beside,
+    Job,
+    Starter,
+    StartFailed,
+)
 from gridbus.status import MethodError, Status, app_error, invalid
 
 log = logging.getLogger("gridbus.startd")
@@ -238,17 +244,31 @@ class Activation:
             if lookup(job_ad, "RequestMemory") is not None:
                 memory = memory_limit(req.memory)
         claim.last_ad = job_ad
-        claim.launch = asyncio.get_running_loop().create_task(self._launch(claim, job_ad, memory, held),
-                                                              name=f"launch {slot.name}")
-        return claim.launch
+        beside: Beside | None = None
+        if held is None and self.starter.spawns_beside and not self.sandboxes.wanted(job_ad):
+            # Spawned now, not on the launch task's first turn of the loop: a slot freed by an
+            # exit starts its next job before anything else the loop has to do.
+            try:
+                beside = self.starter.begin_beside(job_ad, slot.name, _job_env(slot), memory)
+            except (StartFailed, OSError) as exc:  # reported by the task, after the activation's answer
+                held = exc
+        launch = asyncio.get_running_loop().create_task(self._launch(claim, job_ad, memory, held, beside),
+                                                        name=f"launch {slot.name}")
+        if beside is not None:  # a task cancelled before it finished the start leaves the job to stop
+            launch.add_done_callback(lambda task: self.starter.abandon(beside) if task.cancelled() else None)
+        claim.launch = launch
+        return launch
 
-    async def _launch(self, claim: sl.Claim, job_ad: dict, memory: int, held: StartFailed | None = None) -> None:
+    async def _launch(self, claim: sl.Claim, job_ad: dict, memory: int, held: StartFailed | OSError | None = None,
+                      beside: Beside | None = None) -> None:
         slot = claim.slot
         try:
-            if held is not None:  # refused at activation: reported as a job that could not start
+            if held is not None:  # refused at activation, or failed to spawn: a job that could not start
                 raise held
-            env = {"OMP_NUM_THREADS": str(slot.cpus)}
-            if self.sandboxes.wanted(job_ad):  # the input comes over the bus into a sandbox first
+            env = _job_env(slot)
+            if beside is not None:  # spawned by `activate`
+                started = await self.starter.finish_beside(claim.id, job_ad, slot.name, memory, beside)
+            elif self.sandboxes.wanted(job_ad):  # the input comes over the bus into a sandbox first
                 run_ad, sandbox = await self.sandboxes.fetch_input(claim, job_ad)
                 started = await self.starter.start_async(claim.id, run_ad, slot.name, env, memory, sandbox=sandbox)
             else:
@@ -377,6 +397,11 @@ def _activation_error(exc: Exception, claim_id: Any) -> MethodError:
         return exc
     log.error("activation on claim %s... failed", str(claim_id)[:6], exc_info=exc)
     return MethodError(Status.EXCEPTION, f"ActivateClaim failed: {type(exc).__name__}: {exc}")
+
+
+def _job_env(slot: sl.Slot) -> dict[str, str]:
+    """What the startd adds to every job's environment on ``slot``."""
+    return {"OMP_NUM_THREADS": str(slot.cpus)}
 
 
 def _same_job(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

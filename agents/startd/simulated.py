@@ -54,6 +54,7 @@ class SimulatedStarter:
         self.killing_timeout = self.usage_interval = self.check_interval = 0.0
         self.enforce_memory = False
         self.memory_policy, self.pids_limit, self.policy = "none", 0, None
+        self.spawns_beside = False  # no spawn to begin ahead of the launch (see Starter.begin_beside)
 
     def start(self, key: str, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
               memory_limit_mib: int | None) -> Job:

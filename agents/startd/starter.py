@@ -8,7 +8,7 @@ its own session, and its exit is noticed through a pidfd on the event loop (as
 The job's first process comes from the fast spawn where it is built (agents/startd/spawn.py): on
 x86-64 and aarch64 its child joins the job's groups, takes the account and execs beside the
 startd, whose loop goes on meanwhile and learns the outcome from the child's pipe
-(`_launch_beside`). Without it (no C compiler at install, or STARTER_FAST_SPAWN false)
+(`begin_beside`, `finish_beside`). Without it (no C compiler at install, or STARTER_FAST_SPAWN false)
 ``subprocess.Popen`` starts it, on the loop.
 
 With a cgroup hierarchy (`cgroups`, the default when the startd runs as root) each job runs in a
@@ -172,6 +172,15 @@ class _Prepared:
     group: cgroups.JobCgroup | None = None
 
 
+@dataclass
+class Beside:
+    """A start by the fast spawn between `Starter.begin_beside` and `Starter.finish_beside`."""
+
+    prep: _Prepared
+    launching: spawn.Launching
+    known: asyncio.Future  # done when the child's pipe says its outcome is known
+
+
 def _settle(known: asyncio.Future) -> None:
     """The spawn's pipe is readable: its outcome is known."""
     if not known.done():
@@ -240,7 +249,7 @@ class Starter:
     async def start_async(self, key: str, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
                           memory_limit_mib: int | None, sandbox: str | None = None) -> Job:
         """`start`, the loop going on meanwhile where it can: the fast spawn's child joins its
-        groups and execs beside the startd (`_launch_beside`); with Popen the wait for a cgroup
+        groups and execs beside the startd (`begin_beside`, then `finish_beside`); with Popen the wait for a cgroup
         job's first process to stop (see `_into_group`) is awaited, not blocked on.
         ``sandbox``: a scratch directory made and filled by the caller (file transfer,
         agents/startd/sandbox.py), which also removes it."""
@@ -251,9 +260,13 @@ class Starter:
     async def _start_async(self, key: str, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
                            memory_limit_mib: int | None, sandbox: str | None) -> Job:
         given = {"sandbox": sandbox} if sandbox is not None else {}
-        if self.fast_spawn and spawn.CONCURRENT:
-            proc, scratch, account, group = await self._launch_beside(ad, slot, env_extra, memory_limit_mib, sandbox)
-            return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib, group)
+        if self.spawns_beside:
+            beside = self.begin_beside(ad, slot, env_extra, memory_limit_mib, sandbox)
+            try:
+                return await self.finish_beside(key, ad, slot, memory_limit_mib, beside)
+            except asyncio.CancelledError:
+                self.abandon(beside)
+                raise
         proc, scratch, account, group = self._launch(ad, slot, env_extra, memory_limit_mib, wait_stopped=False, **given)
         if self._joins_stopped(group, account):
             assert group is not None
@@ -277,31 +290,42 @@ class Starter:
                 prep.argv, prep.iwd, prep.env, prep.streams, prep.account, prep.group, prep.scratch), wait_stopped)
         return proc, prep.scratch, prep.account, prep.group
 
-    async def _launch_beside(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
-                             memory_limit_mib: int | None, sandbox: str | None,
-                             ) -> tuple[spawn.Child, str, Account, cgroups.JobCgroup | None]:
-        """`_launch` by the fast spawn with a child that runs beside the startd (`spawn.CONCURRENT`):
-        the loop goes on while the job joins its groups and execs, and takes the outcome when the
-        child's pipe says it is known."""
+    @property
+    def spawns_beside(self) -> bool:
+        """Whether a start can be split into `begin_beside` (now) and `finish_beside` (awaited):
+        the fast spawn with a child that runs beside the startd (`spawn.CONCURRENT`)."""
+        return self.fast_spawn and spawn.CONCURRENT
+
+    def begin_beside(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
+                     memory_limit_mib: int | None, sandbox: str | None = None) -> Beside:
+        """The first half of a start by the fast spawn (`spawns_beside`), done at once: the job
+        prepared and its child spawned, joining its groups and exec'ing while the loop goes on.
+        The caller spawns a freed slot's next job here without waiting for a turn of the loop,
+        then awaits `finish_beside` (or calls `abandon` if it will not). Raises StartFailed."""
         prep = self._prepare(ad, slot, env_extra, memory_limit_mib, sandbox)
         launching = self._spawned(prep, lambda: self._begin(prep), last=False)
         loop = asyncio.get_running_loop()
-        fd = launching.fileno()
         known = loop.create_future()
-        loop.add_reader(fd, _settle, known)
+        loop.add_reader(launching.fileno(), _settle, known)
         self._launching.add(known)
         known.add_done_callback(self._launching.discard)
-        try:
-            await asyncio.shield(known)
-        except asyncio.CancelledError:
-            # Nobody will watch what it starts: once its outcome is known, it is stopped.
-            known.add_done_callback(lambda _: self._abandon(prep, launching))
-            raise
-        finally:
-            if known.done():
-                loop.remove_reader(fd)
-        proc = self._spawned(prep, launching.result)
-        return proc, prep.scratch, prep.account, prep.group
+        return Beside(prep, launching, known)
+
+    async def finish_beside(self, key: str, ad: Mapping[str, Any], slot: str, memory_limit_mib: int | None,
+                            beside: Beside) -> Job:
+        """The second half: the job, watched, once its child has exec'd (StartFailed if it could
+        not). Cancelled, it leaves the child to `abandon`."""
+        known = beside.known
+        await asyncio.shield(known)
+        asyncio.get_running_loop().remove_reader(beside.launching.fileno())
+        prep = beside.prep
+        proc = self._spawned(prep, beside.launching.result)
+        return self._watch(key, ad, slot, proc, prep.scratch, prep.account, memory_limit_mib, prep.group)
+
+    def abandon(self, beside: Beside) -> None:
+        """A start begun by `begin_beside` that nobody will finish: once its outcome is known,
+        what it started is stopped and cleaned up."""
+        beside.known.add_done_callback(lambda _: self._abandon(beside.prep, beside.launching))
 
     @staticmethod
     def _begin(prep: _Prepared) -> spawn.Launching:
