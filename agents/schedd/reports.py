@@ -79,11 +79,17 @@ class Reports:
 
     async def _take_report(self, claim: Claim, report: dict[str, Any], resend: list[Claim]) -> None:
         job = job_of(report)
-        if report.get("Event") == "activated":
+        waiting = claim.state == ACTIVATING  # for the outcome of the activation of claim.job
+        if report.get("Event") == "activated" and (job == claim.job or not (waiting and claim.buffered)):
             await self.shadows.activation_reported(claim, report)
             return
-        if claim.state == ACTIVATING and job == claim.job:
-            claim.buffered.append(report)  # the activation's answer is still on its way
+        if waiting and (job == claim.job or claim.buffered):
+            # The activation's outcome is still on its way (an ActivateClaims answer comes by
+            # another queue than this call; an activation that rode in an answer is reported
+            # once its job runs): its job's reports wait for it, and so does every report behind
+            # them. A short job's exit can come before the outcome, with the start of the job
+            # queued ahead behind that exit, which must not be applied before the exit is.
+            claim.buffered.append(report)
             return
         if claim.state == ACTIVATING and claim.reply_sent and report.get("Event") == "exit" and job != claim.job:
             # A repeated exit report of the claim's previous job: the startd never got the

@@ -266,9 +266,7 @@ class Shadows:
         claim.state, claim.stopping = RUNNING_JOB, True
         claim.jobs_run += 1
         self.claims.changed(claim)
-        buffered, claim.buffered = claim.buffered, []
-        for report in buffered:
-            await self.handle_report(claim, report)
+        await self._apply_buffered(claim)
         if claim.job == job and claim.state == RUNNING_JOB:
             self._spawn(self.claims.call_startd(claim.startd, "DeactivateClaim",
                                          {"ClaimId": claim.claim_id, "Graceful": True}), "stop-job")
@@ -281,10 +279,19 @@ class Shadows:
         self.claims.reserved.discard(job)
         await self.state.job_started(job[0], job[1], remote_host=claim.slot, slot=claim.slot, claim_id=claim.claim_id)
         self.claims.changed(claim)
+        await self._apply_buffered(claim)
+        self.flush_activations_now()
+
+    async def _apply_buffered(self, claim: Claim) -> None:
+        """The claim's reports that came before its activation's outcome, applied in their order
+        now that it is known: its job's (execute, exit), then any start of a job queued ahead
+        behind that exit (see Reports._take_report)."""
         buffered, claim.buffered = claim.buffered, []
         for report in buffered:
-            await self.handle_report(claim, report)
-        self.flush_activations_now()
+            if report.get("Event") == "activated":
+                await self.activation_reported(claim, report)
+            else:
+                await self.handle_report(claim, report)
 
     def activations_for_answer(self, callers: set[str], resend: list[Claim]) -> list[dict[str, Any]]:
         """Claim reuse with no round trip of its own: the next activations of the calling startd's

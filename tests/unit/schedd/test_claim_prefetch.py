@@ -306,3 +306,29 @@ def test_the_queue_ahead_holds_about_the_max_runtime_of_work_and_one_job_at_leas
         assert not any((1, p) in s._reserved for p in range(3, 7))  # free for other slots
 
     asyncio.run(main())
+
+
+def test_an_exit_and_the_start_behind_it_that_come_before_the_activations_outcome_wait_for_it():
+    # A short job's exit report can reach the schedd before its activation's outcome (an
+    # ActivateClaims answer comes by another queue; an activation in an answer is reported once
+    # its job runs), together with the start of the job queued ahead behind that exit. The start
+    # waits behind the exit for the outcome; then all apply in order: nothing is stopped.
+    async def main() -> None:
+        s = PrefetchShadows()
+        claim, call = short_claim(s)
+        await s.JobReports(call, Reports=[report("usage", 0)])
+        out = await s.JobReports(call, Reports=[report("exit", 0, ExitCode=0, AheadSeq=3)])
+        assert (claim.state, claim.job) == (ACTIVATING, (1, 1))  # its activation rode in the answer
+        assert [(a["Seq"], a["JobAd"]["ProcId"]) for a in out["Ahead"]] == [(4, 2), (5, 3), (6, 4)]
+
+        await s.JobReports(call, Reports=[
+            report("execute", 1), report("exit", 1, ExitCode=0, AheadSeq=6),
+            report("activated", 2, Status=0, Text="OK", Ahead=True, AheadSeq=6)])
+        assert (claim.state, claim.job) == (ACTIVATING, (1, 1)) and s.exits == [(1, 0)]  # all wait
+        await s.JobReports(call, Reports=[report("activated", 1, Status=0, Text="OK", AheadSeq=6)])
+        assert s.exits == [(1, 0), (1, 1)]
+        assert (claim.state, claim.job) == (RUNNING_JOB, (1, 2)) and s.jobs[(1, 2)]["JobStatus"] == RUNNING
+        assert not [c for c in s.calls if c[1] == "DeactivateClaim"]
+        assert s.shadow_stats["AheadStarts"] == 1
+
+    asyncio.run(main())
