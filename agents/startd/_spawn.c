@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -95,7 +96,8 @@ struct spec {
     long uid, gid;                /* -1: keep the startd's */
     gid_t *groups;
     Py_ssize_t ngroups;
-    char **procs;                 /* the files to write "0" into to join the job's groups */
+    int *joins;                   /* descriptors of the files to write "0" into to join the job's groups */
+    Py_ssize_t njoins;
     int errfd;
     long max_fd;                  /* where closing one by one stops, without close_range */
 };
@@ -138,15 +140,11 @@ static int __attribute__((noreturn)) child(void *arg)
     }
 
     stage = STAGE_CGROUP;
-    for (char **p = s->procs; *p != NULL; p++) {
-        r = raw4(SYS_openat, AT_FDCWD, *p, O_WRONLY | O_CLOEXEC, 0);
-        if (r < 0)
-            goto fail;
-        int fd = (int)r;
+    for (Py_ssize_t i = 0; i < s->njoins; i++) {
         /* "0": the writer itself (the calling thread in a v1 tasks file, which is this whole
-         * single-threaded child; the process in a v2 cgroup.procs) */
-        r = raw3(SYS_write, fd, "0", 1);
-        raw1(SYS_close, fd);
+         * single-threaded child; the process in a v2 cgroup.procs). The files were opened by
+         * the startd, once for the group's life: no path is looked up here per job. */
+        r = raw3(SYS_write, s->joins[i], "0", 1);
         if (r != 1) {
             r = r < 0 ? r : -EIO;
             goto fail;
@@ -286,7 +284,7 @@ static void free_spec(struct spec *s)
     PyMem_RawFree(s->cwd);
     free_strings(s->argv);
     free_strings(s->envp);
-    free_strings(s->procs);
+    PyMem_RawFree(s->joins);
     PyMem_RawFree(s->groups);
     memset(s, 0, sizeof *s);
 }
@@ -295,11 +293,11 @@ static void free_spec(struct spec *s)
  * copied so far, for free_spec). */
 static int fill_spec(struct spec *s, PyObject *args)
 {
-    PyObject *exe_o, *argv_o, *env_o, *cwd_o, *fds_o, *groups_o, *procs_o;
+    PyObject *exe_o, *argv_o, *env_o, *cwd_o, *fds_o, *groups_o, *joins_o;
     long uid, gid;
 
     if (!PyArg_ParseTuple(args, "OOOOOllOO:spawn", &exe_o, &argv_o, &env_o, &cwd_o, &fds_o, &uid, &gid,
-                          &groups_o, &procs_o))
+                          &groups_o, &joins_o))
         return -1;
     if (cwd_o != Py_None && !PyBytes_Check(cwd_o)) {
         PyErr_SetString(PyExc_TypeError, "spawn: cwd must be bytes or None");
@@ -321,8 +319,28 @@ static int fill_spec(struct spec *s, PyObject *args)
         return -1;
     if ((s->envp = strings(env_o, "spawn env")) == NULL)
         return -1;
-    if ((s->procs = strings(procs_o, "spawn procs")) == NULL)
+
+    PyObject *jfast = PySequence_Fast(joins_o, "spawn joins");
+    if (jfast == NULL)
         return -1;
+    s->njoins = PySequence_Fast_GET_SIZE(jfast);
+    s->joins = PyMem_RawCalloc((size_t)s->njoins + 1, sizeof(int));
+    if (s->joins == NULL) {
+        Py_DECREF(jfast);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < s->njoins; i++) {
+        long fd = PyLong_AsLong(PySequence_Fast_GET_ITEM(jfast, i));
+        if (fd < 0 || fd > INT_MAX) {
+            Py_DECREF(jfast);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "spawn: a join descriptor is negative");
+            return -1;
+        }
+        s->joins[i] = (int)fd;
+    }
+    Py_DECREF(jfast);
 
     PyObject *gfast = PySequence_Fast(groups_o, "spawn groups");
     if (gfast == NULL)
@@ -517,9 +535,9 @@ static PyTypeObject LaunchType = {
 };
 
 PyDoc_STRVAR(spawn_doc,
-"spawn(executable, argv, env, cwd, fds, uid, gid, groups, procs) -> Launch\n\n"
-"Start a job's first process: in it, join the cgroups by writing \"0\" into each file of ``procs``\n"
-"(v1 tasks, v2 cgroup.procs), setsid, make ``fds`` (3 descriptors) its stdin, stdout and stderr, chdir to ``cwd``\n"
+"spawn(executable, argv, env, cwd, fds, uid, gid, groups, joins) -> Launch\n\n"
+"Start a job's first process: in it, join the cgroups by writing \"0\" into each descriptor of ``joins``\n"
+"(open v1 tasks or v2 cgroup.procs files), setsid, make ``fds`` (3 descriptors) its stdin, stdout and stderr, chdir to ``cwd``\n"
 "(None: stay), take ``uid``/``gid``/``groups`` (uid -1: keep the caller's ids), close every\n"
 "other descriptor and exec ``executable`` with ``argv`` and ``env`` (bytes). Returns at once\n"
 "(where the child is concurrent) a Launch whose result() is the job's pid after its exec, or\n"

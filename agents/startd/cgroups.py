@@ -101,11 +101,11 @@ def _write(path: str, value: str) -> None:
         os.close(fd)
 
 
-def _keyed(path: str) -> dict[str, int]:
+def _keyed(path: str | _KeptFile) -> dict[str, int]:
     """A flat keyed file (``memory.stat``, ``cpu.stat``, ``memory.events``): name -> int."""
     out: dict[str, int] = {}
     try:
-        text = _read(path)
+        text = path.text() if isinstance(path, _KeptFile) else _read(path)
     except OSError:
         return out
     for line in text.splitlines():
@@ -130,27 +130,55 @@ def _int_text(text: str) -> int | None:
         return None
 
 
-class _PeakFile:
-    """A group's memory peak (v1 ``memory.max_usage_in_bytes``, v2 ``memory.peak``), reset and
-    read through one descriptor, opened at the first reset and kept for the group's life.
+class _KeptFile:
+    """A counter file of a group read through one descriptor kept for the group's life (opened at
+    the first read, closed by `close`): a reused group's every job reads the same few files at
+    its exit, on the startd's loop, and an open of a file below the cgroup mounts costs more than
+    the read. Only for files that are never empty (a read at offset 0 then shows the counters as
+    they are now). The monitor's thread reads some too: the lock keeps a read off a descriptor
+    being closed."""
 
-    On v2 this is needed: since Linux 6.12 a write to memory.peak resets the peak only as read
-    through the descriptor written to, and a read through any other still gives the peak since
-    the group was made. On v1 it spares a reused group's jobs an open and a close at each read and
-    reset. The monitor's thread reads it too: the lock keeps a read off a descriptor being closed.
-    A v2 memory.peak before 6.12 cannot be written: the reset fails (the group is then not
-    reused) and reads go by path."""
+    _FLAGS = os.O_RDONLY
 
     def __init__(self, path: str):
         self.path = path
         self._fd: int | None = None
         self._lock = threading.Lock()
 
+    def text(self) -> str:
+        """The file's text now; raises OSError as a read by path does."""
+        with self._lock:
+            if self._fd is None:
+                self._fd = os.open(self.path, self._FLAGS | os.O_CLOEXEC)
+            return os.pread(self._fd, _CHUNK, 0).decode()
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+
+class _PeakFile(_KeptFile):
+    """A group's memory peak (v1 ``memory.max_usage_in_bytes``, v2 ``memory.peak``), reset and
+    read through one descriptor.
+
+    On v2 this is needed: since Linux 6.12 a write to memory.peak resets the peak only as read
+    through the descriptor written to, and a read through any other still gives the peak since
+    the group was made. A v2 memory.peak before 6.12 cannot be written: the reset fails (the group
+    is then not reused) and reads go by path."""
+
+    _FLAGS = os.O_RDWR
+
     def reset(self) -> bool:
         with self._lock:
             try:
                 if self._fd is None:
-                    self._fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+                    self._fd = os.open(self.path, self._FLAGS | os.O_CLOEXEC)
                 os.pwrite(self._fd, b"0", 0)
             except OSError:
                 self._close()
@@ -165,16 +193,6 @@ class _PeakFile:
                 return _int_text(os.pread(self._fd, 64, 0).decode())
             except OSError:
                 return None
-
-    def close(self) -> None:
-        with self._lock:
-            self._close()
-
-    def _close(self) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = None
 
 
 def safe_name(name: str) -> str:
@@ -195,12 +213,25 @@ class JobCgroup:
         self.final_raw: CgroupUsage | None = None  # counters read once the group was found empty
         self._files: dict[tuple[str, str], str] = {}
         name = "tasks" if self.version == 1 else "cgroup.procs"
-        self._join_files = tuple(os.path.join(d, name) for d in self.dirs())  # every job's spawn passes them
+        self._join_files = tuple(os.path.join(d, name) for d in self.dirs())
+        self._join_fds: tuple[int, ...] | None = None  # the join files, open while the group exists
         # Made here, not at first use: the loop and the monitor's thread both use it.
         self._peak_file: _PeakFile | None = None
         if "memory" in hierarchy.controllers:
             self._peak_file = _PeakFile(self.file("", "memory.peak") if self.version == 2 else
                                         self.file("memory", "memory.max_usage_in_bytes"))
+        # The keyed counters every exit reads (memory.stat is read only while the job runs).
+        self._cpu_file = self._oom_file = None
+        if self.version == 2:
+            self._cpu_file = _KeptFile(self.file("", "cpu.stat"))
+            if "memory" in hierarchy.controllers:
+                self._oom_file = _KeptFile(self.file("", "memory.events"))
+        else:
+            if "cpuacct" in hierarchy.controllers:
+                self._cpu_file = _KeptFile(self.file("cpuacct", "cpuacct.stat"))
+            if "memory" in hierarchy.controllers:
+                self._oom_file = _KeptFile(self.file("memory", "memory.oom_control"))
+        self._kept = [f for f in (self._peak_file, self._cpu_file, self._oom_file) if f is not None]
 
     def file(self, controller: str, name: str) -> str:
         """The path of the group's file ``name`` in ``controller``'s hierarchy ("" on v2, or
@@ -230,6 +261,23 @@ class JobCgroup:
         its global lock on every fork and exit of the machine (a ``cgroup.procs`` write takes it,
         and waits out an RCU grace period for it); on v2 ``cgroup.procs``."""
         return self._join_files
+
+    def join_fds(self) -> tuple[int, ...]:
+        """`self_join_files` open for writing, once for the group's life (closed by `remove`): a
+        reused group's next job writes into them without looking up a path below the cgroup
+        mounts. Raises JoinFailed if one cannot be opened."""
+        if self._join_fds is None:
+            fds: list[int] = []
+            try:
+                for path in self.self_join_files:
+                    fds.append(os.open(path, os.O_WRONLY | os.O_CLOEXEC))
+            except OSError as exc:
+                for fd in fds:
+                    os.close(fd)
+                raise JoinFailed(f"cannot put the job in its cgroup {self.rel}: {exc.strerror or exc}",
+                                 exc.errno or 0) from None
+            self._join_fds = tuple(fds)
+        return self._join_fds
 
     # ------------------------------------------------------------------ life
     def create(self) -> None:
@@ -281,8 +329,11 @@ class JobCgroup:
         ok = True
         self.created = False
         self.written.clear()
-        if self._peak_file is not None:
-            self._peak_file.close()
+        for kept in self._kept:
+            kept.close()
+        fds, self._join_fds = self._join_fds or (), None
+        for fd in fds:
+            os.close(fd)
         for d in self.dirs():
             try:
                 os.rmdir(d)
@@ -459,16 +510,18 @@ class JobCgroup:
         u = CgroupUsage()
         c = self.h.controllers
         if self.version == 2:
-            cpu = _keyed(self.file("", "cpu.stat"))
+            assert self._cpu_file is not None
+            cpu = _keyed(self._cpu_file)
             u.user_cpu = cpu.get("user_usec", 0) / 1e6
             u.sys_cpu = cpu.get("system_usec", 0) / 1e6
             if "memory" in c:
                 u.memory_bytes = 0 if empty else _keyed(self.file("", "memory.stat")).get("anon", 0)
                 u.memory_peak_bytes = self._peak_bytes() or _int_file(self.file("", "memory.current")) or 0
-                u.oom_kills = _keyed(self.file("", "memory.events")).get("oom_kill", 0)
+                assert self._oom_file is not None
+                u.oom_kills = _keyed(self._oom_file).get("oom_kill", 0)
         else:
-            if "cpuacct" in c:
-                cpu = _keyed(self.file("cpuacct", "cpuacct.stat"))
+            if self._cpu_file is not None:
+                cpu = _keyed(self._cpu_file)
                 u.user_cpu = cpu.get("user", 0) / USER_HZ
                 u.sys_cpu = cpu.get("system", 0) / USER_HZ
             if "memory" in c:
@@ -476,7 +529,8 @@ class JobCgroup:
                     stat = _keyed(self.file("memory", "memory.stat"))
                     u.memory_bytes = stat.get("total_rss", stat.get("rss", 0))
                 u.memory_peak_bytes = self._peak_bytes() or 0
-                u.oom_kills = _keyed(self.file("memory", "memory.oom_control")).get("oom_kill", 0)
+                assert self._oom_file is not None
+                u.oom_kills = _keyed(self._oom_file).get("oom_kill", 0)
         return u
 
     def _peak_bytes(self) -> int | None:

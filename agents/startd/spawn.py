@@ -116,7 +116,7 @@ def begin(argv: Sequence[str], *, executable: str, cwd: str | None, env: Mapping
         os.fsencode(cwd) if cwd else None,
         tuple(_fd(fd) for fd in fds),
         *ids,
-        [os.fsencode(p) for p in group.self_join_files] if group is not None else [],
+        group.join_fds() if group is not None else (),
     )
     return Launching(launch, group)
 

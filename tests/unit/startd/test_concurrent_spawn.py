@@ -5,6 +5,7 @@ when the loop waited for each exec."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 
 import pytest
@@ -91,23 +92,58 @@ def test_a_start_cancelled_before_the_exec_leaves_nothing_running(tmp_path, monk
 
 
 def test_the_spawn_returns_before_the_child_execs_and_its_result_waits_for_the_exec(tmp_path):
-    # The child's first step (a join: it writes "0" into each file it is given) is made to wait:
-    # the file is a FIFO, whose open for writing waits for a reader.
+    # The child's first step (a join: it writes "0" into each descriptor it is given) is made to
+    # wait: the descriptor is a pipe whose buffer is full, so the write waits for a reader.
     from gridbus.agents.startd import _spawn
 
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    launch = _spawn.spawn(b"/bin/true", [b"true"], [], None, (0, 1, 2), -1, -1, [], [os.fsencode(fifo)])
+    reader, writer = os.pipe2(os.O_CLOEXEC)
+    os.set_blocking(writer, False)
+    filled = 0
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            filled += os.write(writer, b"x" * 65536)
+    os.set_blocking(writer, True)
+    launch = _spawn.spawn(b"/bin/true", [b"true"], [], None, (0, 1, 2), -1, -1, [], [writer])
     try:
         assert launch.poll() is None  # the caller goes on while its child is held before its exec
         assert launch.poll() is None
-        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # lets the child's open through
-        try:
-            pid = launch.result()  # waits for the exec
-            assert pid == launch.pid and os.read(reader, 8) == b"0"
-        finally:
-            os.close(reader)
+        got = b""
+        while len(got) < filled + 1:  # the reads make room for the child's write
+            got += os.read(reader, 65536)
+        pid = launch.result()  # waits for the exec
+        assert pid == launch.pid and got[filled:] == b"0"
         assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
     finally:
+        os.close(reader)
+        os.close(writer)
         del launch  # (never freed while the child may still read its spec: it waits)
 
+
+def test_a_fast_spawned_job_whose_join_write_fails_never_runs_and_is_held(tmp_path, hierarchy_for, monkeypatch):
+    # The fast spawn's child writes into join files the startd opened for the group's life; a
+    # write the kernel refuses there (the group gone, a migration refused) stops the child before
+    # its exec. Played with a descriptor open read-only, which every write refuses.
+    from gridbus.agents.startd import cgroups
+
+    h = hierarchy_for("cgroup")
+    ran = tmp_path / "ran"
+    refusing = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    real = cgroups.JobCgroup.join_fds
+    monkeypatch.setattr(cgroups.JobCgroup, "join_fds", lambda self: (*real(self), refusing))
+
+    async def refused_start() -> StartFailed:
+        starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=lambda j: None, cgroup=h)
+        try:
+            with pytest.raises(StartFailed) as e:
+                await starter.start_async("c", {"Cmd": "/usr/bin/touch", "Arguments": str(ran)}, "slot1@t", {}, None)
+            return e.value
+        finally:
+            await starter.shutdown()
+
+    try:
+        failed = asyncio.run(refused_start())
+    finally:
+        os.close(refusing)
+    assert not ran.exists()
+    assert failed.code == HOLD_FAILED_TO_CREATE_PROCESS
+    assert "cannot put the job in its cgroup" in failed.reason and "Bad file descriptor" in failed.reason
