@@ -53,6 +53,7 @@ from typing import Any
 from gridbus.agents.startd import cgroups, proctree, spawn
 from gridbus.agents.startd.accounts import Account, RunAsPolicy, RunAsRefused, may_access
 from gridbus.agents.startd.arguments import ArgumentError, job_argv, job_environment, lookup
+from gridbus.agents.startd.readyfds import ReadyFds
 from gridbus.classad.values import is_number
 
 # HTCondor's HoldReasonCode values for what the starter can run into.
@@ -233,6 +234,7 @@ class Starter:
         # STARTER_FAST_SPAWN: the job joining its groups and taking its ids itself (spawn.py)
         self.fast_spawn = fast_spawn and spawn.AVAILABLE
         self._launching: set[asyncio.Future] = set()  # the fast spawn's children not exec'd yet
+        self._ready = ReadyFds()  # the spawns' pipes and the jobs' pidfds, watched on the loop
         self._cleaning: set[asyncio.Future] = set()  # the cleaning thread's rounds under way
         # The thread that forks cgroup v1 jobs for the main thread (see `_born_in`).
         self._born_in_thread: ThreadPoolExecutor | None = None
@@ -304,9 +306,8 @@ class Starter:
         then awaits `finish_beside` (or calls `abandon` if it will not). Raises StartFailed."""
         prep = self._prepare(ad, slot, env_extra, memory_limit_mib, sandbox)
         launching = self._spawned(prep, lambda: self._begin(prep), last=False)
-        loop = asyncio.get_running_loop()
-        known = loop.create_future()
-        loop.add_reader(launching.fileno(), _settle, known)
+        known = asyncio.get_running_loop().create_future()
+        self._ready.watch(launching.fileno(), _settle, known)
         self._launching.add(known)
         known.add_done_callback(self._launching.discard)
         return Beside(prep, launching, known)
@@ -317,7 +318,6 @@ class Starter:
         not). Cancelled, it leaves the child to `abandon`."""
         known = beside.known
         await asyncio.shield(known)
-        asyncio.get_running_loop().remove_reader(beside.launching.fileno())
         prep = beside.prep
         proc = self._spawned(prep, beside.launching.result)
         return self._watch(key, ad, slot, proc, prep.scratch, prep.account, memory_limit_mib, prep.group)
@@ -334,7 +334,6 @@ class Starter:
                            account=prep.account, group=prep.group)
 
     def _abandon(self, prep: _Prepared, launching: spawn.Launching) -> None:
-        asyncio.get_running_loop().remove_reader(launching.fileno())
         try:
             proc = self._spawned(prep, launching.result)
         except StartFailed:  # it never ran, and is cleaned up
@@ -574,7 +573,7 @@ class Starter:
             done=loop.create_future(),
         )
         self.running[key] = job
-        loop.add_reader(pidfd, self._reap, job)
+        self._ready.watch(pidfd, self._reap, job)
         return job
 
     def _open(self, ad: Mapping[str, Any], attr: str, iwd: str, account: Account, *, write: bool, fds: list[int]) -> int:
@@ -606,8 +605,7 @@ class Starter:
     # ------------------------------------------------------------------ exit
     def _reap(self, job: Job) -> None:
         loop = asyncio.get_running_loop()
-        loop.remove_reader(job.pidfd)
-        os.close(job.pidfd)
+        os.close(job.pidfd)  # (which drops it from the descriptors watched)
         # Kill the rest of the job while the leader is a zombie: its pid (the group's id) is
         # still ours, so the signal cannot reach a stranger that reused it. In a cgroup, the rest
         # is every process the job started, wherever it moved.
@@ -849,6 +847,7 @@ class Starter:
         if self._cleaning:  # its spare directories are in the store, and removed below, once it is done
             await asyncio.wait(list(self._cleaning), timeout=5)
         self._shut_down = True
+        self._ready.close()  # nothing is waited for any more
         paths = [path for path, _ in self._to_clean] + self._spare_dirs
         paths += [path for kept in self._reusable.values() for path in kept]
         self._to_clean, self._spare_dirs, self._reusable = [], [], {}

@@ -1,0 +1,72 @@
+"""The starter's own epoll set of descriptors to wait on (agents/startd/readyfds.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from gridbus.agents.startd.readyfds import ReadyFds
+
+
+def test_a_readable_descriptor_calls_back_once_and_a_closed_one_can_be_watched_again():
+    async def main() -> list[tuple[str, int]]:
+        ready = ReadyFds()
+        calls: list[tuple[str, int]] = []
+        r, w = os.pipe()
+        ready.watch(r, lambda tag, n: calls.append((tag, n)), "first", 1)
+        await asyncio.sleep(0.01)
+        assert calls == []  # nothing to read yet
+        os.write(w, b"x")
+        os.write(w, b"y")  # still readable after the first call: one-shot, not called again
+        for _ in range(3):
+            await asyncio.sleep(0.01)
+        os.close(r)  # (dropped from the set by the kernel)
+        os.close(w)
+        r2, w2 = os.pipe()  # very likely the same numbers again
+        ready.watch(r2, lambda tag, n: calls.append((tag, n)), "second", 2)
+        os.close(w2)  # EOF is readable too
+        for _ in range(3):
+            await asyncio.sleep(0.01)
+        os.close(r2)
+        assert len(ready) == 0
+        ready.close()
+        return calls
+
+    assert asyncio.run(main()) == [("first", 1), ("second", 2)]
+
+
+def test_a_forgotten_descriptor_does_not_call_back():
+    async def main() -> list[int]:
+        ready = ReadyFds()
+        calls: list[int] = []
+        r, w = os.pipe()
+        ready.watch(r, calls.append, 1)
+        ready.forget(r)
+        os.write(w, b"x")
+        await asyncio.sleep(0.02)
+        ready.watch(r, calls.append, 2)  # watched again while still open
+        await asyncio.sleep(0.02)
+        os.close(r)
+        os.close(w)
+        ready.close()
+        return calls
+
+    assert asyncio.run(main()) == [2]
+
+
+def test_a_set_used_from_a_new_loop_watches_there():
+    ready = ReadyFds()
+    for n in (1, 2):  # two loops one after the other, as the starter's tests use one starter
+        calls: list[int] = []
+
+        async def main(n: int = n, calls: list[int] = calls) -> None:
+            r, w = os.pipe()
+            ready.watch(r, calls.append, n)
+            os.write(w, b"x")
+            await asyncio.sleep(0.02)
+            os.close(r)
+            os.close(w)
+
+        asyncio.run(main())
+        assert calls == [n]
+    ready.close()
