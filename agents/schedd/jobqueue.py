@@ -265,6 +265,11 @@ class JobQueue:
         c = self.clusters.get(cluster)
         return c.procs.get(proc) if c else None
 
+    def status(self, cluster: int, proc: int) -> int | None:
+        """A job's JobStatus, or None if it is not in the queue (no ad made for it)."""
+        p = self.proc(cluster, proc)
+        return p.status if p else None
+
     def get(self, cluster: int, proc: int) -> dict[str, Any] | None:
         """The full ad of a job in the queue, or None."""
         p = self.proc(cluster, proc)

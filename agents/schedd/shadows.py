@@ -231,8 +231,7 @@ class Shadows:
             self._retry_activation(claim, job)
             return
         if status == 0:
-            ad = self.queue.get(*job)
-            if ad is None or ad.get("JobStatus") != 1:
+            if self.queue.status(*job) != 1:
                 await self._stop_unwanted_job(claim, job)
             else:
                 await self._job_running(claim, job)
@@ -446,8 +445,7 @@ class Shadows:
                 await self.state.job_update(job[0], job[1], attrs)
         elif event == "exit":
             self.claims.stats["ExitReports"] += 1
-            ad = self.queue.get(*job)
-            if not claim.stopping and ad is not None and ad.get("JobStatus") in (RUNNING, SUSPENDED):
+            if not claim.stopping and self.queue.status(*job) in (RUNNING, SUSPENDED):
                 if report.get("Evicted"):
                     # The startd stopped the job on its own (lease, drain, vacate, shutdown): the
                     # job did not finish, it goes back to Idle to run again; never a completion.

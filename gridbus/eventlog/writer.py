@@ -9,6 +9,7 @@ user-log locks for the same reason: HTCondor Week 2015's "What's new in HTCondor
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Iterable
@@ -27,8 +28,13 @@ JOB_RELEASED = 13
 
 
 def header(code: int, cluster: int, proc: int, when: float, first_line: str, subproc: int = 0) -> str:
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
-    return f"{code:03d} ({cluster:03d}.{proc:03d}.{subproc:03d}) {stamp} {first_line}\n"
+    return f"{code:03d} ({cluster:03d}.{proc:03d}.{subproc:03d}) {_stamp(int(when))} {first_line}\n"
+
+
+@functools.lru_cache(maxsize=8)
+def _stamp(second: int) -> str:
+    # A busy schedd writes thousands of events in the same few seconds: each second's text once.
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second))
 
 
 def event(code: int, cluster: int, proc: int, when: float, first_line: str, body: Iterable[str] = ()) -> str:
@@ -43,15 +49,16 @@ def _one_line(text: str) -> str:
 
 def rusage(seconds_user: float, seconds_sys: float) -> str:
     """``Usr D HH:MM:SS, Sys D HH:MM:SS`` as HTCondor prints a struct rusage."""
+    return f"Usr {_duration(max(0, int(seconds_user)))}, Sys {_duration(max(0, int(seconds_sys)))}"
 
-    def part(total: float) -> str:
-        s = max(0, int(total))
-        days, s = divmod(s, 86400)
-        hours, s = divmod(s, 3600)
-        minutes, s = divmod(s, 60)
-        return f"{days} {hours:02d}:{minutes:02d}:{s:02d}"
 
-    return f"Usr {part(seconds_user)}, Sys {part(seconds_sys)}"
+@functools.lru_cache(maxsize=256)
+def _duration(s: int) -> str:
+    # (A terminated event prints four of these, most of them the same few short times.)
+    days, s = divmod(s, 86400)
+    hours, s = divmod(s, 3600)
+    minutes, s = divmod(s, 60)
+    return f"{days} {hours:02d}:{minutes:02d}:{s:02d}"
 
 
 def submit(cluster: int, proc: int, when: float, host: str, notes: str | None = None) -> str:

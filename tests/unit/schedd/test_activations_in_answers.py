@@ -34,6 +34,10 @@ class FakeQueue:
     def get(self, cluster: int, proc: int) -> dict | None:
         return self.jobs.get((cluster, proc))
 
+    def status(self, cluster: int, proc: int) -> int | None:
+        ad = self.jobs.get((cluster, proc))
+        return ad["JobStatus"] if ad else None
+
     def idle_jobs(self, owner: str) -> list[dict]:
         return [a for a in self.jobs.values() if a["JobStatus"] == IDLE and a["Owner"] == owner]
 
