@@ -158,11 +158,12 @@ def test_a_claim_whose_activation_in_the_same_answer_is_refused_queues_nothing(t
     assert [(e[0], e[1]) for e in events(schedd)] == [("activated", 0)]
 
 
-def test_exits_linger_while_the_queue_is_half_full_and_hurry_below(tmp_path):
-    """An exit report leaves at once (hurries) once fewer jobs are queued ahead than half as many
-    as the schedd filled the queue with, so its answer tops the queue up before it runs dry;
-    before that it lingers for company. (Hurrying only at the last job left a queue of short
-    jobs empty while the answer was on its way.)"""
+def test_exits_linger_while_a_quarter_of_the_queue_is_left_and_hurry_below(tmp_path):
+    """An exit report leaves at once (hurries) once fewer jobs are queued ahead than a quarter of
+    as many as the schedd filled the queue with (two at least), so its answer tops the queue up
+    before it runs dry; before that it lingers for company. (Hurrying only at the last job left a
+    queue of short jobs empty while the answer was on its way; hurrying from half the queue on
+    made a call of most exits of short jobs.)"""
     schedd = Schedd()
     s = startd(tmp_path, schedd)
     exits: list[tuple[int, bool]] = []
@@ -187,4 +188,4 @@ def test_exits_linger_while_the_queue_is_half_full_and_hurry_below(tmp_path):
 
     asyncio.run(scenario())
     # At each exit, 8 - proc jobs are still queued (the next starts right after the report).
-    assert exits == [(proc, 8 - proc < 4) for proc in range(9)]
+    assert exits == [(proc, 8 - proc < 2) for proc in range(9)]
