@@ -94,9 +94,9 @@ struct spec {
     char *cwd;                    /* NULL: stay */
     int fds[3];                   /* the job's stdin, stdout, stderr */
     long uid, gid;                /* -1: keep the startd's */
-    gid_t *groups;
+    unsigned int *groups;         /* (gid_t: see ids) */
     Py_ssize_t ngroups;
-    int *joins;                   /* descriptors of the files to write "0" into to join the job's groups */
+    unsigned int *joins;          /* descriptors of the files to write "0" into to join the job's groups */
     Py_ssize_t njoins;
     int errfd;
     long max_fd;                  /* where closing one by one stops, without close_range */
@@ -289,6 +289,36 @@ static void free_spec(struct spec *s)
     memset(s, 0, sizeof *s);
 }
 
+_Static_assert(sizeof(gid_t) == sizeof(unsigned int), "a group id is an unsigned int");
+
+/* The integers of the sequence ``seq`` (each from 0 to ``max``) as a new array in ``*out`` (which
+ * free_spec frees, also after a failure) of ``*n`` numbers; 0, or -1 with an exception set. */
+static int ids(PyObject *seq, const char *what, long max, unsigned int **out, Py_ssize_t *n)
+{
+    PyObject *fast = PySequence_Fast(seq, what);
+    if (fast == NULL)
+        return -1;
+    *n = PySequence_Fast_GET_SIZE(fast);
+    *out = PyMem_RawCalloc((size_t)*n + 1, sizeof(unsigned int));
+    if (*out == NULL) {
+        Py_DECREF(fast);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, i));
+        if (v < 0 || v > max) {
+            Py_DECREF(fast);
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "%s: %ld is out of range", what, v);
+            return -1;
+        }
+        (*out)[i] = (unsigned int)v;
+    }
+    Py_DECREF(fast);
+    return 0;
+}
+
 /* Fill ``s`` from the Python arguments; 0, or -1 with an exception set (``s`` then holds what was
  * copied so far, for free_spec). */
 static int fill_spec(struct spec *s, PyObject *args)
@@ -320,49 +350,10 @@ static int fill_spec(struct spec *s, PyObject *args)
     if ((s->envp = strings(env_o, "spawn env")) == NULL)
         return -1;
 
-    PyObject *jfast = PySequence_Fast(joins_o, "spawn joins");
-    if (jfast == NULL)
+    if (ids(joins_o, "spawn joins", INT_MAX, &s->joins, &s->njoins) < 0)
         return -1;
-    s->njoins = PySequence_Fast_GET_SIZE(jfast);
-    s->joins = PyMem_RawCalloc((size_t)s->njoins + 1, sizeof(int));
-    if (s->joins == NULL) {
-        Py_DECREF(jfast);
-        PyErr_NoMemory();
+    if (ids(groups_o, "spawn groups", (gid_t)-1 > LONG_MAX ? LONG_MAX : (long)(gid_t)-1 - 1, &s->groups, &s->ngroups) < 0)
         return -1;
-    }
-    for (Py_ssize_t i = 0; i < s->njoins; i++) {
-        long fd = PyLong_AsLong(PySequence_Fast_GET_ITEM(jfast, i));
-        if (fd < 0 || fd > INT_MAX) {
-            Py_DECREF(jfast);
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_ValueError, "spawn: a join descriptor is negative");
-            return -1;
-        }
-        s->joins[i] = (int)fd;
-    }
-    Py_DECREF(jfast);
-
-    PyObject *gfast = PySequence_Fast(groups_o, "spawn groups");
-    if (gfast == NULL)
-        return -1;
-    s->ngroups = PySequence_Fast_GET_SIZE(gfast);
-    s->groups = PyMem_RawCalloc((size_t)s->ngroups + 1, sizeof(gid_t));
-    if (s->groups == NULL) {
-        Py_DECREF(gfast);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < s->ngroups; i++) {
-        long g = PyLong_AsLong(PySequence_Fast_GET_ITEM(gfast, i));
-        if (g < 0) {
-            Py_DECREF(gfast);
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_ValueError, "spawn: a group id is negative");
-            return -1;
-        }
-        s->groups[i] = (gid_t)g;
-    }
-    Py_DECREF(gfast);
     long max_fd = sysconf(_SC_OPEN_MAX);
     s->max_fd = max_fd < 0 || max_fd > 65536 ? 65536 : max_fd;
     return 0;

@@ -100,12 +100,18 @@ def test_entries_the_startd_has_not_taken_are_sent_again():
     asyncio.run(main())
 
 
+async def exit_with_no_start_behind(s: PrefetchShadows) -> tuple[Claim, SimpleNamespace, dict[str, Any]]:
+    """A short claim gets 1.1-1.3 queued ahead; then 1.0's exit comes with no start behind it. The
+    claim, the startd's call and the answer to that exit."""
+    claim, call = short_claim(s)
+    await s.JobReports(call, Reports=[report("usage", 0)])
+    return claim, call, await s.JobReports(call, Reports=[report("exit", 0, ExitCode=0, AheadSeq=3)])
+
+
 def test_an_exit_with_no_start_behind_it_returns_the_queue_and_reuses_the_claim():
     async def main() -> None:
         s = PrefetchShadows()
-        claim, call = short_claim(s)
-        await s.JobReports(call, Reports=[report("usage", 0)])
-        out = await s.JobReports(call, Reports=[report("exit", 0, ExitCode=0, AheadSeq=3)])
+        claim, _call, out = await exit_with_no_start_behind(s)
         # The startd held none of them: Idle again, and the claim's next job goes as before,
         # with the jobs after it queued ahead again behind it in the same answer (new sequence
         # numbers: the startd takes each once).
@@ -315,11 +321,9 @@ def test_an_exit_and_the_start_behind_it_that_come_before_the_activations_outcom
     # waits behind the exit for the outcome; then all apply in order: nothing is stopped.
     async def main() -> None:
         s = PrefetchShadows()
-        claim, call = short_claim(s)
-        await s.JobReports(call, Reports=[report("usage", 0)])
-        out = await s.JobReports(call, Reports=[report("exit", 0, ExitCode=0, AheadSeq=3)])
-        assert (claim.state, claim.job) == (ACTIVATING, (1, 1))  # its activation rode in the answer
-        assert [(a["Seq"], a["JobAd"]["ProcId"]) for a in out["Ahead"]] == [(4, 2), (5, 3), (6, 4)]
+        claim, call, out = await exit_with_no_start_behind(s)
+        # 1.1's activation rode in that answer, with 1.2-1.4 queued ahead behind it (Seq 4-6).
+        assert (claim.state, claim.job) == (ACTIVATING, (1, 1)) and [a["Seq"] for a in out["Ahead"]] == [4, 5, 6]
 
         await s.JobReports(call, Reports=[
             report("execute", 1), report("exit", 1, ExitCode=0, AheadSeq=6),
