@@ -92,7 +92,6 @@ class Leases:
         if job is None:
             return
         self.claims.reserved.discard(job)
-        ad = self.queue.get(*job)
-        if ad is not None and ad.get("JobStatus") in (RUNNING, SUSPENDED):
+        if self.queue.status(*job) in (RUNNING, SUSPENDED):
             await self.state.job_evicted(job[0], job[1], f"claim on {claim.slot} lost: {why}")
 

@@ -93,8 +93,7 @@ class Shadows:
             job = claim.job
             if job is None:
                 continue
-            ad = self.queue.get(*job)
-            if ad is None or ad.get("JobStatus") != RUNNING:
+            if self.queue.status(*job) != RUNNING:
                 self.claims.by_job.pop(job, None)
                 claim.job, claim.state = None, IDLE
                 self.claims.changed(claim)
@@ -104,8 +103,7 @@ class Shadows:
                 await self.state.job_evicted(key[0], key[1], "the schedd restarted and holds no claim for the job")
         for claim in list(self.claims.by_id.values()):
             for _seq, job in list(claim.ahead):
-                ad = self.queue.get(*job)
-                if ad is None or ad.get("JobStatus") != 1:
+                if self.queue.status(*job) != 1:
                     self.claims.withdraw_ahead(job)
         idle_claims = [c for c in self.claims.by_id.values() if c.job is None]
         for claim in idle_claims:

@@ -265,14 +265,14 @@ class Activation:
         try:
             if held is not None:  # refused at activation, or failed to spawn: a job that could not start
                 raise held
-            env = _job_env(slot)
             if beside is not None:  # spawned by `activate`
                 started = await self.starter.finish_beside(claim.id, job_ad, slot.name, memory, beside)
             elif self.sandboxes.wanted(job_ad):  # the input comes over the bus into a sandbox first
                 run_ad, sandbox = await self.sandboxes.fetch_input(claim, job_ad)
-                started = await self.starter.start_async(claim.id, run_ad, slot.name, env, memory, sandbox=sandbox)
+                started = await self.starter.start_async(claim.id, run_ad, slot.name, _job_env(slot), memory,
+                                                         sandbox=sandbox)
             else:
-                started = await self.starter.start_async(claim.id, job_ad, slot.name, env, memory)
+                started = await self.starter.start_async(claim.id, job_ad, slot.name, _job_env(slot), memory)
         except (StartFailed, OSError) as exc:
             self.sandboxes.forget(claim.id)
             # The protocol's one path for "it did not run": an exit report with the hold reason

@@ -148,9 +148,13 @@ class _KeptFile:
     def text(self) -> str:
         """The file's text now; raises OSError as a read by path does."""
         with self._lock:
-            if self._fd is None:
-                self._fd = os.open(self.path, self._FLAGS | os.O_CLOEXEC)
-            return os.pread(self._fd, _CHUNK, 0).decode()
+            return os.pread(self._opened(), _CHUNK, 0).decode()
+
+    def _opened(self) -> int:
+        """The descriptor, opened at the first use (the lock held)."""
+        if self._fd is None:
+            self._fd = os.open(self.path, self._FLAGS | os.O_CLOEXEC)
+        return self._fd
 
     def close(self) -> None:
         with self._lock:
@@ -177,9 +181,7 @@ class _PeakFile(_KeptFile):
     def reset(self) -> bool:
         with self._lock:
             try:
-                if self._fd is None:
-                    self._fd = os.open(self.path, self._FLAGS | os.O_CLOEXEC)
-                os.pwrite(self._fd, b"0", 0)
+                os.pwrite(self._opened(), b"0", 0)
             except OSError:
                 self._close()
                 return False
