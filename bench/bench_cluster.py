@@ -13,6 +13,7 @@ test runs about 150): broker nodes and daemons killed and restarted one at a tim
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
@@ -92,5 +93,9 @@ def run(quick: bool = False, with_chaos: bool = False) -> dict:
 
 
 if __name__ == "__main__":
-    for key, value in run(quick="--quick" in sys.argv, with_chaos="--chaos" in sys.argv).items():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer jobs (a smoke run)")
+    parser.add_argument("--chaos", action="store_true", help="also run 1,000 jobs while nodes are stopped and started")
+    args = parser.parse_args()
+    for key, value in run(quick=args.quick, with_chaos=args.chaos).items():
         print(f"{key:60} {value}")

@@ -17,6 +17,7 @@ hardware) over 15 s on this 2-core machine. Run: .venv/bin/python bench/bench_ne
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
 import tempfile
@@ -83,6 +84,8 @@ def run(quick: bool = False) -> dict:
 
 
 if __name__ == "__main__":
-    figures = run(quick="--quick" in sys.argv)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smaller run (a smoke run)")
+    figures = run(quick=parser.parse_args().quick)
     for k, v in figures.items():
         print(f"{k:42} {v}")

@@ -28,6 +28,7 @@ are listed.
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import subprocess
@@ -280,12 +281,18 @@ def run(quick: bool = False, slot_counts: tuple[int, ...] = (2, 8), fast_spawn: 
     return out
 
 
+def _slot_counts(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(","))
+
+
 if __name__ == "__main__":
-    argv = sys.argv[1:]
-    counts = (2, 8)
-    if "--slots" in argv:
-        counts = tuple(int(x) for x in argv[argv.index("--slots") + 1].split(","))
-    rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 1
-    for key, value in run(quick="--quick" in argv, slot_counts=counts, fast_spawn="--popen" not in argv,
-                          rounds=rounds).items():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer jobs (a smoke run)")
+    parser.add_argument("--slots", type=_slot_counts, default=(2, 8), metavar="N,M",
+                        help="the concurrencies to measure (default 2,8)")
+    parser.add_argument("--popen", action="store_true", help="the startd spawns with Popen, not the fast spawn")
+    parser.add_argument("--rounds", type=int, default=1, help="measure each figure N times; print medians")
+    args = parser.parse_args()
+    for key, value in run(quick=args.quick, slot_counts=args.slots, fast_spawn=not args.popen,
+                          rounds=args.rounds).items():
         print(f"{key:56} {value}")

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import hashlib
 import os
@@ -247,7 +248,9 @@ def run(quick: bool = False) -> dict:
 
 
 if __name__ == "__main__":
-    result = run(quick="--quick" in sys.argv)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smaller run (a smoke run)")
+    result = run(quick=parser.parse_args().quick)
     width = max(len(k) for k in result)
     for key, value in result.items():
         print(f"{key:<{width}}  {value}")
