@@ -29,6 +29,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -84,7 +85,7 @@ static inline long raw6(long n, long a, long b, long c, long d, long e, long f)
 #define raw3(n, a, b, c) raw6((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)
 #define raw4(n, a, b, c, d) raw6((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
 
-enum stage { STAGE_CGROUP = 1, STAGE_SETSID, STAGE_STREAMS, STAGE_CHDIR, STAGE_IDS, STAGE_EXEC };
+enum stage { STAGE_CGROUP = 1, STAGE_SETSID, STAGE_STREAMS, STAGE_CHDIR, STAGE_IDS, STAGE_WAIT, STAGE_EXEC };
 
 /* Everything the child reads: copied by the parent, freed when the child no longer uses it. */
 struct spec {
@@ -99,6 +100,8 @@ struct spec {
     unsigned int *joins;          /* descriptors of the files to write "0" into to join the job's groups */
     Py_ssize_t njoins;
     int errfd;
+    int wait_fd;                  /* -1, or a pidfd: the exec waits until that process has exited */
+    long parent;                  /* the startd's pid (a waiting child gives up if it is gone) */
     long max_fd;                  /* where closing one by one stops, without close_range */
 };
 
@@ -191,6 +194,29 @@ static int __attribute__((noreturn)) child(void *arg)
             r = -EPERM;
             goto fail;
         }
+    }
+
+    if (s->wait_fd >= 0) {
+        /* A successor: everything is ready, and the exec waits for the job before it on the
+         * claim to exit, woken by the kernel (its pidfd) without a turn of the startd's loop.
+         * Meanwhile the startd may cancel it with SIGKILL, which takes it before any exec. It
+         * dies with the startd rather than start a job nobody watches: the death signal is set
+         * after the ids (whose change would clear it) and cleared before the exec (which would
+         * keep it for the job); a startd gone before it was set shows as another parent. */
+        stage = STAGE_WAIT;
+        if ((r = raw2(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL)) < 0)
+            goto fail;
+        if (raw1(SYS_getppid, 0) != s->parent)
+            for (;;)
+                raw1(SYS_exit_group, 127);
+        struct pollfd pfd = {.fd = s->wait_fd, .events = POLLIN};
+        do {
+            r = raw6(SYS_ppoll, (long)&pfd, 1, 0, 0, KERNEL_SIGSET_BYTES, 0);
+        } while (r == -EINTR || r == 0);
+        if (r < 0)
+            goto fail;
+        if ((r = raw2(SYS_prctl, PR_SET_PDEATHSIG, 0)) < 0)
+            goto fail;
     }
 
     close_from(3, s->errfd - 1, s->max_fd);
@@ -325,10 +351,23 @@ static int fill_spec(struct spec *s, PyObject *args)
 {
     PyObject *exe_o, *argv_o, *env_o, *cwd_o, *fds_o, *groups_o, *joins_o;
     long uid, gid;
+    int wait_fd = -1;
 
-    if (!PyArg_ParseTuple(args, "OOOOOllOO:spawn", &exe_o, &argv_o, &env_o, &cwd_o, &fds_o, &uid, &gid,
-                          &groups_o, &joins_o))
+    if (!PyArg_ParseTuple(args, "OOOOOllOO|i:spawn", &exe_o, &argv_o, &env_o, &cwd_o, &fds_o, &uid, &gid,
+                          &groups_o, &joins_o, &wait_fd))
         return -1;
+    if (wait_fd < -1) {
+        PyErr_SetString(PyExc_ValueError, "spawn: wait_fd must be a descriptor, or -1");
+        return -1;
+    }
+#if !CONCURRENT_CHILD
+    if (wait_fd >= 0) {  /* a vfork child that waits would hold its caller as long */
+        PyErr_SetString(PyExc_ValueError, "spawn: wait_fd needs a child beside the caller (CONCURRENT)");
+        return -1;
+    }
+#endif
+    s->wait_fd = wait_fd;
+    s->parent = (long)getpid();
     if (cwd_o != Py_None && !PyBytes_Check(cwd_o)) {
         PyErr_SetString(PyExc_TypeError, "spawn: cwd must be bytes or None");
         return -1;
@@ -428,6 +467,7 @@ static const char *stage_name(int stage)
     case STAGE_STREAMS: return "streams";
     case STAGE_CHDIR: return "chdir";
     case STAGE_IDS: return "ids";
+    case STAGE_WAIT: return "wait";
     case STAGE_EXEC: return "exec";
     default: return "unknown";
     }
@@ -526,15 +566,16 @@ static PyTypeObject LaunchType = {
 };
 
 PyDoc_STRVAR(spawn_doc,
-"spawn(executable, argv, env, cwd, fds, uid, gid, groups, joins) -> Launch\n\n"
+"spawn(executable, argv, env, cwd, fds, uid, gid, groups, joins, wait_fd=-1) -> Launch\n\n"
 "Start a job's first process: in it, join the cgroups by writing \"0\" into each descriptor of ``joins``\n"
 "(open v1 tasks or v2 cgroup.procs files), setsid, make ``fds`` (3 descriptors) its stdin, stdout and stderr, chdir to ``cwd``\n"
 "(None: stay), take ``uid``/``gid``/``groups`` (uid -1: keep the caller's ids), close every\n"
 "other descriptor and exec ``executable`` with ``argv`` and ``env`` (bytes). Returns at once\n"
 "(where the child is concurrent) a Launch whose result() is the job's pid after its exec, or\n"
 "raises SpawnError(stage, errno, strerror, filename) when the child failed before it; stage is\n"
-"one of cgroup, setsid, streams, chdir, ids, exec. ``fds`` must stay open until the outcome\n"
-"is known.");
+"one of cgroup, setsid, streams, chdir, ids, wait, exec. ``fds`` must stay open until the outcome\n"
+"is known. ``wait_fd``: a pidfd; the child does everything but the exec, then waits until that\n"
+"process has exited (a SIGKILL meanwhile cancels it; it dies with the caller's process).");
 
 static PyObject *spawn(PyObject *Py_UNUSED(self), PyObject *args)
 {

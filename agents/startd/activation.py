@@ -14,7 +14,10 @@ CLAIM_PREFETCH_JOBS): they wait on the claim and the first starts the moment the
 exits (or at once, on an idle claim), with no round trip to the schedd; each start is an
 ``activated`` report marked ``Ahead``, queued right behind the exit report it follows. A claim
 that ends, retires or refuses one drops what is queued (the schedd puts those jobs back to Idle),
-and the schedd withdraws a queued job it holds or removes (`WithdrawActivation`).
+and the schedd withdraws a queued job it holds or removes (`WithdrawActivation`). While the
+claim's job runs, the first of them is spawned already as its successor (STARTER_SPAWN_AHEAD,
+`spawn_successor`): ready, it execs the moment that job exits; anything the startd does to the
+job or the claim first takes it back.
 """
 
 from __future__ import annotations
@@ -64,12 +67,15 @@ class Activation:
         self.ads_changed = ads_changed
         self.counters = {"JobsStarted": 0, "JobsExited": 0}
         self.shutting_down = False  # set when the startd stops: no job starts any more
+        claims.no_more_starts = self._drop_successor
 
     async def shut_down(self) -> None:
         """Start no job any more, and wait for the launches under way: their jobs are the
         starter's to stop with the others, not left running unwatched. An input transfer under
         way ends now (its job is reported evicted and runs again elsewhere)."""
         self.shutting_down = True
+        for claim in self.claims.by_id.values():
+            self._drop_successor(claim)
         launching = [c for c in self.claims.by_id.values() if c.launch is not None]
         for claim in launching:
             self.sandboxes.abort(claim.id, "the startd is stopping")
@@ -165,6 +171,8 @@ class Activation:
         for claim in touched:
             if claim.job is None and claim.launch is None:
                 self.start_ahead(claim)  # its job exited before this answer came
+            else:
+                self.spawn_successor(claim)
 
     def _runs_no_more(self, claim: sl.Claim) -> bool:
         """The claim starts no further job: it retires, it is being ended, or the startd stops
@@ -175,22 +183,81 @@ class Activation:
     def start_ahead(self, claim: sl.Claim) -> None:
         """Start the claim's next job queued ahead, if any: the claim is idle. Its outcome is an
         ``activated`` report marked Ahead; a refusal drops the rest of the queue (the schedd
-        ends the claim on it)."""
-        if not claim.ahead or self.claims.by_id.get(claim.id) is not claim:
+        ends the claim on it). The next job spawned ahead as a successor has exec'd already (or
+        is exec'ing): it is taken as started here, its checks done when it was spawned."""
+        self._requeue_cancelled(claim)
+        successor, claim.successor = claim.successor, None
+        if (not claim.ahead and successor is None) or self.claims.by_id.get(claim.id) is not claim:
             return
         if self._runs_no_more(claim):
+            if successor is not None:
+                self.starter.cancel(successor.beside)
             claim.ahead.clear()
             return
-        _seq, job_ad = claim.ahead.pop(0)
+        job_ad = successor.ad if successor is not None else claim.ahead.pop(0)[1]
         try:
-            self.activate(claim.id, job_ad)
+            self.activate(claim.id, job_ad, successor=successor)
         except Exception as exc:
+            if successor is not None:
+                self.starter.cancel(successor.beside)
             error = _activation_error(exc, claim.id)
             claim.ahead.clear()
             self.reports.report(claim, job_ad, "activated", {"Status": error.status, "Text": error.text, "Ahead": True})
             return
         # Accepted: a launch that fails from here is an exit report with its hold reason.
         self.reports.report(claim, job_ad, "activated", {"Status": 0, "Text": "OK", "Ahead": True})
+
+    def spawn_successor(self, claim: sl.Claim) -> None:
+        """Spawn the claim's next job queued ahead while the claim's job runs (STARTER_SPAWN_AHEAD):
+        checked now as it will be at its start, ready to exec the moment that job exits, woken by
+        the kernel without a turn of this loop (`Starter.begin_beside` with ``after``). Nothing
+        is spawned where the start could not be taken back or would differ: a job that is
+        refused, held or whose sandbox travels, one that writes the running job's output files
+        (it opens them now), a claim that runs no more jobs. Such a job starts at the exit, as
+        without this, where its refusal or hold is reported in order."""
+        self._requeue_cancelled(claim)
+        job = claim.job
+        if (not self.starter.spawns_ahead or job is None or not claim.ahead or claim.successor is not None
+                or job.exit is not None or job.successor is not None or job.suspended or job.stop_reason
+                or self._runs_no_more(claim) or self.sandboxes.holds(claim.id)
+                or self.claims.by_id.get(claim.id) is not claim):
+            return
+        seq, job_ad = claim.ahead[0]
+        if self.sandboxes.wanted(job_ad) or self.starter.shares_output(job.ad, job_ad):
+            return
+        try:
+            memory, held = self._checked(claim.slot, job_ad, self.ads.next_start_ad(claim.slot))
+        except MethodError:
+            return
+        if held is not None:
+            return
+        try:
+            beside = self.starter.begin_beside(job_ad, claim.slot.name, _job_env(claim.slot), memory, after=job)
+        except (StartFailed, OSError):
+            return
+        claim.ahead.pop(0)
+        claim.successor = sl.Successor(seq, job_ad, beside, memory)
+
+    @staticmethod
+    def _requeue_cancelled(claim: sl.Claim) -> None:
+        """A successor the starter cancelled (its predecessor was stopped or suspended) goes back
+        to the head of the queue, to start anew."""
+        successor = claim.successor
+        if successor is not None and successor.beside.cancelled:
+            claim.successor = None
+            claim.ahead.insert(0, (successor.seq, successor.ad))
+
+    def _drop_successor(self, claim: sl.Claim) -> None:
+        """The claim starts no further job (it ends, retires, or the startd stops): its successor
+        is stopped before its exec, and its job goes back to the head of the queue (which the
+        claim's end drops; the schedd puts those jobs back)."""
+        successor, claim.successor = claim.successor, None
+        if successor is None:
+            return
+        if claim.job is not None and claim.job.successor is successor.beside:
+            claim.job.successor = None
+        self.starter.cancel(successor.beside)
+        claim.ahead.insert(0, (successor.seq, successor.ad))
 
     @method("startd")
     async def WithdrawActivation(self, call: Call, ClaimId: str, ClusterId: int, ProcId: int) -> dict:
@@ -199,17 +266,21 @@ class Activation:
         (started already: the schedd stops it on its activated report; or never received)."""
         claim = self.claims.get(ClaimId, "WithdrawActivation")
         claim.renew()
+        successor = claim.successor
+        if successor is not None and (lookup(successor.ad, "ClusterId"), lookup(successor.ad, "ProcId")) == (ClusterId, ProcId):
+            self._drop_successor(claim)  # (stopped before its exec; back at the head of the queue, taken out below)
         before = len(claim.ahead)
         claim.ahead = [(seq, ad) for seq, ad in claim.ahead
                        if (lookup(ad, "ClusterId"), lookup(ad, "ProcId")) != (ClusterId, ProcId)]
         return {"Withdrawn": len(claim.ahead) < before}
 
-    def activate(self, claim_id: str, job_ad: dict, *, repeat: bool = False) -> asyncio.Task | None:
+    def activate(self, claim_id: str, job_ad: dict, *, repeat: bool = False,
+                 successor: sl.Successor | None = None) -> asyncio.Task | None:
         """Check an activation (MethodError if refused) and launch its job.
 
         Returns the launch's task (None for a repeat of the job the claim already runs, or, for an
         activation the schedd marks ``repeat``, of the job it ran last); the claim counts as busy
-        from now on."""
+        from now on. ``successor``: the job spawned ahead (`spawn_successor`), checked then."""
         claim = self.claims.get(claim_id, "ActivateClaim")
         slot = claim.slot
         if self.shutting_down:
@@ -227,25 +298,14 @@ class Activation:
             # activation not marked as a repeat (the job run again after an eviction) does run.
             return None
         claim.renew()
-        ad = self.ads.slot_ad(slot)
-        # The requests as numbers, before the match test (which an undefined request would fail
-        # with a reason about the slot): a request that is no number holds the job, naming it.
         held: StartFailed | None = None
-        memory = slot.memory
-        try:
-            req = activation_requests(job_ad, ad, self.ads.defaults)
-        except RequestUndefined as exc:
-            held = StartFailed(exc.reason, HOLD_STARTD_HELD_JOB)
+        if successor is not None:
+            memory, beside = successor.memory, successor.beside
         else:
-            why = self.ads.mismatch(ad, {**job_ad, "RequestCpus": req.cpus, "RequestMemory": req.memory,
-                                         "RequestDisk": req.disk})
-            if why:
-                raise app_error(CLAIM_REFUSED, f"ActivateClaim refused: {why}")
-            if lookup(job_ad, "RequestMemory") is not None:
-                memory = memory_limit(req.memory)
+            memory, held = self._checked(slot, job_ad, self.ads.slot_ad(slot))
+            beside = None
         claim.last_ad = job_ad
-        beside: Beside | None = None
-        if held is None and self.starter.spawns_beside and not self.sandboxes.wanted(job_ad):
+        if beside is None and held is None and self.starter.spawns_beside and not self.sandboxes.wanted(job_ad):
             # Spawned now, not on the launch task's first turn of the loop: a slot freed by an
             # exit starts its next job before anything else the loop has to do.
             try:
@@ -258,6 +318,25 @@ class Activation:
             launch.add_done_callback(lambda task: self.starter.abandon(beside) if task.cancelled() else None)
         claim.launch = launch
         return launch
+
+    def _checked(self, slot: sl.Slot, job_ad: Mapping[str, Any], ad: dict[str, Any]) -> tuple[int, StartFailed | None]:
+        """An activation's checks against the slot's ``ad``: both Requirements (MethodError if
+        they refuse it) and the requests. Returns the job's memory limit (MiB) and, for a request
+        that is no number, the hold that starts nothing."""
+        # The requests as numbers, before the match test (which an undefined request would fail
+        # with a reason about the slot): a request that is no number holds the job, naming it.
+        memory = slot.memory
+        try:
+            req = activation_requests(job_ad, ad, self.ads.defaults)
+        except RequestUndefined as exc:
+            return memory, StartFailed(exc.reason, HOLD_STARTD_HELD_JOB)
+        why = self.ads.mismatch(ad, {**job_ad, "RequestCpus": req.cpus, "RequestMemory": req.memory,
+                                     "RequestDisk": req.disk})
+        if why:
+            raise app_error(CLAIM_REFUSED, f"ActivateClaim refused: {why}")
+        if lookup(job_ad, "RequestMemory") is not None:
+            memory = memory_limit(req.memory)
+        return memory, None
 
     async def _launch(self, claim: sl.Claim, job_ad: dict, memory: int, held: StartFailed | OSError | None = None,
                       beside: Beside | None = None) -> None:
@@ -301,6 +380,7 @@ class Activation:
             slot.set(activity=sl.BUSY)
         self.reports.report(claim, job_ad, "execute", {"Slot": slot.name, "RemoteHost": slot.name})
         self.ads_changed(sl.ad_names(slot))
+        self.spawn_successor(claim)
 
     # ------------------------------------------------------------------ the running job
     @method("startd")
@@ -326,6 +406,7 @@ class Activation:
     async def SuspendClaim(self, call: Call, ClaimId: str) -> dict:
         """Suspend the claim's job where it is (the freezer); the slot's activity is Suspended."""
         claim, job = self._running_claim(ClaimId, "SuspendClaim", "suspend")
+        self._drop_successor(claim)  # (respawned when the job continues)
         count = self.starter.suspend(job)
         claim.slot.set(activity=sl.SUSPENDED)
         self.ads_changed(sl.ad_names(claim.slot))
@@ -338,6 +419,7 @@ class Activation:
         if claim.slot.activity == sl.SUSPENDED:
             claim.slot.set(activity=sl.BUSY)
         self.ads_changed(sl.ad_names(claim.slot))
+        self.spawn_successor(claim)  # (its suspension cancelled the one it had)
         return {}
 
     def exited(self, job: Job) -> None:
@@ -372,7 +454,7 @@ class Activation:
         # jobs go through a queue of 16 in tens of milliseconds: topped up only when one was
         # left, a claim in twenty-five waited idle for the answer, 5 ms on average; from half
         # the queue on, most exits of /bin/true jobs at two slots made a call of their own).
-        low = len(claim.ahead) < max(2, claim.ahead_peak // 4)
+        low = len(claim.ahead) + (claim.successor is not None) < max(2, claim.ahead_peak // 4)
         self.reports.report(claim, job.ad, "exit", extra, hurry=ending or low)
         if not ending:
             claim.slot.set(activity=sl.IDLE)
@@ -380,6 +462,7 @@ class Activation:
             # exit report, in the same call.
             self.start_ahead(claim)
         else:  # graceful drain: the retired claim ends now
+            self._drop_successor(claim)
             claim.ahead.clear()
             self.claims.retire(claim)
         self.ads_changed(sl.ad_names(claim.slot))

@@ -9,6 +9,7 @@ Private ads carry the claim ids the negotiator may hand out.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -99,6 +100,16 @@ class SlotAds:
                     ad["GlobalJobId"] = lookup(job_ad, "GlobalJobId")
         if self.table.drain is not None:
             ad["DrainReason"] = self.table.drain.reason
+        return ad
+
+    def next_start_ad(self, slot: sl.Slot) -> dict[str, Any]:
+        """The slot's ad as the claim's next job finds it at its start: the job before it gone,
+        the claim Idle (a successor is checked while that job still runs)."""
+        ad = self.slot_ad(slot)
+        ad["Activity"] = sl.IDLE
+        ad["EnteredCurrentActivity"] = int(time.time())
+        for attr in ("JobStart", "JobId", "GlobalJobId"):
+            ad.pop(attr, None)
         return ad
 
     def ads(self) -> list[dict[str, Any]]:

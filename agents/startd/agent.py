@@ -127,6 +127,7 @@ class Startd(Agent):
             usage_interval=self.settings.update_interval,
             check_interval=self.settings.memory_check_interval,
             fast_spawn=self.settings.fast_spawn,
+            spawn_ahead=self.settings.spawn_ahead,
             cgroup=self.cgroups,
             memory_policy=self.settings.memory_policy.lower(),
             pids_limit=self.settings.pids_limit,

@@ -47,6 +47,9 @@ class Claims:
         self.settings = settings  # replaced by the startd's reconfig
         self.spawn = spawn
         self.ads_changed = ads_changed
+        # Called when a claim starts no further job (ending, draining): its successor spawned
+        # ahead is stopped (the activation sets it; it drops Claim.successor).
+        self.no_more_starts: Callable[[sl.Claim], None] = lambda claim: None
         self.by_id: dict[str, sl.Claim] = {}
         self._ending: dict[str, asyncio.Future] = {}  # claims being ended, done when they are
         # Claims ended, in the order they ended -> until when an unanswered exit report of theirs
@@ -270,6 +273,7 @@ class Claims:
             return
         done = asyncio.get_running_loop().create_future()
         self._ending[claim.id] = done
+        self.no_more_starts(claim)
         try:
             if claim.launch is not None:  # a job being spawned is stopped like a running one, once it runs
                 self.sandboxes.abort(claim.id, reason)  # (its input transfer ends now)
@@ -318,6 +322,7 @@ class Claims:
         log.info("draining (%s) at the request of %s: %s", how, call.user, drain.reason)
         for claim in list(self.by_id.values()):
             claim.retiring = True
+            self.no_more_starts(claim)
             if claim.job is None and claim.launch is None:
                 self.spawn(self.end(claim, graceful=True, reason="drain"), "drain idle claim")
             elif how == "graceful":

@@ -35,6 +35,9 @@ knob("USER_MAP", [], "broker user -> Unix account for jobs on this node (HTCondo
      "'user=account', '*=account' for everyone not listed; a user not mapped runs as the account of the same name")
 knob("STARTER_ALLOW_ROOT_JOBS", False, "let a job run as root when no other account applies (never the default)")
 knob("STARTER_FAST_SPAWN", True, "start jobs by the fast spawn, born in their cgroups and accounts (the built extension agents/startd/_spawn.c); false: subprocess.Popen")
+knob("STARTER_SPAWN_AHEAD", True, "spawn a claim's next job queued ahead while the job before it runs, ready to exec "
+     "the moment that job exits (woken by the kernel, not the startd's loop); false: spawned at the exit. Needs the "
+     "fast spawn beside the startd (x86-64, aarch64)")
 knob("STARTD_SIMULATE_JOBS", False, "scale tests: run no job, each ends (exit 0) after its simulated run time "
      "(a sleep job's own seconds, else SIMULATED_JOB_RUNTIME)")
 knob("SIMULATED_JOB_RUNTIME", 0.0, "seconds a simulated job (STARTD_SIMULATE_JOBS) runs unless it is a sleep job")
@@ -103,6 +106,7 @@ class StartdSettings:
     report_timeout: float = 10.0
     report_retry: float = 1.0
     fast_spawn: bool = True  # STARTER_FAST_SPAWN: agents/startd/_spawn.c, where it is built
+    spawn_ahead: bool = True  # STARTER_SPAWN_AHEAD
     simulate_jobs: bool = False  # STARTD_SIMULATE_JOBS
     simulated_runtime: float = 0.0  # SIMULATED_JOB_RUNTIME
     base_cgroup: str = "gridbus"  # BASE_CGROUP; "" forces the process-scan fallback
@@ -151,6 +155,7 @@ class StartdSettings:
                 report_timeout="STARTD_REPORT_TIMEOUT",
                 report_retry="STARTD_REPORT_RETRY",
                 fast_spawn="STARTER_FAST_SPAWN",
+                spawn_ahead="STARTER_SPAWN_AHEAD",
                 simulate_jobs="STARTD_SIMULATE_JOBS",
                 simulated_runtime="SIMULATED_JOB_RUNTIME",
                 base_cgroup="BASE_CGROUP",

@@ -55,6 +55,7 @@ class SimulatedStarter:
         self.enforce_memory = False
         self.memory_policy, self.pids_limit, self.policy = "none", 0, None
         self.spawns_beside = False  # no spawn to begin ahead of the launch (see Starter.begin_beside)
+        self.spawns_ahead = False  # nor a successor spawned while the job before it runs
 
     def start(self, key: str, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
               memory_limit_mib: int | None) -> Job:

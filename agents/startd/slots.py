@@ -25,7 +25,7 @@ from gridbus.agents.startd.arguments import lookup
 from gridbus.classad.values import is_number
 
 if TYPE_CHECKING:
-    from gridbus.agents.startd.starter import Job
+    from gridbus.agents.startd.starter import Beside, Job
 
 STATIC, PARTITIONABLE, DYNAMIC = "Static", "Partitionable", "Dynamic"
 
@@ -59,6 +59,17 @@ class DrainState:
 
 
 @dataclass
+class Successor:
+    """A claim's next job queued ahead, checked and spawned while the claim's job runs: its child
+    is ready (groups, streams, directory, account) and execs the moment that job exits."""
+
+    seq: int
+    ad: dict[str, Any]
+    beside: Beside
+    memory: int  # MiB, its limit
+
+
+@dataclass
 class Claim:
     id: str
     slot: Slot
@@ -79,6 +90,7 @@ class Claim:
     ahead: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     ahead_seq: int = 0
     ahead_peak: int = 0  # the most jobs queued ahead at once (how deep the schedd keeps the queue)
+    successor: Successor | None = None  # the first of them, spawned already (STARTER_SPAWN_AHEAD)
 
     def renew(self) -> None:
         self.renewed = time.monotonic()

@@ -97,12 +97,15 @@ class Launching:
 
 
 def begin(argv: Sequence[str], *, executable: str, cwd: str | None, env: Mapping[str, str],
-          fds: tuple[int, int, int], account: Account, group: JobCgroup | None = None) -> Launching:
+          fds: tuple[int, int, int], account: Account, group: JobCgroup | None = None,
+          after: int | None = None) -> Launching:
     """Start the job: in a session of its own, with ``fds`` as its standard streams (Popen's
     DEVNULL allowed; they must stay open until the outcome is known), in ``cwd``, as ``account``
     (when it is not the startd's own), born in ``group``. Returns before the job's exec where the
-    child runs beside the caller (`CONCURRENT`). Raises ValueError for an argument or variable no
-    process can take, OSError when no process could be made."""
+    child runs beside the caller (`CONCURRENT`). ``after``: a pidfd; the child does all but the
+    exec now, and execs when that process has exited (a SIGKILL meanwhile cancels it; it dies
+    with the startd). Raises ValueError for an argument or variable no process can take,
+    OSError when no process could be made."""
     if _spawn is None:
         raise RuntimeError("the fast spawn is not built (agents/startd/_spawn.c)")
     for key in env:  # (a NUL anywhere is refused by the extension)
@@ -117,6 +120,7 @@ def begin(argv: Sequence[str], *, executable: str, cwd: str | None, env: Mapping
         tuple(_fd(fd) for fd in fds),
         *ids,
         group.join_fds() if group is not None else (),
+        -1 if after is None else after,
     )
     return Launching(launch, group)
 

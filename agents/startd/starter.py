@@ -127,6 +127,7 @@ class Job:
     last_usage_report: float = field(default_factory=time.monotonic)
     done: asyncio.Future | None = None
     sandbox: bool = False  # the scratch directory is the file-transfer sandbox's (not the starter's to remove)
+    successor: Beside | None = None  # the claim's next job, spawned and waiting for this one's exit
 
     def usage(self) -> dict[str, Any]:
         """HTCondor's usage attributes: cpu seconds, sizes in KiB, MemoryUsage (the peak) in MiB,
@@ -180,6 +181,7 @@ class Beside:
     prep: _Prepared
     launching: spawn.Launching
     known: asyncio.Future  # done when the child's pipe says its outcome is known
+    cancelled: bool = False  # a successor stopped before its exec (`Starter.cancel_successor`)
 
 
 def _settle(known: asyncio.Future) -> None:
@@ -203,6 +205,7 @@ class Starter:
         usage_interval: float = 300.0,
         check_interval: float = 1.0,
         fast_spawn: bool = True,
+        spawn_ahead: bool = True,
         cgroup: cgroups.Hierarchy | None = None,
         memory_policy: str = "hard",
         pids_limit: int = 0,
@@ -233,6 +236,7 @@ class Starter:
         self._shut_down = False
         # STARTER_FAST_SPAWN: the job joining its groups and taking its ids itself (spawn.py)
         self.fast_spawn = fast_spawn and spawn.AVAILABLE
+        self.spawn_ahead = spawn_ahead  # STARTER_SPAWN_AHEAD (`spawns_ahead`)
         self._launching: set[asyncio.Future] = set()  # the fast spawn's children not exec'd yet
         self._ready = ReadyFds()  # the spawns' pipes and the jobs' pidfds, watched on the loop
         self._cleaning: set[asyncio.Future] = set()  # the cleaning thread's rounds under way
@@ -299,18 +303,60 @@ class Starter:
         return self.fast_spawn and spawn.CONCURRENT
 
     def begin_beside(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
-                     memory_limit_mib: int | None, sandbox: str | None = None) -> Beside:
+                     memory_limit_mib: int | None, sandbox: str | None = None, *, after: Job | None = None) -> Beside:
         """The first half of a start by the fast spawn (`spawns_beside`), done at once: the job
         prepared and its child spawned, joining its groups and exec'ing while the loop goes on.
         The caller spawns a freed slot's next job here without waiting for a turn of the loop,
-        then awaits `finish_beside` (or calls `abandon` if it will not). Raises StartFailed."""
+        then awaits `finish_beside` (or calls `abandon` if it will not). Raises StartFailed.
+
+        ``after``: a running job; the new one is its successor, made ready now (its groups
+        joined, its streams and directory entered, its account taken) and exec'd by the kernel's
+        wake-up the moment ``after`` exits, without a turn of the loop in between. Every stop or
+        suspension of ``after`` cancels it first (`cancel_successor`)."""
         prep = self._prepare(ad, slot, env_extra, memory_limit_mib, sandbox)
-        launching = self._spawned(prep, lambda: self._begin(prep), last=False)
+        launching = self._spawned(prep, lambda: self._begin(prep, after), last=False)
         known = asyncio.get_running_loop().create_future()
         self._ready.watch(launching.fileno(), _settle, known)
-        self._launching.add(known)
-        known.add_done_callback(self._launching.discard)
-        return Beside(prep, launching, known)
+        if after is None:  # (a successor's outcome waits for its predecessor: no stop waits for it)
+            self._launching.add(known)
+            known.add_done_callback(self._launching.discard)
+        beside = Beside(prep, launching, known)
+        if after is not None:
+            after.successor = beside
+        return beside
+
+    def cancel_successor(self, job: Job) -> None:
+        """Stop ``job``'s successor, if any, before its exec (`cancel`)."""
+        beside, job.successor = job.successor, None
+        if beside is not None:
+            self.cancel(beside)
+
+    def cancel(self, beside: Beside) -> None:
+        """Stop a start begun by `begin_beside` now (SIGKILL takes a child waiting for its
+        predecessor before any other system call) and mark it cancelled; what it prepared is
+        cleaned up once its pipe says it is gone. One whose predecessor had exited already may
+        have exec'd a moment ago: it is killed the same way."""
+        if beside.cancelled:
+            return
+        beside.cancelled = True
+        _kill_child(beside.launching.pid, signal.SIGKILL)
+        self.abandon(beside)
+
+    @property
+    def spawns_ahead(self) -> bool:
+        """Whether a claim's next job may be spawned while the job before it runs (`begin_beside`
+        with ``after``): STARTER_SPAWN_AHEAD, with a child that runs beside the startd."""
+        return self.spawn_ahead and self.spawns_beside
+
+    @staticmethod
+    def shares_output(ad: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+        """Whether two jobs write the same output or error file: a successor opens (truncates)
+        its files when it is spawned, so it is not spawned while such a job writes them."""
+        def written(a: Mapping[str, Any]) -> set[str]:
+            iwd = _str(a, "Iwd") or ""
+            return {_resolve(p, iwd) for p in (_str(a, "Out"), _str(a, "Err")) if p and p != os.devnull}
+
+        return not written(ad).isdisjoint(written(other))
 
     async def finish_beside(self, key: str, ad: Mapping[str, Any], slot: str, memory_limit_mib: int | None,
                             beside: Beside) -> Job:
@@ -328,10 +374,10 @@ class Starter:
         beside.known.add_done_callback(lambda _: self._abandon(beside.prep, beside.launching))
 
     @staticmethod
-    def _begin(prep: _Prepared) -> spawn.Launching:
+    def _begin(prep: _Prepared, after: Job | None = None) -> spawn.Launching:
         """The fast spawn of a prepared job (its outcome taken later, `spawn.Launching.result`)."""
         return spawn.begin(prep.argv, executable=prep.executable, cwd=prep.iwd, env=prep.env, fds=prep.streams,
-                           account=prep.account, group=prep.group)
+                           account=prep.account, group=prep.group, after=after.pidfd if after is not None else None)
 
     def _abandon(self, prep: _Prepared, launching: spawn.Launching) -> None:
         try:
@@ -606,6 +652,9 @@ class Starter:
     def _reap(self, job: Job) -> None:
         loop = asyncio.get_running_loop()
         os.close(job.pidfd)  # (which drops it from the descriptors watched)
+        # Its successor (if any) has exec'd or is exec'ing: the claim's (`Activation.start_ahead`),
+        # no longer this job's to cancel.
+        job.successor = None
         # Kill the rest of the job while the leader is a zombie: its pid (the group's id) is
         # still ours, so the signal cannot reach a stranger that reused it. In a cgroup, the rest
         # is every process the job started, wherever it moved.
@@ -749,7 +798,9 @@ class Starter:
 
     # ------------------------------------------------------------------ stop
     def stop(self, job: Job, graceful: bool, reason: str) -> None:
-        """Stop a job: its kill signal now and SIGKILL after KILLING_TIMEOUT, or SIGKILL now."""
+        """Stop a job: its kill signal now and SIGKILL after KILLING_TIMEOUT, or SIGKILL now.
+        Its successor, if any, first: the claim's next job never follows a job the startd stops."""
+        self.cancel_successor(job)
         if job.exit is not None:
             return
         job.stop_reason = job.stop_reason or reason
@@ -808,6 +859,7 @@ class Starter:
         returns how many processes were suspended."""
         if job.exit is not None:
             return 0
+        self.cancel_successor(job)  # (a suspended job's exit is the resumed job's, later)
         if job.cgroup is not None and job.cgroup.can_freeze():
             count = len(job.cgroup.pids())
             job.cgroup.freeze()
@@ -835,6 +887,8 @@ class Starter:
 
     async def shutdown(self) -> None:
         """Kill every job (the startd is going away) and wait until they are reaped."""
+        for job in list(self.running.values()):
+            self.cancel_successor(job)
         if self._launching:  # a job being spawned now is running (or failed) when this returns
             await asyncio.wait(list(self._launching), timeout=5)
             await asyncio.sleep(0)  # let start_async register what it launched
