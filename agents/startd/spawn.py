@@ -76,6 +76,7 @@ class Launching:
         self._launch = launch
         self._group = group
         self.pid: int = launch.pid
+        self.failed_stage: str | None = None  # the child's step that failed, once `result` raised
 
     def fileno(self) -> int:
         return self._launch.fileno()
@@ -88,6 +89,7 @@ class Launching:
             return Child(self._launch.result())
         except _spawn.SpawnError as exc:
             stage, errno, strerror, filename = exc.args
+            self.failed_stage = stage
             if stage == "cgroup":
                 assert self._group is not None
                 raise JoinFailed(f"cannot put the job in its cgroup {self._group.rel}: {strerror}", errno) from None

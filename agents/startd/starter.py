@@ -182,6 +182,8 @@ class Beside:
     launching: spawn.Launching
     known: asyncio.Future  # done when the child's pipe says its outcome is known
     cancelled: bool = False  # a successor stopped before its exec (`Starter.cancel_successor`)
+    # A successor's start made anew, as at its predecessor's exit (`finish_beside`); None for others.
+    again: Callable[[], Beside] | None = None
 
 
 def _settle(known: asyncio.Future) -> None:
@@ -323,6 +325,7 @@ class Starter:
         beside = Beside(prep, launching, known)
         if after is not None:
             after.successor = beside
+            beside.again = lambda: self.begin_beside(ad, slot, env_extra, memory_limit_mib, sandbox)
         return beside
 
     def cancel_successor(self, job: Job) -> None:
@@ -365,7 +368,15 @@ class Starter:
         known = beside.known
         await asyncio.shield(known)
         prep = beside.prep
-        proc = self._spawned(prep, beside.launching.result)
+        try:
+            proc = self._spawned(prep, beside.launching.result)
+        except StartFailed:
+            if beside.again is None or beside.launching.failed_stage == "exec":
+                raise
+            # A successor that failed before its wait, at a step that could have gone otherwise
+            # after the job before it (an Iwd that job makes, say): started anew now, as it would
+            # have been at that exit without spawning ahead, where it runs or fails for good.
+            return await self.finish_beside(key, ad, slot, memory_limit_mib, beside.again())
         return self._watch(key, ad, slot, proc, prep.scratch, prep.account, memory_limit_mib, prep.group)
 
     def abandon(self, beside: Beside) -> None:

@@ -314,3 +314,31 @@ def test_a_successor_is_checked_as_at_its_start_and_a_refused_one_waits_for_the_
     assert [e for e in events(schedd) if e[0] != "execute"] == [("exit", 0), ("activated", 1), ("exit", 1), ("activated", 2)]
     refused = [r for r in schedd.reports if r["Event"] == "activated" and r["ProcId"] == 2]
     assert refused[0]["Status"] != 0 and "Requirements" in refused[0]["Text"]
+
+
+def test_a_successor_that_fails_before_its_wait_starts_anew_at_the_exit(tmp_path):
+    """Job 1's Iwd is made by job 0: spawned ahead, its child cannot enter it yet; it is started
+    again at job 0's exit, as without spawning ahead, and runs (never held for a directory that
+    exists by its start)."""
+    schedd = Schedd()
+    s = startd(tmp_path, schedd)
+    made = tmp_path / "made-by-job-0"
+
+    async def scenario() -> None:
+        await s.on_start()
+        try:
+            cid = (await claim_all(s))[0]
+            await s.activation.ActivateClaims(DAEMON, Activations=[{"ClaimId": cid, "JobAd": shell(0, "sleep 0.3")}])
+            s.activation.in_answer(SCHEDD, [], [ahead(cid, 1, shell(1, "pwd > where", Iwd=str(made)))])
+            successor = s.claims.by_id[cid].successor
+            assert successor is not None
+            await settled(successor.beside.known.done)  # its child failed to enter the Iwd
+            made.mkdir()  # (as job 0 would, before its exit)
+            await settled(lambda: ("exit", 1) in events(schedd))
+        finally:
+            await s.on_stop()
+
+    asyncio.run(scenario())
+    exit1 = [r for r in schedd.reports if r["Event"] == "exit" and r["ProcId"] == 1][0]
+    assert exit1.get("ExitCode") == 0 and "HoldReason" not in exit1
+    assert (made / "where").read_text().strip() == str(made)
