@@ -174,6 +174,14 @@ def events(schedd: Schedd) -> list[tuple[str, int]]:
     return [(r["Event"], r["ProcId"]) for r in schedd.reports if r["Event"] in ("exit", "activated", "execute")]
 
 
+async def behind(s: Any, first: dict[str, Any], *queued: dict[str, Any]) -> str:
+    """The startd's one claim running ``first``, with ``queued`` queued ahead behind it; its id."""
+    cid = (await claim_all(s))[0]
+    await s.activation.ActivateClaims(DAEMON, Activations=[{"ClaimId": cid, "JobAd": first}])
+    s.activation.in_answer(SCHEDD, [], [ahead(cid, seq, ad) for seq, ad in enumerate(queued, 1)])
+    return cid
+
+
 def test_the_next_job_is_spawned_ahead_and_execs_at_the_exit(tmp_path):
     schedd = Schedd()
     s = startd(tmp_path, schedd)
@@ -182,9 +190,7 @@ def test_the_next_job_is_spawned_ahead_and_execs_at_the_exit(tmp_path):
     async def scenario() -> None:
         await s.on_start()
         try:
-            cid = (await claim_all(s))[0]
-            await s.activation.ActivateClaims(DAEMON, Activations=[{"ClaimId": cid, "JobAd": shell(0, "sleep 0.4")}])
-            s.activation.in_answer(SCHEDD, [], [ahead(cid, 1, shell(1, f"date +%s.%N > {marker}"))])
+            cid = await behind(s, shell(0, "sleep 0.4"), shell(1, f"date +%s.%N > {marker}"))
             claim = s.claims.by_id[cid]
             assert claim.successor is not None and claim.ahead == []  # spawned, waiting
             assert os.path.exists(f"/proc/{claim.successor.beside.launching.pid}") and not marker.exists()
@@ -214,11 +220,8 @@ def test_whatever_the_startd_does_first_takes_the_successor_back(tmp_path, actio
         stopped = False
         await s.on_start()
         try:
-            cid = (await claim_all(s))[0]
             first = "sleep 0.6" if action in ("Drain", "SuspendClaim") else "sleep 30"
-            await s.activation.ActivateClaims(DAEMON, Activations=[{"ClaimId": cid, "JobAd": shell(0, first)}])
-            s.activation.in_answer(SCHEDD, [], [ahead(cid, 1, shell(1, f"touch {marker}")),
-                                                ahead(cid, 2, shell(2, "exit 0"))])
+            cid = await behind(s, shell(0, first), shell(1, f"touch {marker}"), shell(2, "exit 0"))
             claim = s.claims.by_id[cid]
             waiting = claim.successor
             assert waiting is not None and waiting.ad["ProcId"] == 1
@@ -274,10 +277,8 @@ def test_a_job_writing_the_running_jobs_output_is_not_spawned_ahead(tmp_path):
     async def scenario() -> None:
         await s.on_start()
         try:
-            cid = (await claim_all(s))[0]
-            await s.activation.ActivateClaims(DAEMON, Activations=[
-                {"ClaimId": cid, "JobAd": shell(0, "echo first-job-output-that-is-long; sleep 0.3", Out=out)}])
-            s.activation.in_answer(SCHEDD, [], [ahead(cid, 1, shell(1, "echo two", Out=out))])
+            cid = await behind(s, shell(0, "echo first-job-output-that-is-long; sleep 0.3", Out=out),
+                               shell(1, "echo two", Out=out))
             assert s.claims.by_id[cid].successor is None
             await settled(lambda: ("exit", 1) in events(schedd))
         finally:
@@ -298,10 +299,8 @@ def test_a_successor_is_checked_as_at_its_start_and_a_refused_one_waits_for_the_
     async def scenario() -> tuple[bool, bool]:
         await s.on_start()
         try:
-            cid = (await claim_all(s))[0]
-            await s.activation.ActivateClaims(DAEMON, Activations=[{"ClaimId": cid, "JobAd": shell(0, "sleep 0.3")}])
-            s.activation.in_answer(SCHEDD, [], [ahead(cid, 1, shell(1, "sleep 0.3", Requirements=idle_only)),
-                                                ahead(cid, 2, shell(2, "exit 0", Requirements=classad.ExprTree("false")))])
+            cid = await behind(s, shell(0, "sleep 0.3"), shell(1, "sleep 0.3", Requirements=idle_only),
+                               shell(2, "exit 0", Requirements=classad.ExprTree("false")))
             first = s.claims.by_id[cid].successor is not None
             await settled(lambda: ("execute", 1) in events(schedd))
             second = s.claims.by_id[cid].successor is not None
@@ -327,9 +326,7 @@ def test_a_successor_that_fails_before_its_wait_starts_anew_at_the_exit(tmp_path
     async def scenario() -> None:
         await s.on_start()
         try:
-            cid = (await claim_all(s))[0]
-            await s.activation.ActivateClaims(DAEMON, Activations=[{"ClaimId": cid, "JobAd": shell(0, "sleep 0.3")}])
-            s.activation.in_answer(SCHEDD, [], [ahead(cid, 1, shell(1, "pwd > where", Iwd=str(made)))])
+            cid = await behind(s, shell(0, "sleep 0.3"), shell(1, "pwd > where", Iwd=str(made)))
             successor = s.claims.by_id[cid].successor
             assert successor is not None
             await settled(successor.beside.known.done)  # its child failed to enter the Iwd
