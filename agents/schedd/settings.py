@@ -25,7 +25,7 @@ knob("SCHEDD_REQUEST_QUEUE_TYPE", "auto",
 knob("SCHEDD_MAX_JOB_OBJECTS", 10_000, "at most this many job objects in one getObjects(_class='job') answer")
 knob("QUEUE_SUPER_USERS", [], "broker users (besides the daemon account) who may change anyone's jobs")
 knob("CLAIM_WORKLIFE", 1200.0, "seconds a claim may be reused for further jobs; then it is released")
-knob("CLAIM_PREFETCH_JOBS", 16, "at most this many jobs the schedd queues ahead on a claim, after the one it runs "
+knob("CLAIM_PREFETCH_JOBS", 32, "at most this many jobs the schedd queues ahead on a claim, after the one it runs "
      "(0: none), so the startd starts the next at the job's exit without a round trip; only on claims whose last "
      "job ran under CLAIM_PREFETCH_MAX_RUNTIME")
 knob("CLAIM_PREFETCH_MAX_RUNTIME", 2.0, "seconds: a claim whose last job ran longer gets no jobs queued ahead, and the "
@@ -73,7 +73,7 @@ class ScheddSettings:
     request_queue_type: str = "auto"
     uid_domain: str = field(default_factory=socket.getfqdn)
     claim_worklife: float = 1200.0
-    claim_prefetch: int = 16  # CLAIM_PREFETCH_JOBS
+    claim_prefetch: int = 32  # CLAIM_PREFETCH_JOBS
     claim_prefetch_max_runtime: float = 2.0  # CLAIM_PREFETCH_MAX_RUNTIME
     lease_duration: float = 2400.0  # JOB_LEASE_DURATION: also the claim lease given to RequestClaim
     shadow_call_timeout: float = 10.0

@@ -451,7 +451,7 @@ class Activation:
         # With the queue ahead at least a quarter as deep as the schedd keeps it, nothing waits
         # on this exit: it lingers for company like other reports. Else it leaves at once, so
         # that the schedd's answer brings the claim's next jobs before the queue runs dry (short
-        # jobs go through a queue of 16 in tens of milliseconds: topped up only when one was
+        # jobs go through a queue of 16-32 in tens of milliseconds: topped up only when one was
         # left, a claim in twenty-five waited idle for the answer, 5 ms on average; from half
         # the queue on, most exits of /bin/true jobs at two slots made a call of their own).
         low = len(claim.ahead) + (claim.successor is not None) < max(2, claim.ahead_peak // 4)
