@@ -248,16 +248,15 @@ class Activation:
             claim.ahead.insert(0, (successor.seq, successor.ad))
 
     def _drop_successor(self, claim: sl.Claim) -> None:
-        """The claim starts no further job (it ends, retires, or the startd stops): its successor
-        is stopped before its exec, and its job goes back to the head of the queue (which the
-        claim's end drops; the schedd puts those jobs back)."""
-        successor, claim.successor = claim.successor, None
-        if successor is None:
+        """The claim's successor is stopped before its exec (it ends, retires, is suspended, the
+        startd stops, or its job is withdrawn), and its job goes back to the head of the queue
+        (which a claim's end drops; the schedd puts those jobs back)."""
+        if claim.successor is None:
             return
-        if claim.job is not None and claim.job.successor is successor.beside:
-            claim.job.successor = None
-        self.starter.cancel(successor.beside)
-        claim.ahead.insert(0, (successor.seq, successor.ad))
+        if claim.job is not None:
+            self.starter.cancel_successor(claim.job)  # (the claim's successor, while that job runs)
+        self.starter.cancel(claim.successor.beside)  # (done already if it was)
+        self._requeue_cancelled(claim)
 
     @method("startd")
     async def WithdrawActivation(self, call: Call, ClaimId: str, ClusterId: int, ProcId: int) -> dict:
@@ -266,12 +265,10 @@ class Activation:
         (started already: the schedd stops it on its activated report; or never received)."""
         claim = self.claims.get(ClaimId, "WithdrawActivation")
         claim.renew()
-        successor = claim.successor
-        if successor is not None and (lookup(successor.ad, "ClusterId"), lookup(successor.ad, "ProcId")) == (ClusterId, ProcId):
+        if claim.successor is not None and _job_key(claim.successor.ad) == (ClusterId, ProcId):
             self._drop_successor(claim)  # (stopped before its exec; back at the head of the queue, taken out below)
         before = len(claim.ahead)
-        claim.ahead = [(seq, ad) for seq, ad in claim.ahead
-                       if (lookup(ad, "ClusterId"), lookup(ad, "ProcId")) != (ClusterId, ProcId)]
+        claim.ahead = [(seq, ad) for seq, ad in claim.ahead if _job_key(ad) != (ClusterId, ProcId)]
         return {"Withdrawn": len(claim.ahead) < before}
 
     def activate(self, claim_id: str, job_ad: dict, *, repeat: bool = False,
@@ -486,6 +483,10 @@ def _activation_error(exc: Exception, claim_id: Any) -> MethodError:
 def _job_env(slot: sl.Slot) -> dict[str, str]:
     """What the startd adds to every job's environment on ``slot``."""
     return {"OMP_NUM_THREADS": str(slot.cpus)}
+
+
+def _job_key(ad: Mapping[str, Any]) -> tuple[Any, Any]:
+    return lookup(ad, "ClusterId"), lookup(ad, "ProcId")
 
 
 def _same_job(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

@@ -181,7 +181,7 @@ class Beside:
     prep: _Prepared
     launching: spawn.Launching
     known: asyncio.Future  # done when the child's pipe says its outcome is known
-    cancelled: bool = False  # a successor stopped before its exec (`Starter.cancel_successor`)
+    cancelled: bool = False  # a successor stopped before its exec (`Starter.cancel`)
     # A successor's start made anew, as at its predecessor's exit (`finish_beside`); None for others.
     again: Callable[[], Beside] | None = None
 
@@ -319,11 +319,11 @@ class Starter:
         launching = self._spawned(prep, lambda: self._begin(prep, after), last=False)
         known = asyncio.get_running_loop().create_future()
         self._ready.watch(launching.fileno(), _settle, known)
-        if after is None:  # (a successor's outcome waits for its predecessor: no stop waits for it)
+        beside = Beside(prep, launching, known)
+        if after is None:
             self._launching.add(known)
             known.add_done_callback(self._launching.discard)
-        beside = Beside(prep, launching, known)
-        if after is not None:
+        else:  # (a successor's outcome waits for its predecessor: no stop waits for it)
             after.successor = beside
             beside.again = lambda: self.begin_beside(ad, slot, env_extra, memory_limit_mib, sandbox)
         return beside
