@@ -492,7 +492,7 @@ def _threads_in(base: str) -> list[str]:
         try:
             with open(f"/proc/self/task/{tid}/cgroup") as fh:
                 out += [f"{tid}: {line}" for line in fh.read().splitlines() if f"{base}/" in line]
-        except FileNotFoundError:  # a thread that ended meanwhile
+        except (FileNotFoundError, ProcessLookupError):  # a thread that ended meanwhile (before the open, or the read)
             pass
     return out
 
