@@ -309,10 +309,15 @@ class Activation:
                 beside = self.starter.begin_beside(job_ad, slot.name, _job_env(slot), memory)
             except (StartFailed, OSError) as exc:  # reported by the task, after the activation's answer
                 held = exc
-        launch = asyncio.get_running_loop().create_task(self._launch(claim, job_ad, memory, held, beside),
-                                                        name=f"launch {slot.name}")
-        if beside is not None:  # a task cancelled before it finished the start leaves the job to stop
-            launch.add_done_callback(lambda task: self.starter.abandon(beside) if task.cancelled() else None)
+        loop = asyncio.get_running_loop()
+        if beside is not None:
+            # Finished by a callback where the child's pipe says it exec'd (`Starter.when_known`),
+            # not by a task: a task's first step, its wake-up behind a shield and its done
+            # callbacks were three more turns of the loop per job. ``launch`` is done then.
+            launch: asyncio.Future = loop.create_future()
+            self.starter.when_known(beside, lambda: self._launched_beside(claim, job_ad, memory, beside, launch))
+        else:
+            launch = loop.create_task(self._launch(claim, job_ad, memory, held), name=f"launch {slot.name}")
         claim.launch = launch
         return launch
 
@@ -335,37 +340,61 @@ class Activation:
             memory = memory_limit(req.memory)
         return memory, None
 
-    async def _launch(self, claim: sl.Claim, job_ad: dict, memory: int, held: StartFailed | OSError | None = None,
-                      beside: Beside | None = None) -> None:
+    async def _launch(self, claim: sl.Claim, job_ad: dict, memory: int, held: StartFailed | OSError | None = None) -> None:
+        """A start that is not spawned beside the loop (`_launched_beside` finishes those): refused or
+        held at activation, an input sandbox fetched first, or the spawn waited for on a thread."""
         slot = claim.slot
         try:
             if held is not None:  # refused at activation, or failed to spawn: a job that could not start
                 raise held
-            if beside is not None:  # spawned by `activate`
-                started = await self.starter.finish_beside(claim.id, job_ad, slot.name, memory, beside)
-            elif self.sandboxes.wanted(job_ad):  # the input comes over the bus into a sandbox first
+            if self.sandboxes.wanted(job_ad):  # the input comes over the bus into a sandbox first
                 run_ad, sandbox = await self.sandboxes.fetch_input(claim, job_ad)
                 started = await self.starter.start_async(claim.id, run_ad, slot.name, _job_env(slot), memory,
                                                          sandbox=sandbox)
             else:
                 started = await self.starter.start_async(claim.id, job_ad, slot.name, _job_env(slot), memory)
         except (StartFailed, OSError) as exc:
-            self.sandboxes.forget(claim.id)
-            # The protocol's one path for "it did not run": an exit report with the hold reason
-            # (or, for an input transfer cut off, an eviction: the job runs again elsewhere).
-            if isinstance(exc, OSError):  # past the starter's own checks (pidfd_open, a thread): still a start failure
-                exc = StartFailed(f"cannot start the job: {exc.strerror or exc}", HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0)
-            log.info("job %s could not start on %s: %s", job_id(job_ad), slot.name, exc.reason)
-            self.reports.report(claim, job_ad, "exit", {"Evicted": True, "EvictReason": exc.reason}
-                                if isinstance(exc, TransferLost)
-                                else {"HoldReason": exc.reason, "HoldReasonCode": exc.code,
-                                      "HoldReasonSubCode": exc.subcode})
             claim.launch = None
-            self.claims.retire(claim)  # drained meanwhile
-            self.start_ahead(claim)
+            self._not_started(claim, job_ad, exc)
             return
         finally:
             claim.launch = None
+        self._started(claim, job_ad, started)
+
+    def _launched_beside(self, claim: sl.Claim, job_ad: dict, memory: int, beside: Beside,
+                         launch: asyncio.Future) -> None:
+        """A start spawned beside the loop (`activate`), once its child's outcome is known."""
+        try:
+            done = self.starter.finish_known(claim.id, job_ad, claim.slot.name, memory, beside)
+        except (StartFailed, OSError) as exc:
+            claim.launch = None
+            self._not_started(claim, job_ad, exc)
+        else:
+            if isinstance(done, Beside):  # a successor started anew: finished in its turn
+                self.starter.when_known(done, lambda: self._launched_beside(claim, job_ad, memory, done, launch))
+                return
+            claim.launch = None
+            self._started(claim, job_ad, done)
+        finally:
+            if claim.launch is None and not launch.done():  # (cancelled by a waiter that was)
+                launch.set_result(None)
+
+    def _not_started(self, claim: sl.Claim, job_ad: dict, exc: StartFailed | OSError) -> None:
+        """The protocol's one path for "it did not run": an exit report with the hold reason (or,
+        for an input transfer cut off, an eviction: the job runs again elsewhere)."""
+        self.sandboxes.forget(claim.id)
+        if isinstance(exc, OSError):  # past the starter's own checks (pidfd_open, a thread): still a start failure
+            exc = StartFailed(f"cannot start the job: {exc.strerror or exc}", HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0)
+        log.info("job %s could not start on %s: %s", job_id(job_ad), claim.slot.name, exc.reason)
+        self.reports.report(claim, job_ad, "exit", {"Evicted": True, "EvictReason": exc.reason}
+                            if isinstance(exc, TransferLost)
+                            else {"HoldReason": exc.reason, "HoldReasonCode": exc.code,
+                                  "HoldReasonSubCode": exc.subcode})
+        self.claims.retire(claim)  # drained meanwhile
+        self.start_ahead(claim)
+
+    def _started(self, claim: sl.Claim, job_ad: dict, started: Job) -> None:
+        slot = claim.slot
         claim.job = started
         self.counters["JobsStarted"] += 1
         if self.claims.by_id.get(claim.id) is not claim:  # ending a claim waits for its launch: not expected

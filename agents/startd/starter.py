@@ -184,12 +184,16 @@ class Beside:
     cancelled: bool = False  # a successor stopped before its exec (`Starter.cancel`)
     # A successor's start made anew, as at its predecessor's exit (`finish_beside`); None for others.
     again: Callable[[], Beside] | None = None
+    on_known: Callable[[], None] | None = None  # called where the outcome becomes known (`Starter.when_known`)
 
 
-def _settle(known: asyncio.Future) -> None:
+def _settle(beside: Beside) -> None:
     """The spawn's pipe is readable: its outcome is known."""
-    if not known.done():
-        known.set_result(None)
+    if not beside.known.done():
+        beside.known.set_result(None)
+    call, beside.on_known = beside.on_known, None
+    if call is not None:
+        call()
 
 
 class Starter:
@@ -309,7 +313,8 @@ class Starter:
         """The first half of a start by the fast spawn (`spawns_beside`), done at once: the job
         prepared and its child spawned, joining its groups and exec'ing while the loop goes on.
         The caller spawns a freed slot's next job here without waiting for a turn of the loop,
-        then awaits `finish_beside` (or calls `abandon` if it will not). Raises StartFailed.
+        then awaits `finish_beside` (or has `when_known` call it back to `finish_known`; or calls
+        `abandon` if it will not). Raises StartFailed.
 
         ``after``: a running job; the new one is its successor, made ready now (its groups
         joined, its streams and directory entered, its account taken) and exec'd by the kernel's
@@ -318,8 +323,8 @@ class Starter:
         prep = self._prepare(ad, slot, env_extra, memory_limit_mib, sandbox)
         launching = self._spawned(prep, lambda: self._begin(prep, after), last=False)
         known = asyncio.get_running_loop().create_future()
-        self._ready.watch(launching.fileno(), _settle, known)
         beside = Beside(prep, launching, known)
+        self._ready.watch(launching.fileno(), _settle, beside)
         if after is None:
             self._launching.add(known)
             known.add_done_callback(self._launching.discard)
@@ -365,8 +370,28 @@ class Starter:
                             beside: Beside) -> Job:
         """The second half: the job, watched, once its child has exec'd (StartFailed if it could
         not). Cancelled, it leaves the child to `abandon`."""
-        known = beside.known
-        await asyncio.shield(known)
+        while True:
+            await asyncio.shield(beside.known)
+            done = self.finish_known(key, ad, slot, memory_limit_mib, beside)
+            if isinstance(done, Job):
+                return done
+            beside = done
+
+    def when_known(self, beside: Beside, call: Callable[[], None]) -> None:
+        """``call()`` once the outcome of ``beside`` is known, where it becomes known (the pipe's
+        turn of the loop, no task woken in between: at short jobs each turn is a measurable part
+        of a job's cost), or on the next turn if it is known already (after what the caller does
+        now). Then `finish_known` takes it. Only one call is kept."""
+        if beside.known.done():
+            asyncio.get_running_loop().call_soon(call)
+        else:
+            beside.on_known = call
+
+    def finish_known(self, key: str, ad: Mapping[str, Any], slot: str, memory_limit_mib: int | None,
+                     beside: Beside) -> Job | Beside:
+        """`finish_beside` once the outcome is known: the job, watched; StartFailed if it could
+        not start; or, for a successor that failed before its wait, its start made anew (a
+        Beside, to finish in turn)."""
         prep = beside.prep
         try:
             proc = self._spawned(prep, beside.launching.result)
@@ -376,7 +401,7 @@ class Starter:
             # A successor that failed before its wait, at a step that could have gone otherwise
             # after the job before it (an Iwd that job makes, say): started anew now, as it would
             # have been at that exit without spawning ahead, where it runs or fails for good.
-            return await self.finish_beside(key, ad, slot, memory_limit_mib, beside.again())
+            return beside.again()
         return self._watch(key, ad, slot, proc, prep.scratch, prep.account, memory_limit_mib, prep.group)
 
     def abandon(self, beside: Beside) -> None:
