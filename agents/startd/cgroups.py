@@ -233,7 +233,11 @@ class JobCgroup:
                 self._cpu_file = _KeptFile(self.file("cpuacct", "cpuacct.stat"))
             if "memory" in hierarchy.controllers:
                 self._oom_file = _KeptFile(self.file("memory", "memory.oom_control"))
-        self._kept = [f for f in (self._peak_file, self._cpu_file, self._oom_file) if f is not None]
+        # v1's count of the group's tasks, read at every job's exit through a kept descriptor:
+        # whether the job left anything behind, without a list of members by path each time.
+        self._count_file = (_KeptFile(self.file("pids", "pids.current"))
+                            if self.version == 1 and "pids" in hierarchy.controllers else None)
+        self._kept = [f for f in (self._peak_file, self._cpu_file, self._oom_file, self._count_file) if f is not None]
 
     def file(self, controller: str, name: str) -> str:
         """The path of the group's file ``name`` in ``controller``'s hierarchy ("" on v2, or
@@ -360,11 +364,21 @@ class JobCgroup:
         me = os.getpid()  # listed only while a thread of ours forks a job here: never signalled
         return [pid for pid in map(int, text.split()) if pid != me]
 
-    def populated(self) -> bool:
+    def populated(self, unreaped: int = 0) -> bool:
+        """Whether a process is left in the group. ``unreaped``: how many of its members are
+        known to have exited and not to be reaped yet (the job's leader, at its exit), which
+        v1's task count still counts; only a count above them needs the list of members."""
         if self.version == 2:
             events = _keyed(self.file("", "cgroup.events"))
             if "populated" in events:
                 return events["populated"] == 1
+        elif self._count_file is not None:
+            try:
+                count = _int_text(self._count_file.text())
+            except OSError:
+                count = None
+            if count is not None and count <= unreaped:
+                return False
         return bool(self.pids())
 
     def signal_all(self, sig: int) -> int:

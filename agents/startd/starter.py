@@ -697,7 +697,7 @@ class Starter:
         proctree.signal_group(job.pid, signal.SIGKILL)
         group_usage = None
         if job.cgroup is not None:
-            if job.cgroup.populated():
+            if job.cgroup.populated(unreaped=1):  # (the leader, a zombie until the wait below)
                 job.cgroup.kill()
                 group_usage = job.cgroup.usage()
             else:

@@ -642,3 +642,37 @@ def test_a_job_started_from_a_thread_with_signals_blocked_has_none_blocked(tmp_p
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
     assert job.exit["ExitCode"] == 0, job.exit
     assert int((tmp_path / "status").read_text().split()[1], 16) == 0
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_what_a_job_leaves_behind_at_its_exit_is_killed_and_a_clean_exit_s_group_is_reused(tmp_path, hierarchy_for,
+                                                                                             version, spawn_method):
+    # At the exit the starter asks whether the group still holds a process. On v1 it reads the
+    # group's task count, which still counts the exited leader until it is reaped: a daemon the
+    # job left (in a session of its own) must make the count say "populated" and be killed, and
+    # a job that left nothing must be found empty, its counters final and its group kept.
+    h = hierarchy_for(version)
+    if h is None or h.version != int(version[1]):
+        pytest.skip(f"no cgroup {version} here")
+    pidfile = tmp_path / "daemon.pid"
+    daemon = {"Cmd": "/bin/sh", "Arguments": f"-c 'setsid sleep 300 & echo $! > {pidfile}; exit 3'"}
+
+    async def main():
+        starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=lambda j: None, cgroup=h)
+        try:
+            left = starter.start("c1", daemon, "slot1@t", {}, None)
+            await asyncio.wait_for(left.done, 30)  # (done once its group is empty)
+            st = proctree.read_stat(int(pidfile.read_text()))
+            assert st is None or st.state in ("Z", "X"), "the daemon the job left outlived its exit"
+            clean = starter.start("c2", {"Cmd": "/bin/true"}, "slot1@t", {}, None)
+            await asyncio.wait_for(clean.done, 30)
+            after = starter.start("c3", {"Cmd": "/bin/true"}, "slot1@t", {}, None)
+            await asyncio.wait_for(after.done, 30)
+            return left, clean, after
+        finally:
+            await starter.shutdown()
+
+    left, clean, after = asyncio.run(main())
+    assert left.exit["ExitCode"] == 3
+    assert clean.exit["ExitCode"] == 0 and clean.cgroup.final_raw is None  # taken as the next baseline
+    assert after.cgroup.rel == clean.cgroup.rel  # found empty at the exit, so reused
