@@ -113,6 +113,12 @@ class Claim:
         return claim
 
 
+def deactivation(claim: Claim, job: tuple[int, int], *, graceful: bool) -> dict[str, Any]:
+    """DeactivateClaim's arguments to stop ``job`` on ``claim``, the job named: with jobs queued
+    ahead the startd may have started the next one behind its exit, which is not to be stopped."""
+    return {"ClaimId": claim.claim_id, "Graceful": graceful, "ClusterId": job[0], "ProcId": job[1]}
+
+
 class Claims:
     def __init__(self, queue: JobQueue, commits: Commits, call: DaemonCall, spawn: Spawn,
                  settings: ScheddSettings):
@@ -290,7 +296,7 @@ class Claims:
             # The activation's outcome finds the job no longer idle: the claim passes to the next
             # job, or, should the startd have started it, the job is stopped (Shadows.stop_unwanted_job).
             return True
-        await self.call_startd(claim.startd, "DeactivateClaim", {"ClaimId": claim.claim_id, "Graceful": True})
+        await self.call_startd(claim.startd, "DeactivateClaim", deactivation(claim, (cluster, proc), graceful=True))
         return True
 
     async def call_job_claim(self, cluster: int, proc: int, method_name: str,
@@ -300,6 +306,8 @@ class Claims:
         claim = self.by_job.get((cluster, proc))
         if claim is None or claim.state != RUNNING_JOB:
             return None
+        if method_name == "DeactivateClaim":  # (the job named: see `deactivation`)
+            args = {**(args or {}), "ClusterId": cluster, "ProcId": proc}
         return await self.call_startd(claim.startd, method_name, {"ClaimId": claim.claim_id, **(args or {})})
 
     def statistics(self) -> dict[str, Any]:

@@ -40,7 +40,15 @@ from typing import Any, Protocol
 
 from gridbus import classad
 from gridbus.agents.schedd import matchexp
-from gridbus.agents.schedd.claims import ACTIVATING, IDLE, RUNNING_JOB, Claim, Claims, Spawn
+from gridbus.agents.schedd.claims import (
+    ACTIVATING,
+    IDLE,
+    RUNNING_JOB,
+    Claim,
+    Claims,
+    Spawn,
+    deactivation,
+)
 from gridbus.agents.schedd.jobqueue import IDLE as IDLE_JOB
 from gridbus.agents.schedd.jobqueue import Cluster, JobQueue
 from gridbus.agents.schedd.scheduniv import runs_on_submit_host
@@ -266,7 +274,7 @@ class Shadows:
         await self._apply_buffered(claim)
         if claim.job == job and claim.state == RUNNING_JOB:
             self._spawn(self.claims.call_startd(claim.startd, "DeactivateClaim",
-                                         {"ClaimId": claim.claim_id, "Graceful": True}), "stop-job")
+                                                deactivation(claim, job, graceful=True)), "stop-job")
 
     async def _job_running(self, claim: Claim, job: tuple[int, int]) -> None:
         self.claims.stats["Activations"] += 1
@@ -367,7 +375,7 @@ class Shadows:
                         claim.startd, *job, claim.slot)
             if status == 0:
                 self._spawn(self.claims.call_startd(claim.startd, "DeactivateClaim",
-                                                    {"ClaimId": claim.claim_id, "Graceful": False}), "stop-job")
+                                                    deactivation(claim, job, graceful=False)), "stop-job")
             return
         # The entries before it were passed over by the startd (withdrawn there): Idle again.
         while claim.ahead and claim.ahead[0][1] != job:

@@ -410,15 +410,35 @@ class Activation:
 
     # ------------------------------------------------------------------ the running job
     @method("startd")
-    async def DeactivateClaim(self, call: Call, ClaimId: str, Graceful: bool) -> dict:
+    async def DeactivateClaim(self, call: Call, ClaimId: str, Graceful: bool, ClusterId: int = -1,
+                              ProcId: int = -1) -> dict:
+        """Stop the claim's job. A job named (ClusterId, ProcId) is stopped only if it is the one
+        the claim runs or starts: with jobs queued ahead, the schedd's stop of a job that has
+        exited meanwhile must not take the next job, started behind that exit (it would be
+        evicted, and run again, for a hold or removal of another job)."""
         claim = self.claims.get(ClaimId, "DeactivateClaim")
         claim.renew()
+        named = (ClusterId, ProcId) if ClusterId >= 0 else None
+        if named is not None and not self._runs_or_starts(claim, named):
+            return {"Stopped": False}
         self.sandboxes.abort(claim.id, "the claim was deactivated")  # an input or output transfer ends now
         if claim.launch is not None:  # a job being spawned is stopped like a running one, once it runs
             await asyncio.shield(claim.launch)
+        job = claim.job
+        if job is None or (named is not None and _job_key(job.ad) != named):
+            return {"Stopped": False}
+        await self.claims.stop_job(job, Graceful, "deactivate")
+        return {"Stopped": True}
+
+    @staticmethod
+    def _runs_or_starts(claim: sl.Claim, key: tuple[int, int]) -> bool:
+        """Whether ``key`` is the job the claim runs, or is starting (or, with none, whose output
+        goes back now: the claim is idle between a job's exit and the end of its transfer)."""
         if claim.job is not None:
-            await self.claims.stop_job(claim.job, Graceful, "deactivate")
-        return {}
+            return _job_key(claim.job.ad) == key
+        if claim.launch is not None or claim.last_ad is not None:
+            return claim.last_ad is not None and _job_key(claim.last_ad) == key
+        return True
 
     def _running_claim(self, claim_id: str, method_name: str, verb: str) -> tuple[sl.Claim, Job]:
         """The claim (renewed) whose job a freezer method acts on, and the job; refused if it runs none."""

@@ -152,6 +152,8 @@ def test_a_held_job_the_startd_started_before_the_withdrawal_is_stopped_and_stay
             report("exit", 0, ExitCode=0, AheadSeq=3), report("activated", 1, Status=0, Text="OK", Ahead=True, AheadSeq=3)])
         await until(lambda: any(c[1] == "DeactivateClaim" for c in s.calls))
         assert s.jobs[(1, 1)]["JobStatus"] == HELD and claim.stopping and claim.job == (1, 1)
+        # It names the job: the startd stops job 1 only if that is what the claim still runs.
+        assert [(c[2]["ClusterId"], c[2]["ProcId"]) for c in s.calls if c[1] == "DeactivateClaim"] == [(1, 1)]
         # Its exit frees the claim for the next queued job, which the startd starts behind it.
         await s.JobReports(call, Reports=[
             report("exit", 1, ExitCode=0), report("activated", 2, Status=0, Text="OK", Ahead=True, AheadSeq=3)])

@@ -109,7 +109,8 @@ def test_a_job_held_while_its_activation_is_answered_stays_held_and_its_claim_go
         # The startd runs the job: the schedd stops it and keeps the hold (never Running again).
         await until(lambda: s.sent("DeactivateClaim"))
         assert s.jobs[(1, 1)]["JobStatus"] == HELD and (1, 1) not in s._reserved
-        assert s.sent("DeactivateClaim") == [{"ClaimId": "c1", "Graceful": True}]
+        # The job is named: one that exited meanwhile leaves the next job, started behind it, alone.
+        assert s.sent("DeactivateClaim") == [{"ClaimId": "c1", "Graceful": True, "ClusterId": 1, "ProcId": 1}]
         # The job's exit frees the claim for the next idle job, and is no completion.
         await s.JobReports(call, Reports=[report("exit", 1, ExitCode=0)])
         assert s.exits == [(1, 0)] and s.jobs[(1, 1)]["JobStatus"] == HELD

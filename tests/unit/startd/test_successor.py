@@ -339,3 +339,37 @@ def test_a_successor_that_fails_before_its_wait_starts_anew_at_the_exit(tmp_path
     exit1 = [r for r in schedd.reports if r["Event"] == "exit" and r["ProcId"] == 1][0]
     assert exit1.get("ExitCode") == 0 and "HoldReason" not in exit1
     assert (made / "where").read_text().strip() == str(made)
+
+
+def test_a_stop_naming_a_job_that_has_exited_leaves_the_next_job_running(tmp_path):
+    """The schedd stops a job it holds or removes by naming it: by then the job may have exited
+    and the next one queued ahead started behind its exit. Only the job named is stopped, so
+    that next job is not evicted (and run again) for another job's hold. Unnamed, the stop takes
+    whatever the claim runs, as before."""
+    schedd = Schedd()
+    s = startd(tmp_path, schedd)
+
+    async def scenario() -> None:
+        await s.on_start()
+        try:
+            cid = await behind(s, shell(0, "exit 0"), shell(1, "sleep 30"), shell(2, "sleep 30"))
+            claim = s.claims.by_id[cid]
+            await settled(lambda: ("execute", 1) in events(schedd))
+            running = claim.job
+            assert running is not None and running.ad["ProcId"] == 1
+            out = await s.activation.DeactivateClaim(DAEMON, ClaimId=cid, Graceful=False, ClusterId=7, ProcId=0)
+            assert out == {"Stopped": False}
+            assert claim.job is running and running.exit is None and os.path.exists(f"/proc/{running.pid}")
+            out = await s.activation.DeactivateClaim(DAEMON, ClaimId=cid, Graceful=False, ClusterId=7, ProcId=1)
+            assert out == {"Stopped": True} and running.exit is not None
+            await settled(lambda: ("execute", 2) in events(schedd))
+            out = await s.activation.DeactivateClaim(DAEMON, ClaimId=cid, Graceful=False)  # (unnamed)
+            assert out == {"Stopped": True}
+            await settled(lambda: ("exit", 2) in events(schedd))
+        finally:
+            await s.on_stop()
+
+    asyncio.run(scenario())
+    exits = {r["ProcId"]: r for r in schedd.reports if r["Event"] == "exit"}
+    assert exits[0]["ExitCode"] == 0
+    assert exits[1].get("Evicted") and exits[2].get("Evicted")
