@@ -98,3 +98,27 @@ def test_a_killed_startd_returns_its_queued_ahead_jobs_and_each_completes_once(m
     assert sorted(j["ProcId"] for j in hist) == list(range(6)) and all(j["ExitCode"] == 0 for j in hist)
     terminated = [e.proc for e in logged(log, JobEventType.JOB_TERMINATED, 6)]
     assert sorted(terminated) == list(range(6)), terminated  # each exactly once
+
+
+def test_holding_half_the_jobs_mid_run_evicts_none_of_the_others(pool, tmp_path):
+    # Short jobs run with the next ones queued ahead on their claims, so when the schedd stops a
+    # job it holds, that job may have exited and the next one started behind its exit at the
+    # startd. The stop names its job: no job that was not held is evicted (and run again) for
+    # another's hold. (Stopping whatever the claim ran evicted one or two of the unheld jobs in
+    # each run of this scenario.) Then every job completes, each unheld one having run once.
+    log = tmp_path / "half.log"
+    n = 150
+    cluster = pool.submit("schedd@s", n, cmd="/bin/sleep", args="0.05", log=log)
+    logged(log, JobEventType.JOB_TERMINATED, 10)  # claims reused, jobs queued ahead
+    pool.call("schedd@s", "Hold", {"Constraint": f"ClusterId == {cluster} && ProcId % 2 == 0",
+                                   "Reason": "half"}).check()
+    pool.call("schedd@s", "Release", {"Constraint": f"ClusterId == {cluster}", "Reason": "again"}).check()
+    hist = wait_for(f"{n} completed jobs", lambda: done(pool, "schedd@s", cluster, n), timeout=120)
+    assert sorted(j["ProcId"] for j in hist) == list(range(n)) and all(j["ExitCode"] == 0 for j in hist)
+    logged(log, JobEventType.JOB_TERMINATED, n)
+    order: dict[int, list[JobEventType]] = {}
+    for event in JobEventLog(str(log)).events(0):
+        order.setdefault(event.proc, []).append(event.type)
+    evicted = sorted(p for p, o in order.items() if JobEventType.JOB_EVICTED in o)
+    assert [p for p in evicted if p % 2] == [], {p: order[p] for p in evicted}
+    assert all(order[p].count(JobEventType.EXECUTE) == 1 for p in range(1, n, 2))
