@@ -13,6 +13,7 @@ import os
 import platform
 import re
 import socket
+import stat
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
@@ -179,6 +180,23 @@ def default_requirements(user: str | None, universe: int, cpus_requested: bool, 
     return " && ".join(clauses)
 
 
+def _check_executable(get: Getter, cmd: str) -> None:
+    """condor_submit's check of an executable it transfers (transfer_executable, true unless
+    said otherwise): one that does not exist, or is empty, is refused at submit rather than
+    held at its start. A path naming $$() attributes of the machine is left to the match."""
+    flag = get("transfer_executable")
+    if (flag and not truth(flag, "transfer_executable")) or "$$" in cmd:
+        return
+    try:
+        st = os.stat(cmd)
+    except FileNotFoundError:
+        raise SubmitError(f"Executable file {cmd} does not exist") from None
+    except OSError:
+        return  # (unreadable here is not absent: the job's account may read it)
+    if stat.S_ISREG(st.st_mode) and st.st_size == 0:
+        raise SubmitError(f"Executable file {cmd} has zero length")
+
+
 def _size_kib(path: str) -> int:
     try:
         return int(math.ceil(os.stat(path).st_size / 1024))
@@ -294,6 +312,8 @@ def build_job_ad(
     # condor_submit resolves a relative executable against the submit directory, not initialdir.
     cmd = os.path.normpath(os.path.join(cwd, executable.strip()))
     ad["Cmd"] = cmd
+    if check_dirs:
+        _check_executable(get, cmd)
     size = _size_kib(cmd)
     ad["ExecutableSize"] = ad["ImageSize"] = ad["DiskUsage"] = size
 
