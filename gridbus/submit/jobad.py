@@ -180,10 +180,15 @@ def default_requirements(user: str | None, universe: int, cpus_requested: bool, 
     return " && ".join(clauses)
 
 
+CONDOR_SUBMIT = 0  # JobSubmitMethod of condor_submit (`gridbus submit`); htcondor2's Python API is 2
+
+
 def _check_executable(get: Getter, cmd: str) -> None:
     """condor_submit's check of an executable it transfers (transfer_executable, true unless
     said otherwise): one that does not exist, or is empty, is refused at submit rather than
-    held at its start. A path naming $$() attributes of the machine is left to the match."""
+    held at its start. A path naming $$() attributes of the machine is left to the match. Only
+    condor_submit checks (`gridbus submit`): HTCondor's Python bindings submit such a job, and
+    it is held at its start, as here."""
     flag = get("transfer_executable")
     if (flag and not truth(flag, "transfer_executable")) or "$$" in cmd:
         return
@@ -312,7 +317,7 @@ def build_job_ad(
     # condor_submit resolves a relative executable against the submit directory, not initialdir.
     cmd = os.path.normpath(os.path.join(cwd, executable.strip()))
     ad["Cmd"] = cmd
-    if check_dirs:
+    if check_dirs and submit_method == CONDOR_SUBMIT:
         _check_executable(get, cmd)
     size = _size_kib(cmd)
     ad["ExecutableSize"] = ad["ImageSize"] = ad["DiskUsage"] = size
