@@ -363,21 +363,26 @@ class Activation:
 
     def _launched_beside(self, claim: sl.Claim, job_ad: dict, memory: int, beside: Beside,
                          launch: asyncio.Future) -> None:
-        """A start spawned beside the loop (`activate`), once its child's outcome is known."""
+        """A start spawned beside the loop (`activate`), once its child's outcome is known. The
+        launch is over when this returns (or raises), unless the start was made anew."""
+        again = False
         try:
             done = self.starter.finish_known(claim.id, job_ad, claim.slot.name, memory, beside)
-        except (StartFailed, OSError) as exc:
-            claim.launch = None
-            self._not_started(claim, job_ad, exc)
-        else:
             if isinstance(done, Beside):  # a successor started anew: finished in its turn
+                again = True
                 self.starter.when_known(done, lambda: self._launched_beside(claim, job_ad, memory, done, launch))
                 return
             claim.launch = None
             self._started(claim, job_ad, done)
+        except (StartFailed, OSError) as exc:
+            claim.launch = None
+            self._not_started(claim, job_ad, exc)
         finally:
-            if claim.launch is None and not launch.done():  # (cancelled by a waiter that was)
-                launch.set_result(None)
+            if not again:
+                if claim.launch is launch:  # (an unexpected error: the waiters go on, and it is logged)
+                    claim.launch = None
+                if not launch.done():  # (done: cancelled by a waiter that was)
+                    launch.set_result(None)
 
     def _not_started(self, claim: sl.Claim, job_ad: dict, exc: StartFailed | OSError) -> None:
         """The protocol's one path for "it did not run": an exit report with the hold reason (or,

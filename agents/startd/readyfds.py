@@ -11,9 +11,12 @@ the starter closes both once they have fired.
 from __future__ import annotations
 
 import asyncio
+import logging
 import select
 from collections.abc import Callable
 from typing import Any
+
+log = logging.getLogger("gridbus.startd.readyfds")
 
 
 class ReadyFds:
@@ -67,4 +70,7 @@ class ReadyFds:
             call = self._calls.pop(fd, None)
             if call is not None:  # (None: forgotten meanwhile)
                 callback, args = call
-                callback(*args)
+                try:
+                    callback(*args)
+                except Exception:  # the others of this batch fired once and will not fire again
+                    log.exception("the callback of descriptor %d failed", fd)

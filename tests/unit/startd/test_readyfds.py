@@ -70,3 +70,30 @@ def test_a_set_used_from_a_new_loop_watches_there():
         asyncio.run(main())
         assert calls == [n]
     ready.close()
+
+
+def test_a_callback_that_fails_is_logged_and_the_others_of_its_batch_still_run(caplog):
+    # Descriptors fire once: a failing callback must not take the rest of its batch with it
+    # (a job's exit or exec never seen again).
+    async def main() -> list[int]:
+        ready = ReadyFds()
+        calls: list[int] = []
+
+        def fail(n: int) -> None:
+            raise RuntimeError(f"callback {n} broke")
+
+        pipes = [os.pipe() for _ in range(3)]
+        for i, (r, _w) in enumerate(pipes):
+            ready.watch(r, fail if i == 1 else calls.append, i)
+        for _r, w in pipes:
+            os.write(w, b"x")  # all three readable before the loop's next turn: one batch
+        for _ in range(3):
+            await asyncio.sleep(0.01)
+        for r, w in pipes:
+            os.close(r)
+            os.close(w)
+        ready.close()
+        return calls
+
+    assert sorted(asyncio.run(main())) == [0, 2]
+    assert "callback 1 broke" in caplog.text
