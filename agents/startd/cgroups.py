@@ -38,6 +38,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 log = logging.getLogger("gridbus.startd.cgroups")
 
@@ -108,11 +109,19 @@ def _keyed(path: str | _KeptFile) -> dict[str, int]:
         text = path.text() if isinstance(path, _KeptFile) else _read(path)
     except OSError:
         return out
+    words = text.split()
+    if len(words) == 2 * text.count("\n"):  # (every line a name and a number: read as pairs)
+        try:
+            return {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}
+        except ValueError:
+            pass
     for line in text.splitlines():
         parts = line.split()
         if len(parts) == 2:
-            with contextlib.suppress(ValueError):
+            try:
                 out[parts[0]] = int(parts[1])
+            except ValueError:
+                continue
     return out
 
 
@@ -212,6 +221,7 @@ class JobCgroup:
         self.baseline = CgroupUsage()  # counters of earlier jobs in a reused group
         self.created = False
         self.written: dict[str, str] = {}  # limit files as last written: a reused group skips them
+        self._limits: tuple[Any, ...] | None = None  # set_limits' arguments, once all were written
         self.final_raw: CgroupUsage | None = None  # counters read once the group was found empty
         self._files: dict[tuple[str, str], str] = {}
         name = "tasks" if self.version == 1 else "cgroup.procs"
@@ -335,6 +345,7 @@ class JobCgroup:
         ok = True
         self.created = False
         self.written.clear()
+        self._limits = None
         for kept in self._kept:
             kept.close()
         fds, self._join_fds = self._join_fds or (), None
@@ -454,7 +465,16 @@ class JobCgroup:
     def set_limits(self, *, memory_mib: int | None, policy: str, cpus: float | None, pids_max: int) -> None:
         """The job's memory limit (by ``policy``), cpu weight and pids limit, where the controllers are."""
         # Every value is set, limited or not: a group is reused for the next job (see reset). A
-        # value the group already holds is not written again (each write is a cgroupfs round).
+        # value the group already holds is not written again (each write is a cgroupfs round),
+        # and limits the same as the last job's are not even looked at (a reused group's usual case).
+        limits = (memory_mib, policy, cpus, pids_max)
+        if self._limits == limits and self.created:
+            return
+        self._limits = None  # unknown until every write succeeded
+        self._write_limits(memory_mib, policy, cpus, pids_max)
+        self._limits = limits
+
+    def _write_limits(self, memory_mib: int | None, policy: str, cpus: float | None, pids_max: int) -> None:
         _write = self._set
         c = self.h.controllers
         if "memory" in c:

@@ -272,6 +272,52 @@ def test_memory_policies_cpu_weight_and_pids_limit_in_the_kernel(tmp_path, hiera
             group.remove()
 
 
+def test_a_reused_group_takes_each_job_s_limits_and_skips_the_same_ones(tmp_path, hierarchy_for, monkeypatch):
+    # A group reused by jobs of other limits holds each job's own; the same limits as the last
+    # job's write nothing; a group made anew (after a removal) is written whole again.
+    from gridbus.agents.startd import cgroups
+
+    h = hierarchy_for("v1")
+    group = h.job("reused_limits")
+    writes: list[str] = []
+    real = cgroups._write
+    monkeypatch.setattr(cgroups, "_write", lambda path, value: (writes.append(path), real(path, value)))
+    group.create()
+    try:
+        last = None
+        for mib, cpus, shares in ((64, 2, "2048"), (128, 1, "1024"), (128, 1, "1024"), (64, 2, "2048")):
+            writes.clear()
+            group.set_limits(memory_mib=mib, policy="hard", cpus=cpus, pids_max=10)
+            values = group.settings()
+            assert values["memory.limit_in_bytes"] == str(mib << 20) and values["cpu.shares"] == shares
+            assert (writes == []) == ((mib, cpus) == last)  # only the same limits again write nothing
+            last = (mib, cpus)
+        group.remove()
+        writes.clear()
+        group.create()
+        group.set_limits(memory_mib=64, policy="hard", cpus=2, pids_max=10)
+        assert any(w.endswith("memory.limit_in_bytes") for w in writes)  # a new group: written whole
+    finally:
+        group.remove()
+
+
+def test_keyed_counter_files_read_as_pairs_or_line_by_line():
+    from gridbus.agents.startd import cgroups
+
+    def keyed(text: str) -> dict[str, int]:
+        class Text(cgroups._KeptFile):
+            def text(self) -> str:
+                return text
+        return cgroups._keyed(Text("/nonexistent"))
+
+    assert keyed("user 12\nsystem 3\n") == {"user": 12, "system": 3}
+    assert keyed("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n") == {"oom_kill_disable": 0, "under_oom": 0,
+                                                                          "oom_kill": 2}
+    assert keyed("a 1\nnot a number here\nb x\nc 3\n") == {"a": 1, "c": 3}  # odd lines skipped
+    assert keyed("a 1 2\nb 3\n") == {"b": 3}
+    assert keyed("") == {}
+
+
 @pytest.mark.parametrize("killing_timeout", [1.0])
 def test_stopped_job_tree_is_gone_within_the_kill_timeout(tmp_path, job_cgroups, killing_timeout):
     # The shell ignores SIGTERM (and so do its children, it is inherited); one grandchild moves to
