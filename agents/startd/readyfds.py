@@ -18,6 +18,8 @@ from typing import Any
 
 log = logging.getLogger("gridbus.startd.readyfds")
 
+DISPATCH_ROUNDS = 4  # polls of the set per turn of the loop, while it has something ready
+
 
 class ReadyFds:
     """Call ``callback(*args)`` once when a descriptor is readable, on the loop that watches the set."""
@@ -65,12 +67,22 @@ class ReadyFds:
         loop.add_reader(self._epoll.fileno(), self._dispatch)
 
     def _dispatch(self) -> None:
-        assert self._epoll is not None
-        for fd, _events in self._epoll.poll(0):
-            call = self._calls.pop(fd, None)
-            if call is not None:  # (None: forgotten meanwhile)
-                callback, args = call
-                try:
-                    callback(*args)
-                except Exception:  # the others of this batch fired once and will not fire again
-                    log.exception("the callback of descriptor %d failed", fd)
+        # What became ready while the callbacks ran (a job's exit or exec takes tens of
+        # microseconds to handle) is taken in the same turn of the loop, a few rounds at most so
+        # that the loop's other work waits no longer: a turn of the loop costs more than a round.
+        epoll = self._epoll
+        assert epoll is not None
+        for _ in range(DISPATCH_ROUNDS):
+            ready = epoll.poll(0)
+            if not ready:
+                return
+            for fd, _events in ready:
+                call = self._calls.pop(fd, None)
+                if call is not None:  # (None: forgotten meanwhile)
+                    callback, args = call
+                    try:
+                        callback(*args)
+                    except Exception:  # the others of this batch fired once and will not fire again
+                        log.exception("the callback of descriptor %d failed", fd)
+            if self._epoll is not epoll:  # (closed by a callback)
+                return

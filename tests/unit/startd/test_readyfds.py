@@ -97,3 +97,31 @@ def test_a_callback_that_fails_is_logged_and_the_others_of_its_batch_still_run(c
 
     assert sorted(asyncio.run(main())) == [0, 2]
     assert "callback 1 broke" in caplog.text
+
+
+def test_what_becomes_ready_during_a_callback_is_taken_in_the_same_turn():
+    # A job's exit or exec takes tens of microseconds to handle, long enough for the next one to
+    # come: it is taken in the same turn of the loop (before anything the callback scheduled),
+    # not in the next, whose fixed cost would be paid again for it.
+    async def main() -> list[str]:
+        ready = ReadyFds()
+        order: list[str] = []
+        (r1, w1), (r2, w2) = os.pipe(), os.pipe()
+        loop = asyncio.get_running_loop()
+
+        def first() -> None:
+            order.append("first")
+            loop.call_soon(order.append, "next turn")
+            os.write(w2, b"x")  # the second becomes ready while the first is handled
+
+        ready.watch(r1, first)
+        ready.watch(r2, order.append, "second")
+        os.write(w1, b"x")
+        for _ in range(3):
+            await asyncio.sleep(0.01)
+        for fd in (r1, w1, r2, w2):
+            os.close(fd)
+        ready.close()
+        return order
+
+    assert asyncio.run(main()) == ["first", "second", "next turn"]
