@@ -307,7 +307,8 @@ class Claims:
         if claim is None or claim.state != RUNNING_JOB:
             return None
         if method_name == "DeactivateClaim":  # (the job named: see `deactivation`)
-            args = {**(args or {}), "ClusterId": cluster, "ProcId": proc}
+            args = deactivation(claim, (cluster, proc), graceful=bool((args or {}).get("Graceful", True)))
+            return await self.call_startd(claim.startd, method_name, args)
         return await self.call_startd(claim.startd, method_name, {"ClaimId": claim.claim_id, **(args or {})})
 
     def statistics(self) -> dict[str, Any]:

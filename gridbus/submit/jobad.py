@@ -183,30 +183,27 @@ def default_requirements(user: str | None, universe: int, cpus_requested: bool, 
 CONDOR_SUBMIT = 0  # JobSubmitMethod of condor_submit (`gridbus submit`); htcondor2's Python API is 2
 
 
-def _check_executable(get: Getter, cmd: str) -> None:
+def _check_executable(get: Getter, cmd: str, st: os.stat_result | OSError) -> None:
     """condor_submit's check of an executable it transfers (transfer_executable, true unless
-    said otherwise): one that does not exist, or is empty, is refused at submit rather than
-    held at its start. A path naming $$() attributes of the machine is left to the match. Only
-    condor_submit checks (`gridbus submit`): HTCondor's Python bindings submit such a job, and
-    it is held at its start, as here."""
+    said otherwise), given its stat or the error of that stat: one that does not exist, or is
+    empty, is refused at submit rather than held at its start. A path naming $$() attributes of
+    the machine is left to the match. Only condor_submit checks (`gridbus submit`): HTCondor's
+    Python bindings submit such a job, and it is held at its start, as here."""
     flag = get("transfer_executable")
     if (flag and not truth(flag, "transfer_executable")) or "$$" in cmd:
         return
-    try:
-        st = os.stat(cmd)
-    except FileNotFoundError:
-        raise SubmitError(f"Executable file {cmd} does not exist") from None
-    except OSError:
-        return  # (unreadable here is not absent: the job's account may read it)
-    if stat.S_ISREG(st.st_mode) and st.st_size == 0:
+    if isinstance(st, FileNotFoundError):
+        raise SubmitError(f"Executable file {cmd} does not exist")
+    # (another error, unreadable here, is not absent: the job's account may read it)
+    if isinstance(st, os.stat_result) and stat.S_ISREG(st.st_mode) and st.st_size == 0:
         raise SubmitError(f"Executable file {cmd} has zero length")
 
 
-def _size_kib(path: str) -> int:
+def _stat(path: str) -> os.stat_result | OSError:
     try:
-        return int(math.ceil(os.stat(path).st_size / 1024))
-    except OSError:
-        return 0
+        return os.stat(path)
+    except OSError as exc:
+        return exc
 
 
 def _transfer_attrs(get: Getter, ad: dict[str, Any], iwd: str) -> str:
@@ -317,9 +314,10 @@ def build_job_ad(
     # condor_submit resolves a relative executable against the submit directory, not initialdir.
     cmd = os.path.normpath(os.path.join(cwd, executable.strip()))
     ad["Cmd"] = cmd
+    st = _stat(cmd)  # (one stat for condor_submit's check and the sizes)
     if check_dirs and submit_method == CONDOR_SUBMIT:
-        _check_executable(get, cmd)
-    size = _size_kib(cmd)
+        _check_executable(get, cmd, st)
+    size = int(math.ceil(st.st_size / 1024)) if isinstance(st, os.stat_result) else 0
     ad["ExecutableSize"] = ad["ImageSize"] = ad["DiskUsage"] = size
 
     ad.update(arguments_attrs(get("arguments")))
