@@ -3,19 +3,30 @@ starter's fallback where no cgroup can be made; see `cgroups`).
 
 Each job runs as the leader of its own session (and process group), so its descendants are the
 processes whose session id is the job's pid; a descendant that moved to another process group
-stays in the session and is still found. (A descendant that calls setsid() itself escapes, as
-it does HTCondor without cgroups.) One scan of /proc serves every running job.
+stays in the session and is still found. A descendant that calls setsid() leaves the session: it
+is found by the mark every process of the job is born with in its environment (`MARK_VAR`), as
+HTCondor's process tracking finds a job's processes by the ancestor variables its ProcD puts in
+their environments. Only a process that execs with that variable taken out of its environment
+escapes. One scan of /proc serves every running job.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+# The environment variable that marks a job's processes (its value, `new_mark`, is the job's own):
+# they inherit it, and /proc/<pid>/environ shows the environment a process was born with, whatever
+# it changed in its own memory since.
+MARK_VAR = "_GRIDBUS_JOB_MARK"
+_MARK_ENTRY = MARK_VAR.encode() + b"="
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,31 @@ class ProcStat:
     vsize_kib: int
     rss_kib: int
     start_ticks: int  # clock ticks after boot
+    marked: bool = False  # found by the job's mark (`scan`), not by its session
+
+
+def new_mark() -> str:
+    """A job's mark: random, so that no process of another job carries it."""
+    return secrets.token_hex(12)
+
+
+def environ_mark(pid: int) -> str | None:
+    """The value of `MARK_VAR` in the environment process ``pid`` was born with, or None (none,
+    gone, or not ours to read)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    if data.startswith(_MARK_ENTRY):
+        start = len(_MARK_ENTRY)
+    else:
+        at = data.find(b"\0" + _MARK_ENTRY)
+        if at < 0:
+            return None
+        start = at + 1 + len(_MARK_ENTRY)
+    end = data.find(b"\0", start)
+    return data[start:end if end >= 0 else len(data)].decode(errors="replace")
 
 
 def read_stat(pid: int) -> ProcStat | None:
@@ -59,8 +95,12 @@ def read_stat(pid: int) -> ProcStat | None:
         return None
 
 
-def scan(sessions: set[int] | None = None) -> dict[int, list[ProcStat]]:
-    """Every live process by session id (only the given sessions, if any).
+def scan(sessions: set[int] | None = None, marks: Mapping[str, int] | None = None,
+         born_after: int = 0) -> dict[int, list[ProcStat]]:
+    """Every live process by session id (only the given sessions, if any). ``marks`` maps a job's
+    mark to its session: a process outside those sessions that carries one (and was born at or
+    after ``born_after`` clock ticks, before which no job of them had started) is listed under
+    that session, with ``marked`` set.
 
     Zombies are left out: they are dead already, and an orphan's zombie waits for init to reap it.
     """
@@ -73,9 +113,14 @@ def scan(sessions: set[int] | None = None) -> dict[int, list[ProcStat]]:
         if not name.isdigit():
             continue
         st = read_stat(int(name))
-        if st is None or st.state in ("Z", "X") or (sessions is not None and st.session not in sessions):
+        if st is None or st.state in ("Z", "X"):
             continue
-        out.setdefault(st.session, []).append(st)
+        if sessions is None or st.session in sessions:
+            out.setdefault(st.session, []).append(st)
+        elif marks and st.start_ticks >= born_after:
+            sid = marks.get(environ_mark(st.pid) or "")
+            if sid is not None:
+                out.setdefault(sid, []).append(replace(st, marked=True))
     return out
 
 
@@ -117,15 +162,17 @@ def signal_group(pgid: int, sig: int) -> bool:
         return True  # it exists; the kernel said no (should not happen as root or as the owner)
 
 
-def kill_session(session: int, born_before: int | None = None) -> int:
-    """SIGKILL every process of a session, except processes born after ``born_before`` ticks.
+def kill_session(session: int, born_before: int | None = None, mark: str | None = None, born_after: int = 0) -> int:
+    """SIGKILL every process of a session, and every process carrying ``mark`` (see `scan`),
+    except session members born after ``born_before`` ticks.
 
     The age check keeps a session id reused by an unrelated process (its pid came free when the
-    job's leader was reaped) safe from a late sweep. Returns how many were signalled.
+    job's leader was reaped) safe from a late sweep; a marked process is the job's whenever it was
+    born. Returns how many were signalled.
     """
     killed = 0
-    for st in scan({session}).get(session, []):
-        if born_before is not None and st.start_ticks > born_before:
+    for st in scan({session}, {mark: session} if mark else None, born_after).get(session, []):
+        if born_before is not None and st.start_ticks > born_before and not st.marked:
             continue
         try:
             os.kill(st.pid, signal.SIGKILL)

@@ -127,6 +127,10 @@ class Job:
     last_usage_report: float = field(default_factory=time.monotonic)
     done: asyncio.Future | None = None
     sandbox: bool = False  # the scratch directory is the file-transfer sandbox's (not the starter's to remove)
+    # The process-scan fallback's: the mark in the environment of every process of the job, and
+    # the clock ticks before it started (`proctree.scan`).
+    mark: str | None = None
+    born_after: int = 0
     successor: Beside | None = None  # the claim's next job, spawned and waiting for this one's exit
 
     def usage(self) -> dict[str, Any]:
@@ -172,6 +176,8 @@ class _Prepared:
     streams: tuple[int, int, int] = (subprocess.DEVNULL, subprocess.DEVNULL, subprocess.DEVNULL)
     fds: list[int] = field(default_factory=list)  # what of ``streams`` the starter opened (and closes)
     group: cgroups.JobCgroup | None = None
+    mark: str | None = None  # without a group: the job's processes' mark (`proctree.MARK_VAR`)
+    born_after: int = 0
 
 
 @dataclass
@@ -229,6 +235,9 @@ class Starter:
         self.pids_limit = pids_limit
         self.running: dict[str, Job] = {}  # by claim id
         self._finished_sessions: dict[int, tuple[int, float]] = {}  # sid -> (end ticks, forget at)
+        # The scan path's jobs, running or with their sessions watched after their exit: sid ->
+        # (mark, clock ticks before the job started).
+        self._marks: dict[int, tuple[str, int]] = {}
         self._idle_groups: list[cgroups.JobCgroup] = []  # emptied job groups, reset for the next job
         self._to_clean: list[tuple[str, _Ids | None]] = []  # (scratch, the ids to keep it for, or None)
         self._clean_scheduled = False
@@ -255,8 +264,8 @@ class Starter:
               memory_limit_mib: int | None) -> Job:
         """Spawn the job; raises StartFailed with the hold reason when it cannot run."""
         asyncio.get_running_loop()  # the job is watched on this loop
-        proc, scratch, account, group = self._launch(ad, slot, env_extra, memory_limit_mib)
-        return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib, group)
+        proc, prep = self._launch(ad, slot, env_extra, memory_limit_mib)
+        return self._watch(key, ad, slot, proc, prep, memory_limit_mib)
 
     async def start_async(self, key: str, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
                           memory_limit_mib: int | None, sandbox: str | None = None) -> Job:
@@ -279,19 +288,19 @@ class Starter:
             except asyncio.CancelledError:
                 self.abandon(beside)
                 raise
-        proc, scratch, account, group = self._launch(ad, slot, env_extra, memory_limit_mib, wait_stopped=False, **given)
-        if self._joins_stopped(group, account):
-            assert group is not None
+        proc, prep = self._launch(ad, slot, env_extra, memory_limit_mib, wait_stopped=False, **given)
+        if self._joins_stopped(prep.group, prep.account):
+            assert prep.group is not None
             try:
-                _into_group(proc, group, _str(ad, "Cmd") or "the job", await _stopped(proc.pid))
+                _into_group(proc, prep.group, _str(ad, "Cmd") or "the job", await _stopped(proc.pid))
             except BaseException:  # StartFailed, or cancelled: nothing of it may run on
-                self._stop_unwatched(proc, scratch, group)
+                self._stop_unwatched(proc, prep.scratch, prep.group)
                 raise
-        return self._watch(key, ad, slot, proc, scratch, account, memory_limit_mib, group)
+        return self._watch(key, ad, slot, proc, prep, memory_limit_mib)
 
     def _launch(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
                 memory_limit_mib: int | None = None, wait_stopped: bool = True, sandbox: str | None = None,
-                ) -> tuple[subprocess.Popen | spawn.Child, str, Account, cgroups.JobCgroup | None]:
+                ) -> tuple[subprocess.Popen | spawn.Child, _Prepared]:
         """Everything from the account to the job's exec, waited for. ``wait_stopped=False``
         leaves a cgroup job's stopped first process to the caller."""
         prep = self._prepare(ad, slot, env_extra, memory_limit_mib, sandbox)
@@ -300,7 +309,7 @@ class Starter:
         else:
             proc = self._spawned(prep, lambda: self._popen(
                 prep.argv, prep.iwd, prep.env, prep.streams, prep.account, prep.group, prep.scratch), wait_stopped)
-        return proc, prep.scratch, prep.account, prep.group
+        return proc, prep
 
     @property
     def spawns_beside(self) -> bool:
@@ -402,7 +411,7 @@ class Starter:
             # after the job before it (an Iwd that job makes, say): started anew now, as it would
             # have been at that exit without spawning ahead, where it runs or fails for good.
             return beside.again()
-        return self._watch(key, ad, slot, proc, prep.scratch, prep.account, memory_limit_mib, prep.group)
+        return self._watch(key, ad, slot, proc, prep, memory_limit_mib)
 
     def abandon(self, beside: Beside) -> None:
         """A start begun by `begin_beside` that nobody will finish: once its outcome is known,
@@ -475,6 +484,9 @@ class Starter:
             prep.argv = [executable, *args]
             if self.cgroups is not None:
                 prep.group = self._make_cgroup(ad, f"job_{os.getpid()}_{seq}", memory_limit_mib)
+            if prep.group is None:  # found by the scan: a descendant that leaves the session, by its mark
+                prep.mark = prep.env[proctree.MARK_VAR] = proctree.new_mark()
+                prep.born_after = proctree.uptime_ticks()
         except StartFailed:
             self._unprepare(prep)
             raise
@@ -636,8 +648,8 @@ class Starter:
         if group is not None:
             _remove_when_empty(group, 5.0)
 
-    def _watch(self, key: str, ad: Mapping[str, Any], slot: str, proc: subprocess.Popen | spawn.Child, scratch: str,
-               account: Account, memory_limit_mib: int | None, group: cgroups.JobCgroup | None = None) -> Job:
+    def _watch(self, key: str, ad: Mapping[str, Any], slot: str, proc: subprocess.Popen | spawn.Child, prep: _Prepared,
+               memory_limit_mib: int | None) -> Job:
         loop = asyncio.get_running_loop()
         pidfd = os.pidfd_open(proc.pid)
         job = Job(
@@ -647,14 +659,18 @@ class Starter:
             pid=proc.pid,
             proc=proc,
             pidfd=pidfd,
-            scratch=scratch,
-            account=account,
+            scratch=prep.scratch,
+            account=prep.account,
             memory_limit_kib=memory_limit_mib * 1024 if (memory_limit_mib and self.enforce_memory) else None,
-            cgroup=group,
+            cgroup=prep.group,
             kill_signal=_kill_signal(ad),
             done=loop.create_future(),
+            mark=prep.mark,
+            born_after=prep.born_after,
         )
         self.running[key] = job
+        if job.mark is not None:
+            self._marks[job.pid] = (job.mark, job.born_after)
         self._ready.watch(pidfd, self._reap, job)
         return job
 
@@ -864,7 +880,8 @@ class Starter:
                 job.cgroup.kill()
                 return
             proctree.signal_group(job.pid, signal.SIGKILL)
-            proctree.kill_session(job.pid)  # members that moved to another process group
+            # members that moved to another process group, or left the session
+            proctree.kill_session(job.pid, mark=job.mark, born_after=job.born_after)
 
     async def stop_and_wait(self, job: Job, graceful: bool, reason: str) -> None:
         """Stop the job and return once every process of it is gone (not merely signalled)."""
@@ -884,7 +901,7 @@ class Starter:
         end_ticks = self._finished_sessions.get(job.pid, (proctree.uptime_ticks(), 0.0))[0]
         deadline = time.monotonic() + timeout
         while True:
-            left = await loop.run_in_executor(None, proctree.kill_session, job.pid, end_ticks)
+            left = await loop.run_in_executor(None, proctree.kill_session, job.pid, end_ticks, job.mark, job.born_after)
             if not left or time.monotonic() >= deadline:
                 return
             await asyncio.sleep(0.01)
@@ -913,7 +930,8 @@ class Starter:
 
     def _signal_session(self, job: Job, sig: int) -> int:
         count = 0
-        for st in proctree.scan({job.pid}).get(job.pid, []):
+        marks = {job.mark: job.pid} if job.mark else None
+        for st in proctree.scan({job.pid}, marks, job.born_after).get(job.pid, []):
             try:
                 os.kill(st.pid, sig)
                 count += 1
@@ -959,13 +977,16 @@ class Starter:
             for sid, (_, forget) in list(self._finished_sessions.items()):
                 if forget < now:
                     del self._finished_sessions[sid]
+                    self._marks.pop(sid, None)
             self._drop_idle_scratch(now)
             if not self.running and not self._finished_sessions:
                 continue
             grouped = [(j, j.cgroup) for j in self.running.values() if j.cgroup is not None]
             groups = await loop.run_in_executor(None, _group_usages, grouped) if grouped else {}
             sessions = {j.pid for j in self.running.values() if j.cgroup is None} | set(self._finished_sessions)
-            tree = await loop.run_in_executor(None, proctree.scan, sessions) if sessions else {}
+            marks = {self._marks[sid][0]: sid for sid in sessions if sid in self._marks}
+            born_after = min((self._marks[sid][1] for sid in marks.values()), default=0)
+            tree = await loop.run_in_executor(None, proctree.scan, sessions, marks, born_after) if sessions else {}
             self._apply(tree, groups)
 
     def _drop_idle_scratch(self, now: float) -> None:
@@ -1018,10 +1039,10 @@ class Starter:
             if now - job.last_usage_report >= self.usage_interval:
                 job.last_usage_report = now
                 due.append(job)
-        # Descendants that outlived their job's leader (they left its process group).
+        # Descendants that outlived their job's leader (they left its process group or session).
         for sid, (end_ticks, _) in self._finished_sessions.items():
             for st in tree.get(sid, []):
-                if st.start_ticks <= end_ticks:
+                if st.marked or st.start_ticks <= end_ticks:
                     try:
                         os.kill(st.pid, signal.SIGKILL)
                     except ProcessLookupError:

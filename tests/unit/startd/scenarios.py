@@ -53,7 +53,8 @@ SCENARIOS = {
 def _members(job: Job) -> list[proctree.ProcStat]:
     if job.cgroup is not None:
         return [st for pid in job.cgroup.pids() if (st := proctree.read_stat(pid)) is not None and st.state != "Z"]
-    return proctree.scan({job.pid}).get(job.pid, [])
+    marks = {job.mark: job.pid} if job.mark else None  # (a process that left the session carries it)
+    return proctree.scan({job.pid}, marks, job.born_after).get(job.pid, [])
 
 
 def _ready(kind: str, job: Job, procs: list[proctree.ProcStat]) -> bool:

@@ -10,6 +10,7 @@ import os
 import pwd
 import signal
 import struct
+import subprocess
 import sys
 import time
 
@@ -334,8 +335,7 @@ def test_stopped_job_tree_is_gone_within_the_kill_timeout(tmp_path, job_cgroups,
 
 
 def test_a_job_that_double_forks_and_calls_setsid_is_killed(tmp_path, every_backend):
-    if every_backend is None:
-        pytest.skip("without cgroups a process that calls setsid() leaves the job's session and escapes the scan")
+    # In a cgroup the daemon is in the job's group; without one it is found by its mark.
     seen = stop_scenario(tmp_path, every_backend, "daemon", 0.5)
     assert seen["before"] >= 2 and seen["escaped_session"]  # the daemon is in a session of its own
     assert seen["survivors"] == []
@@ -722,3 +722,69 @@ def test_what_a_job_leaves_behind_at_its_exit_is_killed_and_a_clean_exit_s_group
     assert left.exit["ExitCode"] == 3
     assert clean.exit["ExitCode"] == 0 and clean.cgroup.final_raw is None  # taken as the next baseline
     assert after.cgroup.rel == clean.cgroup.rel  # found empty at the exit, so reused
+
+
+def test_without_cgroups_what_a_job_leaves_behind_in_a_session_of_its_own_is_found_by_its_mark_and_killed(
+        tmp_path, spawn_method):
+    # The process-scan fallback (a personal pool of a plain user has no cgroups): a daemon that
+    # called setsid() is in no session of the job's, but carries the job's mark in its environment.
+    # It is counted in the job's usage while the job runs, and killed once the job has exited;
+    # a process of the same account started outside the job (no mark) is left alone.
+    pidfile = tmp_path / "daemon.pid"
+    ad = {"Cmd": "/bin/sh", "Arguments": f"-c 'setsid sleep 300 & echo $! > {pidfile}; sleep 1; exit 4'"}
+    bystander = subprocess.Popen(["setsid", "sleep", "300"])
+
+    async def main():
+        starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=lambda j: None, check_interval=0.05)
+        monitor = asyncio.create_task(starter.monitor())
+        try:
+            job = starter.start("c1", ad, "slot1@t", {}, None)
+            assert job.cgroup is None and job.mark
+            while not pidfile.exists() or not pidfile.read_text().strip():
+                await asyncio.sleep(0.01)
+            daemon = int(pidfile.read_text())
+            while proctree.read_stat(daemon).session == job.pid:  # (until setsid has run)
+                await asyncio.sleep(0.01)
+            members = proctree.scan({job.pid}, {job.mark: job.pid}, job.born_after)[job.pid]
+            assert any(st.pid == daemon and st.marked for st in members)
+            assert bystander.pid not in {st.pid for st in members}
+            await asyncio.wait_for(job.done, 30)
+            deadline = time.monotonic() + 10
+            while (st := proctree.read_stat(daemon)) is not None and st.state not in ("Z", "X"):
+                assert time.monotonic() < deadline, "the daemon the job left outlived it"
+                await asyncio.sleep(0.02)
+            return job
+        finally:
+            monitor.cancel()
+            await starter.shutdown()
+
+    try:
+        job = asyncio.run(main())
+        assert job.exit["ExitCode"] == 4
+        assert bystander.poll() is None  # not the job's: alive
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_a_mark_is_read_from_the_environment_a_process_was_born_with(tmp_path):
+    env = {"A": "1", proctree.MARK_VAR: "m1", "Z": "2"}
+    first = subprocess.Popen(["sleep", "30"], env={proctree.MARK_VAR: "m2"})
+    middle = subprocess.Popen(["sleep", "30"], env=env)
+    # A process that takes the variable out of its own memory is still found: /proc shows the
+    # environment it was born with.
+    unset = subprocess.Popen([sys.executable, "-c", f"import os,time; os.unsetenv({proctree.MARK_VAR!r}); "
+                              "print(flush=True); time.sleep(30)"], env=env, stdout=subprocess.PIPE)
+    none = subprocess.Popen(["sleep", "30"], env={"A": "1"})
+    try:
+        unset.stdout.readline()
+        assert proctree.environ_mark(first.pid) == "m2"
+        assert proctree.environ_mark(middle.pid) == "m1"
+        assert proctree.environ_mark(unset.pid) == "m1"
+        assert proctree.environ_mark(none.pid) is None
+        assert proctree.environ_mark(2 ** 22 + 1) is None  # no such process
+        assert proctree.new_mark() != proctree.new_mark()
+    finally:
+        for p in (first, middle, unset, none):
+            p.kill()
+            p.wait()
