@@ -12,8 +12,8 @@ def canonical(ad: Mapping[str, Any], name: str) -> str | None:
     """The key ``ad`` spells ``name`` with, or None."""
     if name in ad:
         return name
-    low = name.lower()
-    return next((k for k in ad if k.lower() == low), None)
+    size, low = len(name), name.lower()  # (only a key of the name's length can spell it)
+    return next((k for k in ad if len(k) == size and k.lower() == low), None)
 
 
 def get(ad: Mapping[str, Any], name: str, default: Any = None) -> Any:

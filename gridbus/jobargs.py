@@ -191,9 +191,11 @@ def lookup(ad: Mapping[str, Any], name: str) -> Any:
     """A job attribute, case-insensitively (ads from the wire are plain dicts)."""
     if name in ad:
         return ad[name]
-    lowered = name.lower()
+    # A miss (an attribute the job does not set, or spells otherwise) looks at every key: only
+    # one of the name's length can spell it (a lower() per key was most of a job's start's misses).
+    size, lowered = len(name), name.lower()
     for key, value in ad.items():
-        if key.lower() == lowered:
+        if len(key) == size and key.lower() == lowered:
             return value
     return None
 
