@@ -52,7 +52,7 @@ def selection(targets: list[str], constraint: str | None, everyone: bool = False
 
 # ------------------------------------------------------------------ submit
 def cmd_submit(args: argparse.Namespace) -> int:
-    from gridbus.submit import Submit, SubmitError
+    from gridbus.submit import Submit, SubmitError, UnusedMacroWarning
 
     path = args.file
     try:
@@ -77,12 +77,17 @@ def cmd_submit(args: argparse.Namespace) -> int:
         except SubmitError as exc:
             raise SubmitError(f"{where}{exc}") from None
     for w in caught:
+        if args.unused and issubclass(w.category, UnusedMacroWarning):
+            continue  # condor_submit -unused: no word of lines left unused
         print(f"WARNING: {where}{w.message}", file=sys.stderr)
     if args.dry_run:
         sys.stdout.write(formats.long_form(built.jobs()))
         return 0
     schedd = _schedd(args)
-    result = schedd.submit(sub, spool=args.spool)
+    try:
+        result = schedd.submit(sub, spool=args.spool)
+    except SubmitError as exc:  # (the jobs are built here: their errors name the file too)
+        raise SubmitError(f"{where}{exc}") from None
     cluster, first, n = result.cluster(), result.first_proc(), result.num_procs()
     if args.terse:
         print(f"{cluster}.{first} - {cluster}.{first + n - 1}")
@@ -513,6 +518,8 @@ def register(sub: Any) -> None:
     p.add_argument("-queue", "--queue", metavar="ARGS", help="replace the queue statement's arguments")
     p.add_argument("-batch-name", "--batch-name", dest="batch_name", metavar="NAME", help="the batch name condor_q shows")
     p.add_argument("-terse", "--terse", action="store_true", help="print only the job id range")
+    p.add_argument("-unused", "--unused", action="store_true",
+                   help="no warning of lines that are no command and that nothing refers to")
     p.add_argument("-dry-run", "--dry-run", dest="dry_run", action="store_true", help="print the job ads; submit nothing")
     p.add_argument("-name", "--name", metavar="SCHEDD", help="the schedd to submit to")
     p.add_argument("-spool", "--spool", action="store_true",

@@ -32,7 +32,7 @@ from typing import Any
 
 from gridbus.errors import HTCondorTypeError, HTCondorValueError
 from gridbus.submit import commands, lines, materialize, queue
-from gridbus.submit.errors import SubmitError, SubmitWarning
+from gridbus.submit.errors import SubmitError, SubmitWarning, UnusedMacroWarning
 from gridbus.submit.jobad import build_job_ad
 from gridbus.submit.macros import Expander
 
@@ -97,9 +97,11 @@ class Submit(MutableMapping[str, str]):
             self[k] = v
         if queue is not None:
             self.setQArgs(queue)
-        self._check_commands(raise_unknown=isinstance(input, str))
+        # condor_submit warns of a line it did not use; HTCondor's bindings take a dict's keys silently.
+        self._unused: list[str] = []
+        self._check_commands(warn_unused=isinstance(input, str))
         for w in self._warnings:
-            warnings.warn(w, SubmitWarning, stacklevel=2)
+            warnings.warn(w, UnusedMacroWarning if w in self._unused else SubmitWarning, stacklevel=2)
 
     # ------------------------------------------------------------------ mapping
     @staticmethod
@@ -236,7 +238,7 @@ class Submit(MutableMapping[str, str]):
             raise SubmitError(f"cluster id must be a non-negative integer, not {cluster_id!r}")
         if not isinstance(count, int) or count < 0:
             raise SubmitError(f"count must be a non-negative integer, not {count!r}")
-        self._check_commands(raise_unknown=True)
+        self._check_commands(warn_unused=False)
         qdate = int(time.time()) if qdate is None else int(qdate)
         if self._more:
             if count or itemdata is not None:
@@ -322,7 +324,7 @@ class Submit(MutableMapping[str, str]):
             entries.update(delta)
             seg = Submit.__new__(Submit)
             seg._entries, seg._qargs, seg._qlineno, seg._more = dict(entries), qargs, qlineno, []
-            seg._submit_method, seg._warnings, seg.cwd = self._submit_method, [], self.cwd
+            seg._submit_method, seg._warnings, seg._unused, seg.cwd = self._submit_method, [], [], self.cwd
             seg._condition_refs = self._condition_refs
             out.append(seg)
         return out
@@ -445,11 +447,14 @@ class Submit(MutableMapping[str, str]):
         entry = self._entries.get(head)
         return entry[2] if entry else None
 
-    def _check_commands(self, raise_unknown: bool) -> None:
+    def _check_commands(self, warn_unused: bool) -> None:
+        """Warnings for commands HTCondor knows that gridbus does not act on, and (``warn_unused``)
+        for lines that are no command and that nothing refers to: as for condor_submit, a
+        definition of a macro of one's own, used or not, is never an error."""
         referenced = (commands.referenced_macros(self._all_texts()) | {n.lower() for n in self._queue_names()}
                       | self._condition_refs)
         every = [*self._entries.items(), *(item for delta, _, _ in self._more for item in delta.items())]
-        for key, (written, _, lineno) in every:
+        for key, (written, value, lineno) in every:
             if key.startswith("my.") or key in commands.USED or key in referenced or key in commands.BUILTIN_MACROS:
                 continue
             if key in commands.KNOWN_UNUSED:
@@ -458,6 +463,10 @@ class Submit(MutableMapping[str, str]):
                 if msg not in self._warnings:
                     self._warnings.append(msg)
                 continue
-            if raise_unknown:
-                raise SubmitError(f"unknown submit command {written!r}", lineno)
+            if warn_unused:
+                where = f"line {lineno}: " if lineno else ""
+                msg = f"{where}the line '{written} = {value}' was unused by gridbus. Is it a typo?"
+                if msg not in self._warnings:
+                    self._warnings.append(msg)
+                    self._unused.append(msg)
 

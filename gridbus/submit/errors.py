@@ -16,3 +16,9 @@ class SubmitError(HTCondorException, ValueError):  # htcondor2 raises HTCondorEx
 
 class SubmitWarning(UserWarning):
     """A command HTCondor knows and gridbus accepts but does not act on, and similar advice."""
+
+
+class UnusedMacroWarning(SubmitWarning):
+    """A line of a submit description that is no command and that nothing refers to: condor_submit's
+    "the line 'x = y' was unused ... Is it a typo?" (``gridbus submit -unused`` leaves it out, as
+    condor_submit -unused does)."""

@@ -89,7 +89,9 @@ def test_errors_are_one_line_with_exit_status_1(pool, tmp_path: Path):
     done = subprocess.run([str(GRIDBUS), "--pool", bad_url, "q"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "amqp://guest@127.0.0.1:1/" in done.stderr
-    (tmp_path / "typo.sub").write_text("executable = /bin/true\nexcutable = /bin/false\nqueue\n")
+    (tmp_path / "typo.sub").write_text("excutable = /bin/false\nqueue\n")
     typo = run(pool, "submit", "typo.sub", cwd=tmp_path, ok=False)
-    assert typo.returncode == 1
-    assert typo.stderr.strip() == "gridbus submit: typo.sub: line 2: unknown submit command 'excutable'"
+    assert typo.returncode == 1 and typo.stdout == ""
+    assert typo.stderr.splitlines() == [
+        "WARNING: typo.sub: line 1: the line 'excutable = /bin/false' was unused by gridbus. Is it a typo?",
+        "gridbus submit: typo.sub: no executable given: add 'executable = /path/to/program'"]

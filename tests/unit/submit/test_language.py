@@ -8,17 +8,33 @@ from pathlib import Path
 
 import pytest
 
-from gridbus.submit import Submit, SubmitError, SubmitWarning, parse_queue
+from gridbus.submit import Submit, SubmitError, SubmitWarning, UnusedMacroWarning, parse_queue
 from gridbus.submit.quoting import arguments_attrs, environment_attr, join_v2, split_v2
 from gridbus.submit.units import disk_kib, memory_mib
 
 WORKDIR = Path(__file__).with_name("corpus") / "workdir"
 
 
-def test_unknown_command_is_an_error_with_its_line():
-    with pytest.raises(SubmitError, match=r"^line 3: unknown submit command 'excutable'") as info:
-        Submit("# typo below\narguments = 1\nexcutable = /bin/true\nqueue\n")
-    assert info.value.lineno == 3
+def test_a_line_that_is_no_command_and_is_unused_warns_as_condor_submit_does():
+    # condor_submit takes such a line for a macro of the user's own: it warns that nothing used
+    # it (the warning catches typos) and goes on; HTCondor's bindings take a dict's keys silently.
+    with pytest.warns(UnusedMacroWarning) as caught:
+        sub = Submit("# typo below\narguments = 1\nexcutable = /bin/false\nexecutable = /bin/true\n"
+                     "JobBatchName = nightly\nqueue\n")
+    assert [str(w.message) for w in caught] == [
+        "line 3: the line 'excutable = /bin/false' was unused by gridbus. Is it a typo?",
+        "line 5: the line 'JobBatchName = nightly' was unused by gridbus. Is it a typo?"]
+    ad = sub.build(qdate=0).cluster_ad
+    assert ad["Cmd"] == "/bin/true" and "JobBatchName" not in ad and "excutable" not in ad
+    with pytest.warns(UnusedMacroWarning), pytest.raises(SubmitError, match="no executable"):  # the typo's own consequence
+        Submit("excutable = /bin/true\nqueue\n").build(qdate=0)
+
+
+def test_a_dict_s_unused_keys_and_keys_set_later_pass_without_a_word(recwarn):
+    sub = Submit({"executable": "/bin/true", "my_variable": "1"})
+    sub["another"] = "2"
+    assert sub.build(qdate=0).cluster_ad["Cmd"] == "/bin/true"
+    assert not [w for w in recwarn if issubclass(w.category, SubmitWarning)]
 
 
 def test_a_macro_that_is_referred_to_is_not_unknown():
