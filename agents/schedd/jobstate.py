@@ -182,7 +182,8 @@ class JobState:
             self.hold(p, decision.reason, decision.code, decision.subcode, attrs, now)
             return
         if decision.action == policy.REQUEUE:
-            self._requeue(p, attrs, decision.reason, now)
+            exited = {"signal": attrs["ExitSignal"]} if by_signal else {"exit_code": attrs["ExitCode"]}
+            self._requeue(p, attrs, decision.reason, now, exited)
             return
         attrs["CompletionDate"] = int(now)
         self.queue.set_status(p, COMPLETED, attrs, when=now)
@@ -197,11 +198,14 @@ class JobState:
         if ad.get("LeaveJobInQueue") is not True:
             self.queue.retire(p, when=now)
 
-    def _requeue(self, p: Proc, attrs: dict[str, Any], reason: str, now: float) -> None:
-        """Back to Idle after a run (evicted, or an exit JobMaxRetries retries): the evicted event."""
+    def _requeue(self, p: Proc, attrs: dict[str, Any], reason: str, now: float,
+                 exited: dict[str, int] | None = None) -> None:
+        """Back to Idle after a run: the evicted event; for an exit its policy requeued (``exited``:
+        its exit_code or signal), in HTCondor's "terminated and was requeued" form with the reason."""
         self.queue.set_status(p, IDLE, attrs, when=now)
         ad = self.queue.ad(p)
-        text = writer.evicted(p.cluster.id, p.id, now, _num(ad.get("RemoteUserCpu")), _num(ad.get("RemoteSysCpu")))
+        text = writer.evicted(p.cluster.id, p.id, now, _num(ad.get("RemoteUserCpu")), _num(ad.get("RemoteSysCpu")),
+                              **({"requeued": True, "reason": reason, **exited} if exited is not None else {}))
         self.events.emit("evicted", ad, text, {"Reason": reason})
 
     def _run_end_attrs(self, p: Proc, now: float) -> dict[str, Any]:

@@ -304,30 +304,45 @@ def _evicted(first: str, body: list[str], attrs: dict[str, Any]) -> None:
     attrs["Checkpointed"] = False
     attrs["TerminatedAndRequeued"] = False
     attrs["TerminatedNormally"] = False
-    for line in body:
+    # The usage and bytes lines, then (terminated and requeued) how the job exited, then an
+    # optional line of its own: the reason.
+    tail = 0
+    for i, line in enumerate(body):
         s = line.strip()
         if s.startswith("(1) Job was checkpointed"):
             attrs["Checkpointed"] = True
         elif s.startswith("(0) Job terminated and was requeued"):
             attrs["TerminatedAndRequeued"] = True
-        elif s.startswith("Reason:"):
-            attrs["Reason"] = s.removeprefix("Reason:").strip()
+        elif "  -  " in s:
+            tail = i + 1
+    rest = [line.strip() for line in body[tail:] if line.strip()]
+    if attrs["TerminatedAndRequeued"] and rest and _termination(rest[0], attrs):
+        rest = rest[2:] if rest[1:] and _termination(rest[1], attrs) else rest[1:]
+    if rest:
+        attrs["Reason"] = rest[0]
     _usage_and_bytes(body, attrs)
+
+
+def _termination(s: str, attrs: dict[str, Any]) -> bool:
+    """A line of how a job exited (a terminated event's, or a requeued eviction's) into ``attrs``."""
+    normal = re.fullmatch(r"\(1\) Normal termination \(return value (-?\d+)\)", s)
+    signal = re.fullmatch(r"\(0\) Abnormal termination \(signal (\d+)\)", s)
+    if normal:
+        attrs["TerminatedNormally"] = True
+        attrs["ReturnValue"] = int(normal.group(1))
+    elif signal:
+        attrs["TerminatedNormally"] = False
+        attrs["TerminatedBySignal"] = int(signal.group(1))
+    elif s.startswith("(1) Corefile in:"):
+        attrs["CoreFile"] = s.removeprefix("(1) Corefile in:").strip()
+    elif s != "(0) No core file":
+        return False
+    return True
 
 
 def _terminated(first: str, body: list[str], attrs: dict[str, Any]) -> None:
     for line in body:
-        s = line.strip()
-        normal = re.fullmatch(r"\(1\) Normal termination \(return value (-?\d+)\)", s)
-        signal = re.fullmatch(r"\(0\) Abnormal termination \(signal (\d+)\)", s)
-        if normal:
-            attrs["TerminatedNormally"] = True
-            attrs["ReturnValue"] = int(normal.group(1))
-        elif signal:
-            attrs["TerminatedNormally"] = False
-            attrs["TerminatedBySignal"] = int(signal.group(1))
-        elif s.startswith("(1) Corefile in:"):
-            attrs["CoreFile"] = s.removeprefix("(1) Corefile in:").strip()
+        _termination(line.strip(), attrs)
     _usage_and_bytes(body, attrs)
 
 

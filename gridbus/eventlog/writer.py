@@ -73,14 +73,25 @@ def execute(cluster: int, proc: int, when: float, host: str, slot: str = "") -> 
 
 
 def evicted(cluster: int, proc: int, when: float, user_cpu: float = 0.0, sys_cpu: float = 0.0,
-            sent: int = 0, received: int = 0) -> str:
+            sent: int = 0, received: int = 0, *, requeued: bool = False, exit_code: int | None = None,
+            signal: int | None = None, reason: str | None = None) -> str:
+    """A run that ended without completing the job. ``requeued``: the job exited and its policy
+    (OnExitRemove false, JobMaxRetries) sent it back to the queue: HTCondor's "Job terminated and
+    was requeued" form, with how it exited (``exit_code``, or ``signal``) and ``reason``."""
     body = [
-        "\t(0) CPU times",
+        "\t(0) Job terminated and was requeued" if requeued else "\t(0) CPU times",
         f"\t\t{rusage(user_cpu, sys_cpu)}  -  Run Remote Usage",
         f"\t\t{rusage(0, 0)}  -  Run Local Usage",
         f"\t{int(sent)}  -  Run Bytes Sent By Job",
         f"\t{int(received)}  -  Run Bytes Received By Job",
     ]
+    if requeued:
+        if signal is not None:
+            body += [f"\t(0) Abnormal termination (signal {int(signal)})", "\t(0) No core file"]
+        else:
+            body.append(f"\t(1) Normal termination (return value {int(exit_code or 0)})")
+    if reason:
+        body.append(f"\t{_one_line(reason)}")
     return event(JOB_EVICTED, cluster, proc, when, "Job was evicted.", body)
 
 

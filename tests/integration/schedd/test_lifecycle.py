@@ -124,7 +124,9 @@ def test_hold_of_a_running_job_asks_the_shadows_to_stop_it(schedd, session):
     assert agent.queue.get(c, 0)["JobStatus"] == 5
 
 
-def test_exit_policy_on_exit_hold_max_retries_and_memory(schedd, session):
+def test_exit_policy_on_exit_hold_max_retries_and_memory(schedd, session, tmp_path):
+    import htcondor2
+
     agent = schedd.agent
 
     def run_and_exit(c, report):
@@ -142,9 +144,19 @@ def test_exit_policy_on_exit_hold_max_retries_and_memory(schedd, session):
     assert run_and_exit(retried, {"ExitCode": 1}) is None  # third failure: done, to the history
     assert session.call("schedd@s1", "GetAd", {"Id": f"{retried}.0"}).JobAd["NumJobCompletions"] == 3
 
-    requeued = submit(session, OnExitRemove=ExprTree("ExitCode == 0"))
+    log = tmp_path / "requeued.log"
+    requeued = submit(session, OnExitRemove=ExprTree("ExitCode == 0"), Iwd=str(tmp_path), UserLog=str(log))
     assert run_and_exit(requeued, {"ExitCode": 9})["JobStatus"] == 1
     assert run_and_exit(requeued, {"ExitCode": 0}) is None
+    # The first run's exit, requeued by its policy, is logged as HTCondor's shadow logs it: an
+    # eviction "terminated and requeued", with how the job exited and why it stays in the queue.
+    wait_for(lambda: log.exists() and log.read_text().count("...") == 5, 5, "five events")
+    parsed = list(htcondor2.JobEventLog(str(log)).events(0))
+    T = htcondor2.JobEventType
+    assert [e.type for e in parsed] == [T.SUBMIT, T.EXECUTE, T.JOB_EVICTED, T.EXECUTE, T.JOB_TERMINATED]
+    assert parsed[2]["TerminatedAndRequeued"] and parsed[2]["ReturnValue"] == 9
+    assert parsed[2]["Reason"] == "The job attribute OnExitRemove expression 'ExitCode == 0' evaluated to FALSE"
+    assert "".join(str(e) + "...\n" for e in parsed) == log.read_text()
 
     big = submit(session, RequestMemory=10)
     ad = run_and_exit(big, {"MemoryExceeded": True, "MemoryUsage": 50})

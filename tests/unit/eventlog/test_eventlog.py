@@ -50,6 +50,9 @@ def test_every_event_we_write_is_read_back_by_htcondor2_byte_for_byte(tmp_path):
         writer.execute(7, 0, t + 1, "startd@node", "slot1@node"),
         writer.image_size(7, 0, t + 2, 2500, 3, 2400),
         writer.evicted(7, 0, t + 3, 1.0, 0.0),
+        writer.evicted(7, 2, t + 3, 0.5, 0.0, requeued=True, exit_code=3,
+                       reason="The job attribute OnExitRemove expression 'ExitCode == 0' evaluated to FALSE"),
+        writer.evicted(7, 3, t + 3, requeued=True, signal=9),
         writer.held(7, 0, t + 4, "via gridbus hold (by user alice)", 1, 0),
         writer.held(7, 1, t + 4, "", 0, 0),
         writer.released(7, 0, t + 5, "via gridbus release (by user alice)"),
@@ -63,8 +66,13 @@ def test_every_event_we_write_is_read_back_by_htcondor2_byte_for_byte(tmp_path):
     assert log.read_text() == text
     theirs = list(htcondor2.JobEventLog(str(log)).events(0))
     assert "".join(str(e) + "...\n" for e in theirs) == text
-    assert [int(e.type) for e in theirs] == [0, 1, 6, 4, 12, 12, 13, 5, 5, 9, 7]
-    assert theirs[7]["ReturnValue"] == 2 and theirs[8]["TerminatedBySignal"] == 9
+    assert [int(e.type) for e in theirs] == [0, 1, 6, 4, 4, 4, 12, 12, 13, 5, 5, 9, 7]
+    assert theirs[9]["ReturnValue"] == 2 and theirs[10]["TerminatedBySignal"] == 9
+    # A run whose exit its policy requeued, in HTCondor's "terminated and was requeued" form.
+    assert not theirs[3]["TerminatedAndRequeued"]
+    assert theirs[4]["TerminatedAndRequeued"] and theirs[4]["TerminatedNormally"] and theirs[4]["ReturnValue"] == 3
+    assert theirs[4]["Reason"] == "The job attribute OnExitRemove expression 'ExitCode == 0' evaluated to FALSE"
+    assert theirs[5]["TerminatedAndRequeued"] and theirs[5]["TerminatedBySignal"] == 9
     assert _events(JobEventLog, log) == _events(htcondor2.JobEventLog, log)
 
 
