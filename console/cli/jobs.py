@@ -343,6 +343,8 @@ def cmd_act(args: argparse.Namespace) -> int:
         if ok:
             verb = "has been" if what.startswith("Job ") else "have been"
             print(f"{what} {verb} {done}")
+        if short == "jobs" and ok:
+            denied = 0  # a constraint acts on the jobs one may act on: others' are not an error, as for condor_hold
         if denied or not ok:
             failed = True
             why = "permission denied" if denied else "no such job or not in a state to be " + done
