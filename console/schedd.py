@@ -7,7 +7,7 @@
         ...
     schedd.act(JobAction.Hold, f"{result.cluster()}")
 
-Names and signatures mirror htcondor2 (reference HTCONDOR-NOTES section 5), so a script moves from
+Names and signatures mirror htcondor2, so a script moves from
 HTCondor to gridbus by its import. Every Submit carries a fresh SubmissionId; a Submit whose answer
 timed out is retried with the same id, so it never creates a cluster twice.
 """

@@ -1,6 +1,6 @@
 """HTCondor's job attributes as the schedd uses them: statuses, hold codes, defaults, protection.
 
-Names and meanings follow reference/htcondor/job-attrs.rst and HTCONDOR-NOTES section 4.
+Names and meanings follow HTCondor's job ClassAd attributes (its manual's "Job ClassAd Attributes").
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """How the `gridbus` command lays out ads: condor_q's batch and -nobatch tables and totals lines,
-condor_status's slot table and totals, `-af`, `-l` and `-json` (reference/HTCONDOR-NOTES.md 4).
+condor_status's slot table and totals, `-af`, `-format`, `-l` and `-json`.
 
 Pure functions over ads (anything with `.get`/`.keys`, matched case-insensitively), so they are
 tested without a pool.
@@ -8,6 +8,7 @@ tested without a pool.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -105,6 +106,7 @@ def af_projection(args: Any) -> list[str]:
     attrs = list(getattr(args, "af", None) or [])
     if attrs and "j" in getattr(args, "af_options", ""):
         attrs += ["ClusterId", "ProcId", "Name"]
+    attrs += [attr for _, attr in getattr(args, "format", None) or []]  # (-format FMT ATTR)
     return attrs
 
 
@@ -157,15 +159,64 @@ def json_form(ads: Iterable[Any]) -> str:
     return json.dumps([{k: _json_value(v) for k, v in _items(ad)} for ad in ads], indent=1) + "\n"
 
 
+# One printf conversion of a -format string: flags, width, precision, and the letter (HTCondor's
+# own: v and V a value as -af and as ClassAd text, r and R the expression unevaluated).
+_CONVERSION = re.compile(r"%([-+ #0]*)(\d*)(?:\.(\d+))?([diouxXeEfFgGcsvVrR%])")
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'"}
+
+
+def _escapes(text: str) -> str:
+    """A -format string's backslash escapes (``\\n``, ``\\t``) as condor_q reads them: the shell
+    leaves them as typed."""
+    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(0)), text)
+
+
+def _format_one(fmt: str, ad: Any, attr: str) -> str:
+    """``fmt`` with ``attr``'s value in its conversion; "" when the ad has no such attribute
+    (condor_q -format skips it)."""
+    value = get(ad, attr)
+    if value is None:
+        return ""
+
+    def convert(m: re.Match) -> str:
+        flags, width, precision, letter = m.groups()
+        if letter == "%":
+            return "%"
+        spec = "%" + flags + width + (f".{precision}" if precision is not None else "")
+        try:
+            if letter in "diouxXc":
+                number = int(value) if is_number(value) else int(float(value))
+                return (spec + letter) % number
+            if letter in "eEfFgG":
+                return (spec + letter) % float(value)
+        except (TypeError, ValueError):
+            return ""
+        if letter in "VR":
+            return (spec + "s") % unparse(value)
+        if letter == "r" and hasattr(ad, "lookup") and _is_expr_attr(ad, attr):
+            return (spec + "s") % unparse(ad.lookup(attr))
+        return (spec + "s") % plain(value)
+
+    return _CONVERSION.sub(convert, _escapes(fmt))
+
+
+def format_form(ads: Iterable[Any], pairs: list[list[str]]) -> str:
+    """`-format FMT ATTR`, repeated: per ad, each attribute printed through its printf-style
+    format, nothing added between them (the formats carry their own spaces and newlines)."""
+    return "".join(_format_one(fmt, ad, attr) for ad in ads for fmt, attr in pairs)
+
+
 def chosen_form(args: Any, ads: list[Any]) -> str | None:
-    """The text of the form the options chose (``-json``, ``-l``, ``-af``, in that order), or
-    None when none was asked for and the command prints its own table."""
+    """The text of the form the options chose (``-json``, ``-l``, ``-af``, ``-format``, in that
+    order), or None when none was asked for and the command prints its own table."""
     if getattr(args, "json", False):
         return json_form(ads)
     if getattr(args, "long", False):
         return long_form(ads)
     if getattr(args, "af", None):
         return autoformat(ads, args.af, getattr(args, "af_options", ""))
+    if getattr(args, "format", None):
+        return format_form(ads, args.format)
     return None
 
 

@@ -192,7 +192,7 @@ def _q_one(schedd: Any, args: argparse.Namespace, banner: bool = False) -> int:
         return _autocluster(schedd, constraint, args)
     if args.analyze:
         return _analyze(schedd, constraint, args)
-    if args.totals and not args.af and formats.chosen_form(args, []) is None:
+    if args.totals and not args.af and not args.format and formats.chosen_form(args, []) is None:
         return _totals_only(schedd, constraint, me, banner)
     ads = list(schedd.query(constraint=constraint, projection=projection, limit=args.limit))
     chosen = formats.chosen_form(args, ads)
@@ -509,6 +509,8 @@ def _add_select(p: argparse.ArgumentParser) -> None:
 
 def _add_output(p: argparse.ArgumentParser) -> None:
     p.add_argument("-af", "-autoformat", "--af", nargs="+", metavar="ATTR", help="print these attributes, one line per ad")
+    p.add_argument("-format", "--format", nargs=2, action="append", metavar=("FMT", "ATTR"),
+                   help="print ATTR through the printf-style FMT (repeatable; %%v and %%V as -af and -af:V)")
     p.add_argument("-l", "-long", "--long", dest="long", action="store_true", help="every attribute of every ad")
     p.add_argument("-json", "--json", action="store_true", help="ads as a JSON array")
 

@@ -113,6 +113,7 @@ def register(sub: Any) -> None:
     p.add_argument("targets", nargs="*", metavar="MACHINE", help="only these machines or slots")
     p.add_argument("-constraint", "--constraint", metavar="EXPR")
     p.add_argument("-af", "-autoformat", "--af", nargs="+", metavar="ATTR")
+    p.add_argument("-format", "--format", nargs=2, action="append", metavar=("FMT", "ATTR"))
     p.add_argument("-l", "-long", "--long", dest="long", action="store_true")
     p.add_argument("-json", "--json", action="store_true")
     p.add_argument("-total", "-totals", "--total", dest="total", action="store_true", help="only the totals table")

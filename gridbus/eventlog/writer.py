@@ -2,7 +2,7 @@
 
 Each event is a header ``NNN (ccc.ppp.sss) YYYY-MM-DD HH:MM:SS <first line>``, body lines, and a
 line ``...``. The text is what htcondor2's JobEventLog reads and what `str(event)` gives back byte
-for byte (HTCONDOR-NOTES section 1.6). Appending takes no lock: the file is opened with O_APPEND
+for byte. Appending takes no lock: the file is opened with O_APPEND
 and each batch of events goes out in one write(), which POSIX keeps whole (HTCondor dropped its
 user-log locks for the same reason: HTCondor Week 2015's "What's new in HTCondor", "no match for POSIX append semantics").
 """

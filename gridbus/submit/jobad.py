@@ -38,7 +38,7 @@ NOTIFICATION = {"never": 0, "always": 1, "complete": 2, "error": 3}
 DEFAULT_REQUEST_MEMORY = "ifthenelse(MemoryUsage =!= undefined,MemoryUsage,(ImageSize + 1023) / 1024)"
 HOLD_REASON_SUBMITTED_ON_HOLD = 15
 
-# condor_submit's constant attributes (reference/HTCONDOR-NOTES.md 1.5), in the order it prints them.
+# condor_submit's constant attributes, in the order it prints them.
 CONSTANT_ATTRS: dict[str, Any] = {
     "MyType": "Job",
     "TargetType": "Machine",

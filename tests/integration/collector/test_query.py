@@ -69,7 +69,7 @@ CASES = [
 
 
 def reference(ads: list[dict], constraint: str, projection: list[str], limit: int) -> list[dict]:
-    import htcondor2  # noqa: F401, I001  (first: HTCondor semantics for classad2, HTCONDOR-NOTES 1.1)
+    import htcondor2  # noqa: F401, I001  (first: HTCondor semantics for classad2)
     import classad2
 
     expr = classad2.ExprTree(constraint)

@@ -1,7 +1,6 @@
 """HTCondor's own library as the oracle, and a comparison of its values with ours.
 
-``htcondor2`` is imported before ``classad2`` so the library runs with the daemons' semantics
-(reference/HTCONDOR-NOTES.md 1.1).
+``htcondor2`` is imported before ``classad2`` so the library runs with the daemons' semantics.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""condor_q / condor_status layouts (reference/HTCONDOR-NOTES.md 4) and the command line's parsing,
+"""condor_q / condor_status layouts and the command line's parsing,
 without a pool."""
 
 from __future__ import annotations
@@ -117,3 +117,19 @@ def test_autoformat_options_as_htcondor_reads_them() -> None:
     assert autoformat([a, b], ["Owner"], "tg") == "alice\n\nbob\n"
     with pytest.raises(ValueError, match="unknown autoformat option 'z'"):
         autoformat([a], ["Owner"], "z")
+
+
+def test_format_prints_each_attribute_through_its_printf_format_as_condor_q_does():
+    ads = [{"ClusterId": 12, "ProcId": 3, "Owner": "alice", "Cmd": "/bin/sleep", "RemoteUserCpu": 2.5,
+            "Args": [1, "a"]},
+           {"ClusterId": 12, "ProcId": 4, "Owner": "bob", "Cmd": "/bin/true", "ExitCode": 255}]
+    argv = ["q", "-format", "%d.", "ClusterId", "-format", "%-3d|", "ProcId", "-format", "%s", "Owner",
+            "-format", " %V", "Cmd", "-format", " %.1f", "RemoteUserCpu", "-format", " %x", "ExitCode",
+            "-format", " %v", "Args", "-format", " 100%%", "ProcId", "-format", "\\n", "ProcId"]
+    args = build_parser().parse_args(argv)
+    # Missing attributes are skipped, conversion and all; the shell leaves "\n" as typed.
+    assert formats.chosen_form(args, ads) == ('12.3  |alice "/bin/sleep" 2.5 { 1,"a" } 100%\n'
+                                              '12.4  |bob "/bin/true" ff 100%\n')
+    assert {"ClusterId", "ProcId", "Owner", "Cmd", "ExitCode"} <= set(formats.af_projection(args))
+    # A value that is no number in a numeric conversion prints nothing for that pair.
+    assert formats.format_form([{"Owner": "x"}], [["%d", "Owner"], ["<%s>", "Owner"]]) == "<x>"

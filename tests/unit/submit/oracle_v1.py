@@ -3,8 +3,7 @@
     .venv-htcondor24/bin/python -W ignore oracle_v1.py CORPUS_DIR WORKDIR CLUSTER QDATE
 
 Prints one JSON object: {file name: {"jobs": [{attr: ClassAd text}, ...]} or {"error": message}}.
-It runs in its own interpreter because htcondor 24 and 25 cannot share a process
-(reference/HTCONDOR-NOTES.md 1.5).
+It runs in its own interpreter because htcondor 24 and 25 cannot share a process.
 
 The Python binding's Submit reads a description only up to its first queue statement (includes
 and if/else are HTCondor's own), while condor_submit goes on: each further queue statement makes
