@@ -101,13 +101,48 @@ def long_form(ads: Iterable[Any]) -> str:
     return "\n".join(chunks) + ("\n" if chunks else "")
 
 
+_ATTR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+
+
+def _is_name(text: str) -> bool:
+    return _ATTR_NAME.fullmatch(text) is not None
+
+
+def _refs(text: str) -> list[str]:
+    """The attributes an `-af`/`-format` expression refers to (what the daemon must send)."""
+    from gridbus import classad
+
+    try:
+        return [r for r in classad.ClassAd().externalRefs(classad.ExprTree(text)) if r]
+    except Exception:
+        raise ValueError(f"{text!r} is neither an attribute name nor a ClassAd expression") from None
+
+
+def value_of(ad: Any, attr: str) -> Any:
+    """An `-af`/`-format` column: an attribute's value, or an expression evaluated in the ad
+    (condor_q -af 'RemoteWallClockTime/60'); None when undefined."""
+    if _is_name(attr):
+        return get(ad, attr)
+    from gridbus import classad
+
+    value = classad.compile(attr).eval(dict(ad.items()) if not isinstance(ad, dict) else ad)
+    return None if isinstance(value, Value) and value is Value.Undefined else value
+
+
 def af_projection(args: Any) -> list[str]:
-    """The attributes `-af` needs from the daemon: the named ones, and the job id or Name for `j`."""
-    attrs = list(getattr(args, "af", None) or [])
-    if attrs and "j" in getattr(args, "af_options", ""):
-        attrs += ["ClusterId", "ProcId", "Name"]
-    attrs += [attr for _, attr in getattr(args, "format", None) or []]  # (-format FMT ATTR)
-    return attrs
+    """The attributes `-af` and `-format` need from the daemon: the named ones, and the job id or
+    Name for `j`; every attribute (an empty list) when a column is an expression, whose
+    attributes may be expressions over others in turn (RequestMemory over MemoryUsage)."""
+    columns = list(getattr(args, "af", None) or [])
+    columns += [attr for _, attr in getattr(args, "format", None) or []]  # (-format FMT ATTR)
+    expressions = [c for c in columns if not _is_name(c)]
+    for text in expressions:
+        _refs(text)  # (refused here, with its text, before anything is asked)
+    if expressions:
+        return []
+    if getattr(args, "af", None) and "j" in getattr(args, "af_options", ""):
+        columns += ["ClusterId", "ProcId", "Name"]
+    return list(dict.fromkeys(columns))
 
 
 def autoformat(ads: Iterable[Any], attrs: list[str], options: str = "") -> str:
@@ -132,7 +167,7 @@ def autoformat(ads: Iterable[Any], attrs: list[str], options: str = "") -> str:
             if "r" in options and hasattr(ad, "lookup") and a in ad:
                 text = unparse(ad.lookup(a))
             else:
-                value = get(ad, a)
+                value = value_of(ad, a)
                 text = unparse(value) if "V" in options and value is not None else plain(value)
             values.append(f"{a} = {text}" if "l" in options else text)
         if "g" in options and i:
@@ -174,7 +209,7 @@ def _escapes(text: str) -> str:
 def _format_one(fmt: str, ad: Any, attr: str) -> str:
     """``fmt`` with ``attr``'s value in its conversion; "" when the ad has no such attribute
     (condor_q -format skips it)."""
-    value = get(ad, attr)
+    value = value_of(ad, attr)
     if value is None:
         return ""
 

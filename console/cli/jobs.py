@@ -186,7 +186,7 @@ def _q_one(schedd: Any, args: argparse.Namespace, banner: bool = False) -> int:
     if args.hold:
         constraint = f"({constraint}) && JobStatus == 5"
     projection = formats.af_projection(args)
-    if args.totals and not projection:
+    if args.totals and not args.af and not args.format:
         projection = ["Owner", "JobStatus"]
     if args.autocluster:
         return _autocluster(schedd, constraint, args)

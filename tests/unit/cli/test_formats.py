@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gridbus.classad import ExprTree
 from gridbus.console.cli import build_parser, formats, jobs, pool_url
 
 T = time.mktime((2020, 7, 10, 3, 22, 0, 0, 0, -1))
@@ -133,3 +134,17 @@ def test_format_prints_each_attribute_through_its_printf_format_as_condor_q_does
     assert {"ClusterId", "ProcId", "Owner", "Cmd", "ExitCode"} <= set(formats.af_projection(args))
     # A value that is no number in a numeric conversion prints nothing for that pair.
     assert formats.format_form([{"Owner": "x"}], [["%d", "Owner"], ["<%s>", "Owner"]]) == "<x>"
+
+
+def test_af_and_format_take_expressions_evaluated_in_each_ad_and_ask_for_whole_ads():
+    ads = [{"ClusterId": 3, "ProcId": 1, "Owner": "alice", "ImageSize": 2048,
+            "RequestMemory": ExprTree("ifThenElse(MemoryUsage isnt undefined, MemoryUsage, (ImageSize + 1023) / 1024)")}]
+    args = build_parser().parse_args(["q", "-af", "ProcId", "RequestMemory * 2", 'strcat(Owner, "-x")', "Nope + 1"])
+    # An attribute of an expression may be an expression over others: the ads come whole.
+    assert formats.af_projection(args) == []
+    assert formats.chosen_form(args, ads) == "1 4 alice-x undefined\n"
+    args = build_parser().parse_args(["q", "-format", "%d\n", "ProcId * 10"])
+    assert formats.chosen_form(args, ads) == "10\n"
+    assert formats.af_projection(build_parser().parse_args(["q", "-af", "ProcId", "Owner"])) == ["ProcId", "Owner"]
+    with pytest.raises(ValueError, match="'ProcId \\+' is neither an attribute name nor a ClassAd expression"):
+        formats.af_projection(build_parser().parse_args(["q", "-af", "ProcId +"]))
