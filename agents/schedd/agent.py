@@ -135,7 +135,8 @@ class Schedd(Agent):
                               lambda cluster, proc: self.stop_running_job(cluster, proc),
                               self.ads_changed, self.spawn)
         self.policy = PeriodicPolicy(self.queue, self.state, self.commits, settings, self.ads_changed)
-        self.local = LocalUniverse(self.address, self.queue, self.state, self.spawn, settings)
+        self.local = LocalUniverse(self.address, self.queue, self.state, self.spawn, settings,
+                                   self.owner_shadows.account_for)
         # The shadows.
         self.claims = Claims(self.queue, self.commits, self._call_daemon, self.spawn, settings)
         self.shadows = Shadows(self.queue, self.claims, self.state, self.spawn, settings)

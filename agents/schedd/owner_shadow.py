@@ -216,6 +216,10 @@ class OwnerShadows:
         self._shadows: dict[str, _Shadow] = {}
         self.bus_url = bus_url  # the broker the shadows connect to for file transfer
 
+    def account_for(self, owner: str) -> Account:
+        """The account ``owner``'s shadow runs as (RunAsRefused when there is none)."""
+        return self._account_for(owner)
+
     def _shadow(self, owner: str) -> _Shadow:
         sh = self._shadows.get(owner)
         if sh is None:

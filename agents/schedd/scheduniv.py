@@ -1,9 +1,11 @@
 """The scheduler universe: jobs the schedd runs itself, on the submit host (JobUniverse 7; the local
 universe, 12, the same way).
 
-HTCondor runs DAGMan this way: never matched, started by the schedd as the job's Owner (the Unix
-account of that name when the schedd is root; a personal pool's schedd runs them as its own user),
-(or, with SCHEDD_RUN_LOCAL_JOBS_AS_SELF, its own when the Owner has no account here), in the job's
+HTCondor runs DAGMan this way: never matched, started by the schedd as the job's Owner, under the
+account the owner's shadow runs as (the Unix account of that name when the schedd is root, else
+the run-as knobs': a personal pool's schedd runs them as its own user, one started by root as
+STARTER_UNPRIVILEGED_USER, as its other jobs) (or, with SCHEDD_RUN_LOCAL_JOBS_AS_SELF, its own
+when the Owner has no account here), in the job's
 Iwd with its Environment, stdin/stdout/stderr from In/Out/Err. ``CONDOR_ID`` in the
 environment names the job and ``GRIDBUS_SCHEDD`` the schedd, so a DAGMan submits its nodes here.
 Its exit goes through the schedd's usual exit path (OnExitRemove decides whether it leaves the
@@ -22,6 +24,7 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gridbus.agents.schedd.claims import Spawn
@@ -32,6 +35,7 @@ from gridbus.jobargs import ArgumentError, job_argv, job_environment
 
 if TYPE_CHECKING:  # jobstate.py imports runs_on_submit_host from here
     from gridbus.agents.schedd.jobstate import JobState
+    from gridbus.agents.startd.accounts import Account
 
 log = logging.getLogger("gridbus.schedd.local")
 
@@ -55,8 +59,14 @@ def _signal(value: Any, default: int) -> int:
 
 
 class LocalUniverse:
-    def __init__(self, address: str, queue: JobQueue, state: JobState, spawn: Spawn, settings: ScheddSettings):
+    def __init__(self, address: str, queue: JobQueue, state: JobState, spawn: Spawn, settings: ScheddSettings,
+                 account_for: Callable[[str], Account] | None = None):
+        from gridbus.agents.startd.accounts import RunAsPolicy
+
         self.address = address
+        # The owner's account: the owner shadows' (`owner_shadow.for_schedd`), so a job of the
+        # schedd's runs where its user logs are written.
+        self.account_for = account_for or RunAsPolicy(allow_runas_owner=True).account_for
         self.queue = queue
         self.state = state
         self._spawn = spawn
@@ -107,12 +117,12 @@ class LocalUniverse:
                 await self._start_local(p, ad)
 
     async def _start_local(self, p: Proc, ad: dict[str, Any]) -> None:
-        from gridbus.agents.startd.accounts import RunAsPolicy, RunAsRefused
+        from gridbus.agents.startd.accounts import RunAsRefused
 
         key = (p.cluster.id, p.id)
         try:
             try:
-                account = RunAsPolicy(allow_runas_owner=True).account_for(str(ad.get("Owner") or ""))
+                account: Account | None = self.account_for(str(ad.get("Owner") or ""))
             except RunAsRefused:
                 if not self.settings.local_jobs_as_self:
                     raise
