@@ -159,6 +159,7 @@ class Negotiator(Agent):
         self.total_matches = 0
         self._wake: asyncio.Event | None = None
         self._idle_seen: dict[str, int] = {}
+        self._arrived_seen: dict[str, int] = {}  # submitter -> its last IdleJobsArrived
         # Submitters whose ad on the bus woke a cycle: name -> (the ad's (DaemonStartTime,
         # UpdateSequenceNumber), cycles that did not find it in the collector yet). The collector
         # may answer a cycle's Query before it has ingested the ad that woke the cycle (the two
@@ -248,6 +249,7 @@ class Negotiator(Agent):
             for name in body["names"]:
                 if isinstance(name, str):
                     self._idle_seen.pop(name, None)
+                    self._arrived_seen.pop(name, None)
                     self._awaited.pop(name, None)
             return
         if message.type != bus.T_AD or not isinstance(body, dict) or not isinstance(body.get("ads"), list):
@@ -258,10 +260,18 @@ class Negotiator(Agent):
             name, idle = ad.get("Name"), ad.get("IdleJobs")
             if not isinstance(name, str) or not isinstance(idle, int):
                 continue
-            if idle > self._idle_seen.get(name, 0):
+            # New idle jobs: more of them than the last ad said, or (a schedd that counts them)
+            # any that arrived since, though as many others started meanwhile (a DAG's next node
+            # submitted as the last ones ran: the Idle count alone did not grow, and the node
+            # waited NEGOTIATOR_INTERVAL).
+            arrived = ad.get("IdleJobsArrived")
+            grew = isinstance(arrived, int) and idle > 0 and arrived > self._arrived_seen.get(name, arrived)
+            if idle > self._idle_seen.get(name, 0) or grew:
                 self._awaited[name] = (_version(ad), 0)
                 self.wake()
             self._idle_seen[name] = idle
+            if isinstance(arrived, int):
+                self._arrived_seen[name] = arrived
 
     def wake(self) -> None:
         """Ask for a cycle soon (no sooner than NEGOTIATOR_CYCLE_DELAY after the last one)."""

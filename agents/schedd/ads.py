@@ -105,5 +105,6 @@ class Ads:
                 "IdleJobs": t[IDLE],
                 "RunningJobs": t[RUNNING],
                 "HeldJobs": t[HELD],
+                "IdleJobsArrived": self.queue.idle_arrivals.get(owner, 0),
             })
         return out

@@ -203,6 +203,10 @@ class JobQueue:
         self.clusters: dict[int, Cluster] = {}
         self.by_owner: dict[str, dict[int, Cluster]] = {}
         self.counts: dict[str, list[int]] = {}  # owner -> jobs per JobStatus (index = status)
+        # owner -> jobs that became Idle since the schedd started (submitted, released, requeued):
+        # the Submitter ad's IdleJobsArrived, which wakes a negotiation cycle when it grows even
+        # where the Idle count did not (jobs started and as many others came between two ads).
+        self.idle_arrivals: dict[str, int] = {}
         self.next_cluster = 1
         self._dirty: dict[tuple[int, int], Proc] = {}
         self._batch = Batch()
@@ -416,6 +420,8 @@ class JobQueue:
                 p.cluster.idle_own.discard(p.id)
             if status == IDLE:
                 p.cluster.became_idle(p.id)
+                owner = p.cluster.owner
+                self.idle_arrivals[owner] = self.idle_arrivals.get(owner, 0) + 1
         self.update(p, changes)  # keeps idle_own
         if old == IDLE and status != IDLE:
             for hook in self.on_left_idle:
@@ -588,6 +594,7 @@ class JobQueue:
         c.procs[p.id] = p
         if p.status == IDLE:
             c.became_idle(p.id)
+            self.idle_arrivals[c.owner] = self.idle_arrivals.get(c.owner, 0) + 1
             if p.attrs:
                 c.idle_own.add(p.id)
         if p.attrs and p.attrs.get("JobPrio") is not None:

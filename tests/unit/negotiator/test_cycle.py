@@ -132,6 +132,28 @@ def test_a_submitter_back_with_fewer_idle_jobs_than_before_wakes_a_cycle(tmp_pat
     assert asyncio.run(woken_by(gone, ad(2)))
 
 
+def test_idle_jobs_that_arrived_as_many_others_started_wake_a_cycle(tmp_path):
+    """A DAG's next node submitted while its last ones started between two Submitter ads: the
+    Idle count did not grow (2, then 1), but a job arrived (IdleJobsArrived 2, then 3); without a
+    wake it waited a whole NEGOTIATOR_INTERVAL."""
+    neg = negotiator(tmp_path, [])
+
+    async def woken_by(idle: int, arrived: int) -> bool:
+        neg._wake = asyncio.Event()
+        await neg._on_submitter_ads(_Message(bus.T_AD, {"ads": [
+            {"MyType": "Submitter", "Name": "alice@schedd@h", "IdleJobs": idle, "IdleJobsArrived": arrived}]}))
+        return neg._wake.is_set()
+
+    assert asyncio.run(woken_by(2, 2))
+    assert asyncio.run(woken_by(1, 3))  # two started, one arrived
+    assert not asyncio.run(woken_by(1, 3))  # the same again: nothing new
+    assert not asyncio.run(woken_by(0, 3))
+    assert not asyncio.run(woken_by(0, 4))  # arrived and started between two ads: nothing left to match
+    assert asyncio.run(woken_by(1, 1))  # a restarted schedd counts from 0 again (idle grew: 0, 1)...
+    assert not asyncio.run(woken_by(1, 1))
+    assert asyncio.run(woken_by(1, 2))  # ...and its next arrival wakes a cycle
+
+
 def test_no_free_slot_asks_no_schedd_for_requests(tmp_path):
     """A pool whose every slot is claimed (or matched, not yet re-advertised): the cycle does not
     prefetch resource requests from schedds busy with their claims."""
