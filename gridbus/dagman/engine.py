@@ -139,7 +139,7 @@ class Engine:
         return self.finish()
 
     def start(self) -> None:
-        self.out.banner(self.dag_file, self.dagman_id, self.options)
+        self.out.banner(self.dag_file, self.dagman_id, self.options, len(self.runs))
         self.nodes_log.touch()
         self._log = JobEventLog(self.nodes_log)
         for run in self.runs.values():

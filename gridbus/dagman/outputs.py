@@ -26,7 +26,7 @@ class DagmanOut:
         for line in message.splitlines() or [""]:
             self._fh.write(f"{stamp} {line}\n")
 
-    def banner(self, dag_file: Path, dagman_id: int, options: dict[str, Any]) -> None:
+    def banner(self, dag_file: Path, dagman_id: int, options: dict[str, Any], nodes: int) -> None:
         self.write("******************************************************")
         self.write(f"** gridbus DAGMan ({dagman_id}.0) STARTING UP")
         self.write(f"** PID = {os.getpid()}")
@@ -34,8 +34,7 @@ class DagmanOut:
         for name in ("DAGMAN_MAX_JOBS_IDLE", "DAGMAN_MAX_JOBS_SUBMITTED", "DAGMAN_MAX_PRE_SCRIPTS",
                      "DAGMAN_MAX_POST_SCRIPTS", "DAGMAN_USER_LOG_SCAN_INTERVAL"):
             self.write(f"{name} setting: {options[name]}")
-        self.write(f"Parsing 1 dagfiles\nParsing {dag_file} ...\nDag contains {0} total jobs".replace(
-            "{0} total jobs", "its nodes"))
+        self.write(f"Parsing 1 dagfiles\nParsing {dag_file} ...\nDag contains {nodes} total jobs")
 
     def status_table(self, engine: Engine) -> None:
         from gridbus.dagman.engine import (

@@ -37,7 +37,8 @@ def test_diamond(dag_pool, dag_dir: Path):
     order = (dag_dir / "order.txt").read_text().split()
     assert order[0] == "A" and order[-1] == "D" and sorted(order[1:3]) == ["B", "C"]
     assert submits_per_node(dag_dir / "diamond.dag") == {"A": 1, "B": 1, "C": 1, "D": 1}
-    assert "All jobs Completed!" in (dag_dir / "diamond.dag.dagman.out").read_text()
+    out = (dag_dir / "diamond.dag.dagman.out").read_text()
+    assert "All jobs Completed!" in out and " Dag contains 4 total jobs\n" in out
     status = (dag_dir / "diamond.status").read_text()
     assert "DagStatus = 0;" in status and "NodesDone = 4;" in status
     # The node jobs name their DAGMan job, and its log tells its life.
