@@ -177,6 +177,6 @@ def kill_session(session: int, born_before: int | None = None, mark: str | None 
         try:
             os.kill(st.pid, signal.SIGKILL)
             killed += 1
-        except ProcessLookupError:
+        except (ProcessLookupError, PermissionError):  # gone, or not ours (set-user-ID)
             pass
     return killed

@@ -935,7 +935,7 @@ class Starter:
             try:
                 os.kill(st.pid, sig)
                 count += 1
-            except ProcessLookupError:
+            except (ProcessLookupError, PermissionError):  # gone, or not ours (set-user-ID)
                 pass
         return count
 
@@ -1045,7 +1045,7 @@ class Starter:
                 if st.marked or st.start_ticks <= end_ticks:
                     try:
                         os.kill(st.pid, signal.SIGKILL)
-                    except ProcessLookupError:
+                    except (ProcessLookupError, PermissionError):  # gone, or not ours (set-user-ID)
                         pass
         if due and self.on_usage is not None:
             self.on_usage(due)
