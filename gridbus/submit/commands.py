@@ -51,12 +51,18 @@ BUILTIN_MACROS: frozenset[str] = frozenset(
 )
 
 _REF = re.compile(r"\$(?:[A-Za-z_]*)\(\s*([A-Za-z_][A-Za-z0-9_.]*)")
+# $CHOICE(index, listname) and $SUBSTR(name, start, length) take macro names after the first too.
+_REF_ARGS = re.compile(r"\$(?:CHOICE|SUBSTR)\(([^()]*)\)", re.IGNORECASE)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 
 def referenced_macros(texts: list[str]) -> set[str]:
-    """Lower-cased names that `$(name)`, `$(name:default)` or `$Fn(name)` refer to in any text."""
+    """Lower-cased names that `$(name)`, `$(name:default)`, `$Fn(name)` or the arguments of
+    `$CHOICE()`/`$SUBSTR()` refer to in any text."""
     found: set[str] = set()
     for text in texts:
         for m in _REF.finditer(text):
             found.add(m.group(1).lower())
+        for m in _REF_ARGS.finditer(text):
+            found.update(arg.strip().lower() for arg in m.group(1).split(",") if _NAME.fullmatch(arg.strip()))
     return found

@@ -144,7 +144,55 @@ class Expander:
             if f == "INT":
                 return (fmt.strip() % int(number)) if fmt.strip() else str(int(number))
             return (fmt.strip() % number) if fmt.strip() else repr(number)
+        if f == "CHOICE":
+            return self._choice(inner, depth, chain)
+        if f == "SUBSTR":
+            return self._substr(inner, depth, chain)
         if f[0] == "F" and set(f[1:].lower()) <= set("pdnxqa"):
             value = self._value(inner, depth, chain)
             return _file_parts(f[1:], value or "")
         raise SubmitError(f"unknown macro function ${func}() in {whole!r}")
+
+    def _choice(self, inner: str, depth: int, chain: tuple[str, ...]) -> str:
+        """$CHOICE(index, item0, item1, ...) or $CHOICE(index, listname): the item at ``index`` (0
+        where it is no number or negative); "" out of range, as HTCondor's expansion gives."""
+        index_text, _, rest = inner.partition(",")
+        items = [p.strip() for p in rest.split(",")]
+        if len(items) == 1:  # a list held by a macro
+            listed = self._value(items[0], depth, chain) if items[0] else None
+            items = [p.strip() for p in listed.split(",")] if listed is not None else []
+        index = max(self._number(index_text, depth, chain) or 0, 0)
+        return items[index] if index < len(items) else ""
+
+    def _number(self, text: str, depth: int, chain: tuple[str, ...]) -> int | None:
+        """An argument of $CHOICE/$SUBSTR: an integer, or the name of a macro holding one."""
+        text = text.strip()
+        number = _leading_int(text)
+        if number is None and text:
+            held = self._value(text, depth, chain)
+            number = _leading_int(held.strip()) if held is not None else None
+        return number
+
+    def _substr(self, inner: str, depth: int, chain: tuple[str, ...]) -> str:
+        """$SUBSTR(name, start[, length]): part of ``name``'s value from ``start`` (from the end
+        when negative); a negative ``length`` leaves that many characters off the end; "" where
+        the numbers are not numbers or nothing is left, as HTCondor's expansion gives."""
+        parts = [p.strip() for p in inner.split(",")]
+        value = self._value(parts[0], depth, chain) if parts[0] else None
+        start = self._number(parts[1], depth, chain) if len(parts) > 1 else None
+        length = self._number(parts[2], depth, chain) if len(parts) > 2 else None
+        if value is None or start is None or (len(parts) > 2 and length is None):
+            return ""
+        begin = max(len(value) + start, 0) if start < 0 else start
+        if length is None:
+            return value[begin:]
+        end = begin + length if length >= 0 else len(value) + length
+        return value[begin:end] if end > begin else ""
+
+
+def _leading_int(text: str) -> int | None:
+    """An integer literal (signed), or None."""
+    try:
+        return int(text)
+    except ValueError:
+        return None

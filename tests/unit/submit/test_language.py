@@ -225,3 +225,26 @@ def test_no_warning_for_a_clean_description():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Submit("executable = /bin/true\nrequest_memory = 1G\nqueue\n").build(qdate=0)
+
+
+CHOICE_SUBSTR = ["$CHOICE(1,mylist)", "$CHOICE(1,sp)", "$CHOICE(Step,x)", "$CHOICE(5,a,b)", "$CHOICE(Step,a)",
+                 "$CHOICE( 1 , a , b )", "$CHOICE(-1,a,b)", "$CHOICE(zz,a,b,c)", "$CHOICE(0,a)", "$CHOICE(0,mylist)",
+                 "$CHOICE(2,a,b,c)", "$CHOICE(1, mylist)", "$CHOICE(1,sp2)", "$CHOICE(One,a,b,c)",
+                 "$SUBSTR(Item,100)", "$SUBSTR(Item,-100,2)", "$SUBSTR(Item,1,0)", "$SUBSTR(Item,1,-100)",
+                 "$SUBSTR(nope,1)", "$SUBSTR(Item,zz)", "$SUBSTR(Item,1,zz)", "$SUBSTR(Item,-2,1)", "$SUBSTR(Item,0,3)",
+                 "$SUBSTR(Item,2,-1)", "$SUBSTR(Item,One,One)", "$SUBSTR(Item,3)"]
+
+
+@pytest.mark.parametrize("call", CHOICE_SUBSTR)
+def test_choice_and_substr_expand_as_htcondor_expands_them(call):
+    htcondor2 = pytest.importorskip("htcondor2")
+    text = ("executable = /bin/echo\nStep = 0\nOne = 1\nItem = abcdef\nmylist = x, y ,z\nsp = p q  r\n"
+            f"sp2 = p,q r\narguments = [{call}]\nqueue\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ours = Submit(text).expand("arguments")
+    assert ours == htcondor2.Submit(text).expand("arguments")
+    # The macros a call names are used: no warning for them (the others are: the fixture's spares).
+    used = {"mylist": "mylist" in call, "sp ": "sp)" in call, "sp2": "sp2" in call, "One": "One" in call}
+    for name, named in used.items():
+        assert named != any(f"the line '{name}" in str(w.message) for w in caught), (name, [str(w.message) for w in caught])
