@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from collections.abc import Callable
 
 from gridbus.submit.errors import SubmitError
@@ -34,22 +35,30 @@ def _closing(text: str, open_at: int) -> int:
 
 
 def _file_parts(flags: str, path: str) -> str:
-    """condor_submit's $F[pdnxqa](name): parts of a file name (d: directory, n: base name, x: extension)."""
+    """condor_submit's $F[pdnxbwqa](name): parts of a file name (p: its directory, d: the last
+    directory's name, each with a trailing slash that b takes off; n: base name, x: extension;
+    w: backslashes for slashes; q: quoted; a: made absolute; u, a URL's form, leaves a path as it is)."""
     flags = flags.lower()
     if "a" in flags:
         path = os.path.abspath(path)
-    if not flags.strip("aq"):
+    if not flags.strip("aqbuw"):
         out = path
     else:
         head, tail = os.path.split(path)
         base, ext = os.path.splitext(tail)
         out = ""
-        if "p" in flags or "d" in flags:
-            out += (head + "/") if head else ""
+        if "p" in flags and head:
+            out += head + "/"
+        elif "d" in flags and head:
+            out += (os.path.basename(head) or head) + "/"
+        if "b" in flags:
+            out = out.rstrip("/") or out
         if "n" in flags:
             out += base
         if "x" in flags:
             out += ext
+    if "w" in flags:
+        out = out.replace("/", "\\")
     if "q" in flags:
         out = f'"{out}"'
     return out
@@ -134,24 +143,50 @@ class Expander:
             except (ValueError, IndexError):
                 raise SubmitError(f"$RANDOM_INTEGER(min, max[, step]) needs integers in {whole!r}") from None
             return str(random.randrange(lo, hi + 1, step))
-        if f in ("INT", "REAL"):
-            name, _, fmt = inner.partition(",")
-            value = self._value(name, depth, chain)
-            try:
-                number = float(value if value is not None else name)
-            except ValueError:
-                raise SubmitError(f"${f}({inner}) does not name a number") from None
-            if f == "INT":
-                return (fmt.strip() % int(number)) if fmt.strip() else str(int(number))
-            return (fmt.strip() % number) if fmt.strip() else repr(number)
+        if f in ("INT", "REAL", "STRING", "EVAL"):
+            return self._evaluated(f, inner, depth, chain)
         if f == "CHOICE":
             return self._choice(inner, depth, chain)
         if f == "SUBSTR":
             return self._substr(inner, depth, chain)
-        if f[0] == "F" and set(f[1:].lower()) <= set("pdnxqa"):
+        if f[0] == "F" and set(f[1:].lower()) <= set("pdnxqabuw"):
             value = self._value(inner, depth, chain)
             return _file_parts(f[1:], value or "")
         raise SubmitError(f"unknown macro function ${func}() in {whole!r}")
+
+    def _evaluated(self, f: str, inner: str, depth: int, chain: tuple[str, ...]) -> str:
+        """$INT(x[, fmt]), $REAL(x[, fmt]), $STRING(x[, fmt]) and $EVAL(x): ``x`` a macro's name
+        or a ClassAd expression (`$INT(7/2)`), evaluated; an integer truncated, a real printed
+        as "%.16G" unless ``fmt`` (printf-style) says otherwise."""
+        from gridbus import classad
+
+        text, _, fmt = inner.partition(",") if f != "EVAL" else (inner, "", "")
+        name, fmt = text.strip(), fmt.strip()
+        held = self._value(name, depth, chain) if _MACRO_NAME.fullmatch(name) else None
+        try:
+            value = classad.compile(held if held is not None else name).eval({})
+        except Exception:
+            value = None
+        if isinstance(value, classad.Value):  # (undefined, error: an IntEnum, not a number)
+            value = None
+        if f == "EVAL":
+            from gridbus.classad.exprtree import python_to_node
+            from gridbus.classad.unparse import unparse
+
+            return value if isinstance(value, str) else "undefined" if value is None else unparse(python_to_node(value))
+        if f == "STRING":
+            if isinstance(value, float):
+                out = _real_text(value)
+            elif isinstance(value, str | int) and not isinstance(value, bool):
+                out = str(value)
+            else:
+                out = held if held is not None else name
+            return (fmt % out) if fmt else out
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise SubmitError(f"${f}({inner}) does not name a number")
+        if f == "INT":
+            return (fmt % int(value)) if fmt else str(int(value))
+        return (fmt % float(value)) if fmt else _real_text(float(value))
 
     def _choice(self, inner: str, depth: int, chain: tuple[str, ...]) -> str:
         """$CHOICE(index, item0, item1, ...) or $CHOICE(index, listname): the item at ``index`` (0
@@ -196,3 +231,11 @@ def _leading_int(text: str) -> int | None:
         return int(text)
     except ValueError:
         return None
+
+
+_MACRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+
+
+def _real_text(value: float) -> str:
+    """A real as HTCondor's macro functions print one: C's "%.16G" (2.5, 150, 1E+20)."""
+    return f"{value:.16G}"

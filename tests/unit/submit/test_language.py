@@ -248,3 +248,27 @@ def test_choice_and_substr_expand_as_htcondor_expands_them(call):
     used = {"mylist": "mylist" in call, "sp ": "sp)" in call, "sp2": "sp2" in call, "One": "One" in call}
     for name, named in used.items():
         assert named != any(f"the line '{name}" in str(w.message) for w in caught), (name, [str(w.message) for w in caught])
+
+
+MACRO_FUNCTIONS = ["$Fn(F)", "$Fx(F)", "$Fp(F)", "$Fd(F)", "$Fdb(F)", "$Fpb(F)", "$Fpn(F)", "$Fnx(F)", "$Fq(F)",
+                   "$Fb(F)", "$Fu(F)", "$Fw(F)", "$Fd(G)", "$Fdb(G)", "$Fd(H)", "$Fp(H)", "$Fn(H)", "$Fx(H)",
+                   "$INT(N)", "$INT(N,%04d)", "$INT(7/2)", "$INT(R)", "$INT(-2.7)", "$INT(2*3)", "$REAL(R)",
+                   "$REAL(R,%.2f)", "$REAL(N)", "$REAL(1/3.0)", "$REAL(1e20)", "$REAL(0.1)", "$REAL(1.5e2)",
+                   "$STRING(R)", "$STRING(N,%5s)", "$STRING(zz)", "$EVAL(3*2)", "$EVAL(1.0/3)", "$EVAL(true)",
+                   "$EVAL(N)", "$EVAL(zz)"]
+
+
+@pytest.mark.parametrize("call", MACRO_FUNCTIONS)
+def test_macro_functions_expand_as_htcondor_expands_them(call):
+    htcondor2 = pytest.importorskip("htcondor2")
+    text = ("executable = /bin/echo\nN = 3\nR = 2.5\nF = /data/run/alpha.tar.gz\nG = rel/b.c\nH = plain\n"
+            f"arguments = [{call}]\nqueue\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SubmitWarning)  # (the fixture's macros a call does not use)
+        ours = Submit(text).expand("arguments")
+    assert ours == htcondor2.Submit(text).expand("arguments")
+
+
+def test_int_of_what_is_no_number_is_an_error_naming_it():
+    with pytest.raises(SubmitError, match=r"\$INT\(zz\) does not name a number"):
+        Submit("executable = /bin/echo\narguments = $INT(zz)\nqueue\n").build(qdate=0)
