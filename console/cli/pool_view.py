@@ -18,6 +18,8 @@ def cmd_status(args: argparse.Namespace) -> int:
                "negotiator": AdType.Negotiator, "collector": AdType.Collector, "master": AdType.Master,
                "any": AdType.Any}[args.type]
     constraint = args.constraint or "true"
+    if args.avail:  # condor_status -avail: the slots no one has claimed
+        constraint = f'({constraint}) && State == "Unclaimed"'
     if args.targets:
         names = " || ".join(f"Machine == {formats.quote(t)} || Name == {formats.quote(t)}" for t in args.targets)
         constraint = f"({constraint}) && ({names})"
@@ -117,6 +119,7 @@ def register(sub: Any) -> None:
     p.add_argument("-l", "-long", "--long", dest="long", action="store_true")
     p.add_argument("-json", "--json", action="store_true")
     p.add_argument("-total", "-totals", "--total", dest="total", action="store_true", help="only the totals table")
+    p.add_argument("-avail", "--avail", action="store_true", help="only the slots that are not claimed (Unclaimed)")
     kinds = p.add_mutually_exclusive_group()
     for kind in ("schedd", "submitters", "negotiator", "collector", "master", "any"):
         kinds.add_argument(f"-{kind}", f"--{kind}", dest="type", action="store_const", const=kind)

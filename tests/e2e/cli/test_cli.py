@@ -82,6 +82,9 @@ def test_submit_wait_q_status_history_rm(pool, tmp_path: Path):
     slots = json.loads(run(pool, "status", "-json").stdout)
     assert {s["MyType"] for s in slots} == {"Machine"}
     assert "Total" in run(pool, "status", "-total").stdout
+    # -format takes expressions, as condor_status's does
+    assert set(run(pool, "status", "-format", "%s|", "Name", "-format", "%d\n", "Cpus * 10").stdout.splitlines()) == {
+        f"{s['Name']}|{s['Cpus'] * 10}" for s in slots}
 
 
 def test_errors_are_one_line_with_exit_status_1(pool, tmp_path: Path):

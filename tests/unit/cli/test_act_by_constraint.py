@@ -44,3 +44,4 @@ def test_none_of_one_s_own_or_a_job_named_is_an_error(monkeypatch, capsys, argv,
     schedd = Schedd(ok=0, denied=1)
     assert _act(monkeypatch, schedd, *argv) == 1
     assert capsys.readouterr().err == message
+
