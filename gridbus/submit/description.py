@@ -250,7 +250,9 @@ class Submit(MutableMapping[str, str]):
             raise SubmitError("the queue statement makes no jobs")
         user_keys = [(written[3:], k) for k, (written, _, _) in self._entries.items() if k.startswith("my.")]
         first_ad, used = self._one(cluster_id, first_proc, plan[0], qdate, owner, user_keys)
-        per_proc = _PER_PROC | {n.lower() for n in self._queue_names()}
+        # What may differ per proc: the built-in per-proc macros, the queue statement's names and
+        # the keys of the item rows (itemdata's dicts name their own).
+        per_proc = _PER_PROC | {n.lower() for n in self._queue_names()} | {k.lower() for _, _, row in plan for k in row}
         if not (used & per_proc):
             cluster = dict(first_ad)
             cluster.pop("ProcId", None)

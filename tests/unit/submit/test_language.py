@@ -181,6 +181,11 @@ def test_contract_cluster_ad_and_proc_ads():
     # count= and itemdata= override the queue statement, as in htcondor2's Schedd.submit.
     assert [j["Args"] for j in sub.build(itemdata=[{"Item": "z"}], qdate=0).jobs()] == ["z"]
     assert [p["Args"] for p in sub.proc_ads(count=1, itemdata=["p", "q"], qdate=0)] == ["p", "q"]
+    # A dict submit (no queue statement) whose itemdata rows name their own macros: each proc its own
+    # (every proc took the first row's values).
+    bare = Submit({"executable": "/bin/sleep", "arguments": "$(secs)", "output": "$(secs).out"})
+    jobs = list(bare.build(itemdata=iter([{"secs": "30"}, {"secs": "31"}]), qdate=0).jobs())
+    assert [(j["Args"], j["Out"]) for j in jobs] == [("30", "30.out"), ("31", "31.out")]
     plain = Submit("executable = /bin/true\nqueue 3\n")
     assert not plain.uses_cluster_id()
     assert plain.proc_ads(qdate=0) == [{"ProcId": 0}, {"ProcId": 1}, {"ProcId": 2}]
