@@ -181,12 +181,12 @@ class Expander:
                 out = str(value)
             else:
                 out = held if held is not None else name
-            return (fmt % out) if fmt else out
+            return _formatted(f, inner, fmt, out) if fmt else out
         if not isinstance(value, int | float) or isinstance(value, bool):
             raise SubmitError(f"${f}({inner}) does not name a number")
         if f == "INT":
-            return (fmt % int(value)) if fmt else str(int(value))
-        return (fmt % float(value)) if fmt else _real_text(float(value))
+            return _formatted(f, inner, fmt, int(value)) if fmt else str(int(value))
+        return _formatted(f, inner, fmt, float(value)) if fmt else _real_text(float(value))
 
     def _choice(self, inner: str, depth: int, chain: tuple[str, ...]) -> str:
         """$CHOICE(index, item0, item1, ...) or $CHOICE(index, listname): the item at ``index`` (0
@@ -234,6 +234,14 @@ def _leading_int(text: str) -> int | None:
 
 
 _MACRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+
+
+def _formatted(f: str, inner: str, fmt: str, value: object) -> str:
+    """``value`` through a macro function's printf-style format, or a SubmitError naming both."""
+    try:
+        return fmt % value
+    except (TypeError, ValueError) as exc:
+        raise SubmitError(f"${f}({inner}): the format {fmt!r} cannot print {value!r} ({exc})") from None
 
 
 def _real_text(value: float) -> str:

@@ -274,6 +274,8 @@ def test_macro_functions_expand_as_htcondor_expands_them(call):
     assert ours == htcondor2.Submit(text).expand("arguments")
 
 
-def test_int_of_what_is_no_number_is_an_error_naming_it():
+def test_int_of_what_is_no_number_or_a_format_that_cannot_print_it_is_an_error_naming_it():
     with pytest.raises(SubmitError, match=r"\$INT\(zz\) does not name a number"):
         Submit("executable = /bin/echo\narguments = $INT(zz)\nqueue\n").build(qdate=0)
+    with pytest.raises(SubmitError, match=r"\$INT\(3,%s %s\): the format '%s %s' cannot print 3"):
+        Submit("executable = /bin/echo\narguments = $INT(3,%s %s)\nqueue\n").build(qdate=0)
