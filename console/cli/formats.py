@@ -224,7 +224,7 @@ def _format_one(fmt: str, ad: Any, attr: str) -> str:
                 return (spec + letter) % number
             if letter in "eEfFgG":
                 return (spec + letter) % float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # (%c of a number no character has)
             return ""
         if letter in "VR":
             return (spec + "s") % unparse(value)
