@@ -132,8 +132,14 @@ class LocalUniverse:
             argv = [cmd if os.path.isabs(cmd) else os.path.join(iwd, cmd), *job_argv(ad)]
             env = {"PATH": "/usr/bin:/bin", **job_environment(ad), "CONDOR_ID": f"{key[0]}.{key[1]}",
                    "GRIDBUS_SCHEDD": self.address}
-            files = [self._local_file(ad, name, iwd, write) for name, write in
-                     (("In", False), ("Out", True), ("Err", True))]
+            files: list[Any] = []
+            try:
+                for name, write in (("In", False), ("Out", True), ("Err", True)):
+                    files.append(self._local_file(ad, name, iwd, write, account))
+            except OSError:
+                for f in files:
+                    f.close()
+                raise
         except (RunAsRefused, ArgumentError, OSError) as exc:
             self._local_hold(p, f"Cannot start scheduler universe job: {exc}")
             return
@@ -155,12 +161,27 @@ class LocalUniverse:
         self._spawn(self._wait_local(key, proc), f"local-{key[0]}.{key[1]}")
 
     @staticmethod
-    def _local_file(ad: dict[str, Any], attr: str, iwd: str, write: bool) -> Any:
+    def _local_file(ad: dict[str, Any], attr: str, iwd: str, write: bool, account: Account | None) -> Any:
+        """The job's In, Out or Err, opened by the schedd for it: only where the job's account may
+        open it itself (a root schedd must not append a user's job's output to a file of root's),
+        and a file it makes is the account's, as the starter does."""
+        from gridbus.agents.startd.accounts import may_access
+
         path = ad.get(attr)
         if not isinstance(path, str) or not path:
             path = os.devnull
         path = path if os.path.isabs(path) else os.path.join(iwd, path)
-        return open(path, "ab" if write else "rb")  # noqa: SIM115 (handed to the child, closed after)
+        if account is not None and account.switch and not may_access(path, account, write):
+            raise PermissionError(f"{account.name} may not {'write' if write else 'read'} {attr} file {path}")
+        existed = os.path.exists(path)
+        f = open(path, "ab" if write else "rb")  # noqa: SIM115 (handed to the child, closed after)
+        if write and not existed and account is not None and account.switch:
+            try:
+                os.fchown(f.fileno(), account.uid, account.gid)
+            except OSError:
+                f.close()
+                raise
+        return f
 
     def _local_hold(self, p: Proc, reason: str) -> None:
         from gridbus.agents.schedd.jobattrs import HoldCode
