@@ -118,7 +118,7 @@ class RunAsPolicy:
             else "the job has no Owner"
         )
         raise RunAsRefused(
-            f"the startd runs as root and will not run this job as root: {why}, and no "
+            f"this daemon runs as root and will not run this job as root: {why}, and no "
             "STARTER_UNPRIVILEGED_USER is configured (STARTER_ALLOW_ROOT_JOBS would allow root)"
         )
 
