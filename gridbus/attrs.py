@@ -17,9 +17,15 @@ def canonical(ad: Mapping[str, Any], name: str) -> str | None:
 
 
 def get(ad: Mapping[str, Any], name: str, default: Any = None) -> Any:
-    """``ad[name]`` whatever the case of the key, else ``default``."""
-    key = canonical(ad, name)
-    return ad[key] if key is not None else default
+    """``ad[name]`` whatever the case of the key, else ``default``. (On the per-job paths: a miss
+    looks at every key, and lowers only those of the name's length, the only ones that can spell it.)"""
+    if name in ad:
+        return ad[name]
+    size, low = len(name), name.lower()
+    for key, value in ad.items():
+        if len(key) == size and key.lower() == low:
+            return value
+    return default
 
 
 class Spellings:

@@ -234,10 +234,9 @@ class Starter:
         self.memory_policy = memory_policy  # CGROUP_MEMORY_LIMIT_POLICY: hard, soft, none
         self.pids_limit = pids_limit
         self.running: dict[str, Job] = {}  # by claim id
-        self._finished_sessions: dict[int, tuple[int, float]] = {}  # sid -> (end ticks, forget at)
-        # The scan path's jobs, running or with their sessions watched after their exit: sid ->
-        # (mark, clock ticks before the job started).
-        self._marks: dict[int, tuple[str, int]] = {}
+        # The scan path's finished jobs, their sessions watched a while for what outlived them:
+        # sid -> (end ticks, forget at, the job's mark, clock ticks before it started).
+        self._finished_sessions: dict[int, tuple[int, float, str | None, int]] = {}
         self._idle_groups: list[cgroups.JobCgroup] = []  # emptied job groups, reset for the next job
         self._to_clean: list[tuple[str, _Ids | None]] = []  # (scratch, the ids to keep it for, or None)
         self._clean_scheduled = False
@@ -669,8 +668,6 @@ class Starter:
             born_after=prep.born_after,
         )
         self.running[key] = job
-        if job.mark is not None:
-            self._marks[job.pid] = (job.mark, job.born_after)
         self._ready.watch(pidfd, self._reap, job)
         return job
 
@@ -769,7 +766,8 @@ class Starter:
             else:
                 # The scan path watches the session a while for descendants that outlived the
                 # leader (`_apply`).
-                self._finished_sessions[job.pid] = (proctree.uptime_ticks(), time.monotonic() + 30)
+                self._finished_sessions[job.pid] = (proctree.uptime_ticks(), time.monotonic() + 30, job.mark,
+                                                    job.born_after)
                 if job.done is not None and not job.done.done():
                     job.done.set_result(None)
             if not job.sandbox:  # a transferred sandbox is removed once its output is back
@@ -974,18 +972,19 @@ class Starter:
         while True:
             await asyncio.sleep(self.check_interval)
             now = time.monotonic()
-            for sid, (_, forget) in list(self._finished_sessions.items()):
+            for sid, (_, forget, _, _) in list(self._finished_sessions.items()):
                 if forget < now:
                     del self._finished_sessions[sid]
-                    self._marks.pop(sid, None)
             self._drop_idle_scratch(now)
             if not self.running and not self._finished_sessions:
                 continue
             grouped = [(j, j.cgroup) for j in self.running.values() if j.cgroup is not None]
             groups = await loop.run_in_executor(None, _group_usages, grouped) if grouped else {}
             sessions = {j.pid for j in self.running.values() if j.cgroup is None} | set(self._finished_sessions)
-            marks = {self._marks[sid][0]: sid for sid in sessions if sid in self._marks}
-            born_after = min((self._marks[sid][1] for sid in marks.values()), default=0)
+            tracked = [(j.pid, j.mark, j.born_after) for j in self.running.values() if j.mark]
+            tracked += [(sid, mark, born) for sid, (_, _, mark, born) in self._finished_sessions.items() if mark]
+            marks = {mark: sid for sid, mark, _ in tracked}
+            born_after = min((born for _, _, born in tracked), default=0)
             tree = await loop.run_in_executor(None, proctree.scan, sessions, marks, born_after) if sessions else {}
             self._apply(tree, groups)
 
@@ -1040,7 +1039,7 @@ class Starter:
                 job.last_usage_report = now
                 due.append(job)
         # Descendants that outlived their job's leader (they left its process group or session).
-        for sid, (end_ticks, _) in self._finished_sessions.items():
+        for sid, (end_ticks, _, _, _) in self._finished_sessions.items():
             for st in tree.get(sid, []):
                 if st.marked or st.start_ticks <= end_ticks:
                     try:

@@ -108,12 +108,12 @@ def _is_name(text: str) -> bool:
     return _ATTR_NAME.fullmatch(text) is not None
 
 
-def _refs(text: str) -> list[str]:
-    """The attributes an `-af`/`-format` expression refers to (what the daemon must send)."""
+def _check_expression(text: str) -> None:
+    """Refuse an `-af`/`-format` column that is no ClassAd expression, with its text."""
     from gridbus import classad
 
     try:
-        return [r for r in classad.ClassAd().externalRefs(classad.ExprTree(text)) if r]
+        classad.ExprTree(text)
     except Exception:
         raise ValueError(f"{text!r} is neither an attribute name nor a ClassAd expression") from None
 
@@ -137,7 +137,7 @@ def af_projection(args: Any) -> list[str]:
     columns += [attr for _, attr in getattr(args, "format", None) or []]  # (-format FMT ATTR)
     expressions = [c for c in columns if not _is_name(c)]
     for text in expressions:
-        _refs(text)  # (refused here, with its text, before anything is asked)
+        _check_expression(text)  # (before anything is asked)
     if expressions:
         return []
     if getattr(args, "af", None) and "j" in getattr(args, "af_options", ""):

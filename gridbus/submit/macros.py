@@ -202,10 +202,10 @@ class Expander:
     def _number(self, text: str, depth: int, chain: tuple[str, ...]) -> int | None:
         """An argument of $CHOICE/$SUBSTR: an integer, or the name of a macro holding one."""
         text = text.strip()
-        number = _leading_int(text)
+        number = _int_or_none(text)
         if number is None and text:
             held = self._value(text, depth, chain)
-            number = _leading_int(held.strip()) if held is not None else None
+            number = _int_or_none(held.strip()) if held is not None else None
         return number
 
     def _substr(self, inner: str, depth: int, chain: tuple[str, ...]) -> str:
@@ -225,7 +225,7 @@ class Expander:
         return value[begin:end] if end > begin else ""
 
 
-def _leading_int(text: str) -> int | None:
+def _int_or_none(text: str) -> int | None:
     """An integer literal (signed), or None."""
     try:
         return int(text)
