@@ -412,14 +412,53 @@ def status_table(ads: list[Any], now: float | None = None) -> str:
     now = time.time() if now is None else now
     lines = [STATUS_HEADER, ""]
     for ad in sorted(ads, key=lambda a: str(get(a, "Name", ""))):
-        load = get(ad, "LoadAvg", 0.0)
-        load = float(load) if is_number(load) else 0.0
         lines.append(
             f"{str(get(ad, 'Name', '?')):<18} {str(get(ad, 'OpSys', '?')):<10} {str(get(ad, 'Arch', '?')):<6} "
-            f"{str(get(ad, 'State', '?')):<9} {str(get(ad, 'Activity', '?')):<8} {load:6.3f} "
+            f"{str(get(ad, 'State', '?')):<9} {str(get(ad, 'Activity', '?')):<8} {_load(ad):6.3f} "
             f"{str(get(ad, 'Memory', '?')):<6} {_activity_time(ad, now)}"
         )
     return "\n".join(lines) + "\n\n" + status_totals(ads)
+
+
+RUN_HEADER = "Name               OpSys       Arch   LoadAv RemoteUser           ClientMachine"
+
+
+def _load(ad: Any) -> float:
+    load = get(ad, "LoadAvg", 0.0)
+    return float(load) if is_number(load) else 0.0
+
+
+def _arch_opsys(ad: Any) -> str:
+    return f"{get(ad, 'Arch', '?')}/{get(ad, 'OpSys', '?')}"
+
+
+def status_run_table(ads: list[Any]) -> str:
+    """condor_status -claimed (and -run): each claimed slot with who holds it, then the totals."""
+    lines = [RUN_HEADER, ""]
+    for ad in sorted(ads, key=lambda a: str(get(a, "Name", ""))):
+        lines.append(
+            f"{str(get(ad, 'Name', '?')):<18} {str(get(ad, 'OpSys', '?')):<11} {str(get(ad, 'Arch', '?')):<6} "
+            f"{_load(ad):6.3f} {str(get(ad, 'RemoteUser', '?')):<20} {get(ad, 'ClientMachine', '?')}".rstrip())
+    return "\n".join(lines) + "\n\n" + status_run_totals(ads)
+
+
+def status_run_totals(ads: list[Any]) -> str:
+    """The totals of condor_status -claimed by platform, in that form's columns (Machines, MIPS,
+    KFLOPS, AvgLoadAvg)."""
+    def row(label: str, group: list[Any]) -> str:
+        def total(attr: str) -> int:
+            return sum(int(v) for v in (get(a, attr, 0) for a in group) if is_number(v))
+
+        average = sum(map(_load, group)) / len(group) if group else 0.0
+        return f"{label:>14} {len(group):>9}  {total('Mips'):>11}  {total('KFlops'):>11}   {average:.3f}"
+
+    groups: dict[str, list[Any]] = {}
+    for ad in ads:
+        groups.setdefault(_arch_opsys(ad), []).append(ad)
+    lines = [f"{'':14} {'Machines':>9}  {'MIPS':>11}  {'KFLOPS':>11}  {'AvgLoadAvg':>11}", ""]
+    lines += [row(k, v) for k, v in sorted(groups.items())]
+    lines += ["", row("Total", ads)]
+    return "\n".join(lines) + "\n"
 
 
 STATES = ["Owner", "Claimed", "Unclaimed", "Matched", "Preempting", "Drained", "Backfill"]
@@ -438,7 +477,7 @@ def status_totals(ads: list[Any]) -> str:
 
     groups: dict[str, list[Any]] = {}
     for ad in ads:
-        groups.setdefault(f"{get(ad, 'Arch', '?')}/{get(ad, 'OpSys', '?')}", []).append(ad)
+        groups.setdefault(_arch_opsys(ad), []).append(ad)
     lines = [header, ""]
     lines += [row(k, v) for k, v in sorted(groups.items())]
     lines += ["", row("Total", ads)]

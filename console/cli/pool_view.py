@@ -20,6 +20,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     constraint = args.constraint or "true"
     if args.avail:  # condor_status -avail: the slots no one has claimed
         constraint = f'({constraint}) && State == "Unclaimed"'
+    elif args.claimed:  # condor_status -claimed (and -run): the claimed slots, with who holds them
+        constraint = f'({constraint}) && State == "Claimed"'
     if args.targets:
         names = " || ".join(f"Machine == {formats.quote(t)} || Name == {formats.quote(t)}" for t in args.targets)
         constraint = f"({constraint}) && ({names})"
@@ -32,6 +34,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"{'Name':<40} {'MyType':<12} {'MyAddress'}")
         for ad in sorted(ads, key=lambda a: str(formats.get(a, "Name", ""))):
             print(f"{str(formats.get(ad, 'Name', '?')):<40} {str(formats.get(ad, 'MyType', '?')):<12} {formats.get(ad, 'MyAddress', '')}")
+    elif args.claimed:
+        sys.stdout.write(formats.status_run_totals(ads) if args.total else formats.status_run_table(ads))
     elif args.total:
         sys.stdout.write(formats.status_totals(ads))
     else:
@@ -119,7 +123,10 @@ def register(sub: Any) -> None:
     p.add_argument("-l", "-long", "--long", dest="long", action="store_true")
     p.add_argument("-json", "--json", action="store_true")
     p.add_argument("-total", "-totals", "--total", dest="total", action="store_true", help="only the totals table")
-    p.add_argument("-avail", "--avail", action="store_true", help="only the slots that are not claimed (Unclaimed)")
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("-avail", "--avail", action="store_true", help="only the slots that are not claimed (Unclaimed)")
+    shown.add_argument("-claimed", "--claimed", "-run", "--run", dest="claimed", action="store_true",
+                       help="only the claimed slots, with the user and the submit machine holding each")
     kinds = p.add_mutually_exclusive_group()
     for kind in ("schedd", "submitters", "negotiator", "collector", "master", "any"):
         kinds.add_argument(f"-{kind}", f"--{kind}", dest="type", action="store_const", const=kind)
