@@ -181,7 +181,7 @@ class Submit(MutableMapping[str, str]):
         """A command's value with its macros expanded (Cluster 1, Process 0, as htcondor2 does)."""
         if attr not in self:
             return ""
-        return self._expander(1, {"process": "0", "procid": "0"}).expand(self[attr])
+        return self._expander(1, materialize.proc_macros(0, 0, 0, {})).expand(self[attr])
 
     def itemdata(self, qargs: str | None = None) -> Iterator[dict[str, str]] | None:
         """The queue statement's items as dicts (None when it has none). As in htcondor2, no slice."""
@@ -279,10 +279,12 @@ class Submit(MutableMapping[str, str]):
         rows, steps = self._rows(count, list(itemdata) if itemdata is not None else None)
         if not rows or steps < 1 or len(rows) * steps != len(built.proc_ads):
             return None
-        names = [*materialize.BUILTIN, *(n.lower() for n in self._queue_names())]
+        # (Item is marked only where the queue statement sets it: elsewhere it is the description's
+        # own macro, or empty, the same in every proc.)
+        names = [*(n for n in materialize.BUILTIN if n != "item"), *(n.lower() for n in self._queue_names())]
         for _, row in rows:
             names += [k.lower() for k in row]
-        macros = {n: materialize.marker(n) for n in names}
+        macros = {n: materialize.marker(n) for n in names} | {"jobid": materialize.JOB_ID}
         user_keys = [(written[3:], k) for k, (written, _, _) in self._entries.items() if k.startswith("my.")]
         first = built.proc_ads[0]
         if first["ProcId"] != 0:
@@ -411,10 +413,10 @@ class Submit(MutableMapping[str, str]):
         builtins = {"cluster": str(cluster_id), "clusterid": str(cluster_id), **extra}
 
         def lookup(name: str) -> str | None:
-            if name in builtins:
-                return builtins[name]
+            if name in builtins and name not in materialize.DEFAULTS:
+                return builtins[name]  # a queue variable (Item, or the statement's own names)
             entry = entries.get(name)
-            return entry[1] if entry else None
+            return entry[1] if entry else builtins.get(name)
 
         return Expander(lookup)
 

@@ -24,6 +24,13 @@ from typing import Any
 
 KINDS = ("str", "expr", "value")
 BUILTIN = ("process", "procid", "node", "step", "row", "itemindex", "item")
+# condor_submit's table of macro defaults: each of these is found only where the submit
+# description defines no macro of that name (`node = A` from a DAG's VARS is the node's, not the
+# built-in). The queue statement's variables and Item are set into the description itself, and
+# win. $(Node) is the parallel universe's node number, empty in every other universe (gridbus
+# runs no parallel universe); $(JobId) is "$(ClusterId).$(ProcId)".
+DEFAULTS = frozenset({"cluster", "clusterid", "process", "procid", "node", "step", "row", "itemindex", "jobid"})
+JOB_ID = "$(ClusterId).$(ProcId)"
 
 # How the client marks a per-proc macro while it builds the template ad: an identifier, so an
 # expression that mentions it still parses.
@@ -46,10 +53,9 @@ def unmark(text: str) -> str:
 
 def proc_macros(proc_id: int, step: int, row_no: int, row: Mapping[str, str]) -> dict[str, str]:
     """The per-proc macro values of one proc (lower-case names), as condor_submit defines them."""
-    out = {"process": str(proc_id), "procid": str(proc_id), "node": str(proc_id), "step": str(step),
-           "row": str(row_no), "itemindex": str(row_no)}
-    out.update({str(k).lower(): str(v) for k, v in row.items()})
-    out.setdefault("item", "")
+    out = {"process": str(proc_id), "procid": str(proc_id), "node": "", "step": str(step),
+           "row": str(row_no), "itemindex": str(row_no), "jobid": JOB_ID}
+    out.update({str(k).lower(): str(v) for k, v in row.items()})  # (Item among them, where the queue sets it)
     return out
 
 

@@ -279,3 +279,52 @@ def test_int_of_what_is_no_number_or_a_format_that_cannot_print_it_is_an_error_n
         Submit("executable = /bin/echo\narguments = $INT(zz)\nqueue\n").build(qdate=0)
     with pytest.raises(SubmitError, match=r"\$INT\(3,%s %s\): the format '%s %s' cannot print 3"):
         Submit("executable = /bin/echo\narguments = $INT(3,%s %s)\nqueue\n").build(qdate=0)
+
+
+DEFAULTS_TABLE = [
+    "a = $(Step)|$(Row)|$(ItemIndex)|$(Item)|$(Cluster)|$(ClusterId)|$(ProcId)|$(Process)|$(Node)|$(JobId)\n",
+    "node = A\na = $(node)\n",
+    "Process = 7\na = $(Process) $(ProcId) $(JobId)\n",
+    "Step = 3\nRow = 4\nItemIndex = 5\nCluster = 9\na = $(Step) $(Row) $(ItemIndex) $(Cluster) $(ClusterId)\n",
+    "item = zz\na = $(item)\n",
+]
+
+
+@pytest.mark.parametrize("text", DEFAULTS_TABLE)
+def test_the_built_in_macros_are_defaults_a_description_s_own_macro_overrides(text):
+    """condor_submit keeps Cluster, Process, Node, Step, Row, ItemIndex and JobId in a table of
+    defaults, found only where the description defines no macro of that name."""
+    htcondor2 = pytest.importorskip("htcondor2")
+    text = f"executable = /bin/echo\n{text}queue\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SubmitWarning)
+        assert Submit(text).expand("a") == htcondor2.Submit(text).expand("a")
+
+
+def test_a_macro_named_as_a_built_in_one_is_the_description_s_in_every_proc():
+    """A DAG's `VARS A node="A"` reaches the node's submit description as `node = A`: its jobs see
+    A, not the built-in $(Node) (empty outside the parallel universe). The queue statement's own
+    variables still win over the description's."""
+    text = ("executable = /bin/echo\nnode = A\nitem = fixed\narguments = $(node) $(JobId) $(Node)\n"
+            "output = out.$(node).$(item)\nqueue 2\n")
+    built = Submit(text).build(cluster_id=4, qdate=0)
+    assert [(j["Args"], j["Out"]) for j in built.jobs()] == [("A 4.0 A", "out.A.fixed"), ("A 4.1 A", "out.A.fixed")]
+    built = Submit("executable = /bin/echo\nitem = fixed\narguments = $(item) $(Node)x\nqueue item in (p, q)\n").build(qdate=0)
+    assert [j["Args"] for j in built.jobs()] == ["p x", "q x"]
+
+
+def test_late_materialization_makes_the_same_procs_with_defaults_overridden():
+    """The schedd's template (max_materialize) gives each proc what the client would build: the
+    description's own `node`/`item`, $(JobId), $(Node) empty, the queue's Item per row."""
+    from gridbus.submit import materialize
+
+    for text in ["executable = /bin/echo\nnode = A\nitem = fixed\narguments = $(node) $(JobId) $(item) $(Process)\nqueue 3\n",
+                 "executable = /bin/echo\nitem = fixed\narguments = $(item) $(Node)x $(JobId)\nqueue item in (p, q)\n"]:
+        sub = Submit(text)
+        built = sub.build(cluster_id=4, qdate=0)
+        late = sub.late(built, 4, qdate=0)
+        assert late is not None, text
+        made = [materialize.proc_ad(late["Template"], materialize.proc_for(i, late["Items"], late["Steps"]))["Args"]
+                for i in range(len(built.proc_ads))]
+        assert made == [j["Args"] for j in built.jobs()]
+    assert made == ["p x 4.0", "q x 4.1"]
