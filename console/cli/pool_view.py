@@ -30,6 +30,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     chosen = formats.chosen_form(args, ads)
     if chosen is not None:
         sys.stdout.write(chosen)
+    elif not ads:
+        pass  # as condor_status: no ad, no table (not a header over zeros)
     elif ad_type != AdType.Startd:
         print(f"{'Name':<40} {'MyType':<12} {'MyAddress'}")
         for ad in sorted(ads, key=lambda a: str(formats.get(a, "Name", ""))):

@@ -68,3 +68,25 @@ def test_status_claimed_shows_who_holds_each_slot(monkeypatch, capsys):
     args.url = "amqp://nemo:pw@localhost/"
     assert args.handler(args) == 0
     assert capsys.readouterr().out.splitlines()[0].split() == ["Machines", "MIPS", "KFLOPS", "AvgLoadAvg"]
+
+
+def test_status_with_no_ad_prints_nothing(monkeypatch, capsys):
+    """condor_status prints no table, header or totals for a query no ad answers."""
+    import gridbus.console as console
+
+    class Collector:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def query(self, ad_type, constraint, projection=None):
+            return []
+
+    monkeypatch.setattr(console, "Collector", Collector)
+    for argv in (["status"], ["status", "-claimed"], ["status", "-total"], ["status", "-schedd"]):
+        args = build_parser().parse_args(argv)
+        args.url = "amqp://nemo:pw@localhost/"
+        assert args.handler(args) == 0
+        assert capsys.readouterr().out == "", argv
