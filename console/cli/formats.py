@@ -420,7 +420,7 @@ def status_table(ads: list[Any], now: float | None = None) -> str:
     return "\n".join(lines) + "\n\n" + status_totals(ads)
 
 
-RUN_HEADER = "Name               OpSys       Arch   LoadAv RemoteUser           ClientMachine"
+STATUS_RUN_HEADER = "Name               OpSys       Arch   LoadAv RemoteUser           ClientMachine"
 
 
 def _load(ad: Any) -> float:
@@ -434,7 +434,7 @@ def _arch_opsys(ad: Any) -> str:
 
 def status_run_table(ads: list[Any]) -> str:
     """condor_status -claimed (and -run): each claimed slot with who holds it, then the totals."""
-    lines = [RUN_HEADER, ""]
+    lines = [STATUS_RUN_HEADER, ""]
     for ad in sorted(ads, key=lambda a: str(get(a, "Name", ""))):
         lines.append(
             f"{str(get(ad, 'Name', '?')):<18} {str(get(ad, 'OpSys', '?')):<11} {str(get(ad, 'Arch', '?')):<6} "
