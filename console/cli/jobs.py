@@ -72,7 +72,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
             if args.batch_name:
                 sub["batch_name"] = args.batch_name
             sub.setSubmitMethod(0, allow_reserved_values=True)  # condor_submit
-            if args.dry_run:
+            if args.dry_run is not None:
                 built = sub.build()
         except SubmitError as exc:
             raise SubmitError(f"{where}{exc}") from None
@@ -80,8 +80,20 @@ def cmd_submit(args: argparse.Namespace) -> int:
         if args.unused and issubclass(w.category, UnusedMacroWarning):
             continue  # condor_submit -unused: no word of lines left unused
         print(f"WARNING: {where}{w.message}", file=sys.stderr)
-    if args.dry_run:
-        sys.stdout.write(formats.long_form(built.jobs()))
+    if args.dry_run is not None:
+        # condor_submit -dry-run FILE: the job ads to FILE ('-': standard output), nothing submitted.
+        jobs = built.jobs()
+        ads = formats.long_form(jobs)
+        print("Dry-Run job(s)" + "." * min(len(jobs), 80))
+        print(f"{len(jobs)} job(s) dry-run to cluster {built.cluster_ad.get('ClusterId', 1)}.")
+        if args.dry_run == "-":
+            sys.stdout.write(ads)
+        else:
+            try:
+                with open(args.dry_run, "w", encoding="utf-8") as out:
+                    out.write(ads)
+            except OSError as exc:
+                raise OSError(f"cannot write the dry-run file {args.dry_run}: {exc.strerror}") from None
         return 0
     schedd = _schedd(args)
     try:
@@ -524,7 +536,8 @@ def register(sub: Any) -> None:
     p.add_argument("-terse", "--terse", action="store_true", help="print only the job id range")
     p.add_argument("-unused", "--unused", action="store_true",
                    help="no warning of lines that are no command and that nothing refers to")
-    p.add_argument("-dry-run", "--dry-run", dest="dry_run", action="store_true", help="print the job ads; submit nothing")
+    p.add_argument("-dry-run", "--dry-run", dest="dry_run", metavar="FILE",
+                   help="write the job ads to FILE ('-': standard output); submit nothing")
     p.add_argument("-name", "--name", metavar="SCHEDD", help="the schedd to submit to")
     p.add_argument("-spool", "--spool", action="store_true",
                    help="send the input to the schedd's spool now; fetch the output later with transfer_data")
