@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"{args.command} has no handler")
     try:
         url = pool_url(getattr(args, "pool", None))
-        if args.command not in ("pool", "broker", "config"):
+        if args.command not in ("pool", "broker", "config", "config_val"):
             from gridbus import personal
 
             url = personal.console_url(url)  # a personal pool's jobs are the Unix user's

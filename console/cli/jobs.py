@@ -583,7 +583,7 @@ def register(sub: Any) -> None:
             p.add_argument("-fast", "--fast", action="store_true", help="SIGKILL at once, no KILLING_TIMEOUT grace")
         p.set_defaults(handler=cmd_act)
 
-    p = sub.add_parser("edit", help="set a job attribute (condor_qedit)")
+    p = sub.add_parser("edit", aliases=["qedit"], help="set a job attribute (condor_qedit)")
     p.add_argument("targets", nargs="*", metavar="CLUSTER|CLUSTER.PROC|OWNER")
     p.add_argument("attr", metavar="ATTR")
     p.add_argument("value", metavar="VALUE", help="ClassAd text: 5, \"a string\", or an expression")

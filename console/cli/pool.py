@@ -65,7 +65,8 @@ def register(subparsers: Any) -> None:
                        help="a person's account (repeat for more); without a password a new account gets a made-up one")
     setup.set_defaults(handler=cmd_broker_setup)
 
-    config = subparsers.add_parser("config", help="print the effective configuration and where each value comes from")
+    config = subparsers.add_parser("config", aliases=["config_val"],
+                                   help="print the effective configuration and where each value comes from (condor_config_val)")
     config.add_argument("names", nargs="*", help="only these knobs")
     config.add_argument("--daemon", help="as this daemon sees it (its [section] of the file applies)")
     config.add_argument("--json", action="store_true", help="one JSON object: name -> {value, source}")
@@ -407,6 +408,18 @@ def cmd_config(args: argparse.Namespace) -> int:
     wanted = {n.upper() for n in args.names}
     rows = [row for row in cfg.items() if not wanted or row[0] in wanted]
     missing = wanted - {row[0] for row in rows}
+    if args.command == "config_val" and wanted and not args.json:
+        # condor_config_val NAME...: each value alone on its line; "Not defined: NAME" for the rest.
+        values = {name: value for name, value, _ in rows}
+        for name in (n.upper() for n in args.names):
+            if name in values:
+                value = values[name]
+                if isinstance(value, float) and value.is_integer():
+                    value = int(value)  # (a knob read as a number: 60, as it is written)
+                print(", ".join(map(str, value)) if isinstance(value, list) else value)
+            else:
+                print(f"Not defined: {name}", file=sys.stderr)
+        return 1 if missing else 0
     if missing:
         raise KeyError(f"no knob {', '.join(sorted(missing))}: not declared, not in {cfg.path or 'any file'}, not in the environment")
     if args.json:

@@ -85,8 +85,12 @@ def test_every_subcommand_is_there():
                  ["q", "-l", "-autocluster", "-run", "-hold", "-json"], ["status", "-constraint", "true", "-af", "Name"],
                  ["status", "-l", "-total", "-json"], ["rm", "1"], ["hold", "1.0"], ["release", "alice"],
                  ["edit", "1", "Foo", "2"], ["history", "-limit", "2"], ["wait", "x.log", "1"], ["userprio"],
-                 ["drain", "node1"], ["analyze", "1.0"]):
+                 ["drain", "node1"], ["analyze", "1.0"], ["status", "-claimed"], ["status", "-run"],
+                 ["qedit", "1", "Foo", "2"], ["config_val", "SCHEDD_NAME"]):
         assert parser.parse_args(argv).handler
+    # condor_qedit and condor_config_val by their HTCondor names too.
+    assert parser.parse_args(["qedit", "1", "Foo", "2"]).handler is parser.parse_args(["edit", "1", "Foo", "2"]).handler
+    assert parser.parse_args(["config_val"]).handler is parser.parse_args(["config"]).handler
 
 
 def test_submit_dry_run_and_errors_offline(tmp_path: Path):
@@ -154,3 +158,18 @@ def test_af_and_format_take_expressions_evaluated_in_each_ad_and_ask_for_whole_a
     assert formats.af_projection(build_parser().parse_args(["q", "-af", "ProcId", "Owner"])) == ["ProcId", "Owner"]
     with pytest.raises(ValueError, match="'ProcId \\+' is neither an attribute name nor a ClassAd expression"):
         formats.af_projection(build_parser().parse_args(["q", "-af", "ProcId +"]))
+
+
+def test_config_val_prints_values_as_condor_config_val(capsys, monkeypatch, tmp_path: Path):
+    """`gridbus config_val NAME...`: each value alone on its line, "Not defined: NAME" on standard
+    error (and exit 1) for a name no knob has."""
+    from gridbus.console.cli import main
+
+    monkeypatch.setenv("GRIDBUS_NEGOTIATOR_INTERVAL", "45")
+    (tmp_path / "gridbus.toml").write_text("")
+    monkeypatch.setenv("GRIDBUS_CONFIG", str(tmp_path / "gridbus.toml"))
+    assert main(["config_val", "NEGOTIATOR_INTERVAL"]) == 0
+    assert capsys.readouterr().out == "45\n"
+    assert main(["config_val", "negotiator_interval", "NO_SUCH_KNOB"]) == 1
+    out = capsys.readouterr()
+    assert (out.out, out.err) == ("45\n", "Not defined: NO_SUCH_KNOB\n")
