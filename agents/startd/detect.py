@@ -12,12 +12,13 @@ from __future__ import annotations
 import glob
 import math
 import os
-import platform
 import shutil
 import socket
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+from gridbus import hostinfo
 
 
 @dataclass(frozen=True)
@@ -65,31 +66,6 @@ class Machine:
         return ad
 
 
-def _arch() -> str:
-    # HTCondor's names: X86_64, INTEL (32-bit x86), aarch64, ppc64le.
-    m = platform.machine()
-    return {"x86_64": "X86_64", "amd64": "X86_64", "i686": "INTEL", "i386": "INTEL"}.get(m.lower(), m)
-
-
-def _os_release() -> tuple[str, int]:
-    """(OpSysName, OpSysMajorVer) as HTCondor forms them, e.g. ("Ubuntu", 22)."""
-    info: dict[str, str] = {}
-    try:
-        with open("/etc/os-release") as fh:
-            for line in fh:
-                key, sep, value = line.strip().partition("=")
-                if sep:
-                    info[key] = value.strip().strip('"')
-    except OSError:
-        return platform.system() or "Unknown", 0
-    name = info.get("NAME", "Linux").split()[0]
-    try:
-        major = int(info.get("VERSION_ID", "0").split(".")[0])
-    except ValueError:
-        major = 0
-    return name, major
-
-
 def _memory_mib() -> int:
     try:
         with open("/proc/meminfo") as fh:
@@ -123,14 +99,14 @@ def _gpus() -> tuple[str, ...]:
 def detect(execute_dir: str, overrides: dict[str, Any] | None = None) -> Machine:
     """Detect the machine; ``overrides`` maps knob names (NUM_CPUS, MEMORY, ...) to values."""
     o = {k.upper(): v for k, v in (overrides or {}).items() if v is not None}
-    name, major = _os_release()
+    name, major, _ = hostinfo.os_release()
     fqdn = socket.getfqdn()
     cpus, memory = _cpus(), _memory_mib()
     gpu_ids = _gpus()
     found = Machine(
         machine=fqdn,
-        arch=_arch(),
-        opsys="LINUX" if platform.system() == "Linux" else platform.system().upper(),
+        arch=hostinfo.arch(),
+        opsys=hostinfo.opsys(),
         opsys_and_ver=f"{name}{major}",
         opsys_name=name,
         opsys_major_ver=major,

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gridbus import hostinfo
 from gridbus.errors import HTCondorTypeError, HTCondorValueError
 from gridbus.submit import commands, lines, materialize, queue
 from gridbus.submit.errors import SubmitError, SubmitWarning, UnusedMacroWarning
@@ -408,15 +409,23 @@ class Submit(MutableMapping[str, str]):
             return queue._split_row(item, names)
         raise SubmitError(f"each itemdata entry must be a dict or a string, not {type(item).__name__}")
 
-    def _expander(self, cluster_id: int, extra: dict[str, str]) -> Expander:
+    def _expander(self, cluster_id: int, extra: dict[str, str], qdate: int = 0) -> Expander:
         entries = self._entries
         builtins = {"cluster": str(cluster_id), "clusterid": str(cluster_id), **extra}
+        # condor_submit's other defaults: the submit machine's platform, and the submit time.
+        defaults = hostinfo.submit_macros()
+        if qdate > 0:
+            year, month, day = time.strftime("%Y %m %d", time.localtime(qdate)).split()
+            defaults = {**defaults, "submit_time": str(qdate), "year": year, "month": month, "day": day}
 
         def lookup(name: str) -> str | None:
             if name in builtins and name not in materialize.DEFAULTS:
                 return builtins[name]  # a queue variable (Item, or the statement's own names)
             entry = entries.get(name)
-            return entry[1] if entry else builtins.get(name)
+            if entry:
+                return entry[1]
+            value = builtins.get(name)
+            return value if value is not None else defaults.get(name)
 
         return Expander(lookup)
 
@@ -425,7 +434,7 @@ class Submit(MutableMapping[str, str]):
              macros: dict[str, str] | None = None) -> tuple[dict[str, Any], set[str]]:
         step, row_no, row = plan_step
         extra = materialize.proc_macros(proc_id, step, row_no, row) if macros is None else macros
-        expander = self._expander(cluster_id, extra)
+        expander = self._expander(cluster_id, extra, qdate)
         cache: dict[str, str | None] = {}
 
         def get(command: str) -> str | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import platform
 import re
 import socket
 import stat
@@ -18,6 +17,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from gridbus import hostinfo
 from gridbus.submit.errors import SubmitError
 from gridbus.submit.quoting import (
     arguments_attrs,
@@ -130,12 +130,6 @@ def filesystem_domain() -> str:
     return os.environ.get("GRIDBUS_FILESYSTEM_DOMAIN") or socket.getfqdn()
 
 
-@lru_cache(maxsize=1)
-def arch() -> str:
-    machine = platform.machine().upper()
-    return {"AMD64": "X86_64", "AARCH64": "AARCH64"}.get(machine, machine)
-
-
 _STRLIT = re.compile(r'"(?:[^"\\]|\\.)*"')
 _IDENT = re.compile(r"(?:\b(MY|TARGET)\s*\.\s*)?\b([A-Za-z_][A-Za-z0-9_]*)\b(\s*\()?", re.I)
 
@@ -158,7 +152,7 @@ def default_requirements(user: str | None, universe: int, cpus_requested: bool, 
     if user:
         clauses.append(f"({user})")
     if "arch" not in refs:
-        clauses.append(f'(TARGET.Arch == "{arch()}")')
+        clauses.append(f'(TARGET.Arch == "{hostinfo.arch()}")')
     if "opsys" not in refs:
         clauses.append('(TARGET.OpSys == "LINUX")')
     clauses.append("(TARGET.Disk >= RequestDisk)")

@@ -3,6 +3,7 @@ htcondor2 mapping API, queue statements and item data, the schedd's cluster_ad/p
 
 from __future__ import annotations
 
+import time
 import warnings
 from pathlib import Path
 
@@ -328,3 +329,21 @@ def test_late_materialization_makes_the_same_procs_with_defaults_overridden():
                 for i in range(len(built.proc_ads))]
         assert made == [j["Args"] for j in built.jobs()]
     assert made == ["p x 4.0", "q x 4.1"]
+
+
+@pytest.mark.parametrize("name", ["ARCH", "OPSYS", "IsLinux", "IsWindows", "OPSYSANDVER", "OPSYSMAJORVER", "OPSYSVER"])
+def test_the_submit_machine_s_platform_macros_expand_as_htcondor_expands_them(name):
+    htcondor2 = pytest.importorskip("htcondor2")
+    for text in (f"a = [$({name})]\nqueue\n", f"{name} = mine\na = [$({name})]\nqueue\n"):
+        text = f"executable = /bin/echo\n{text}"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SubmitWarning)
+            assert Submit(text).expand("a") == htcondor2.Submit(text).expand("a")
+
+
+def test_submit_time_macros_are_the_submit_s():
+    """condor_submit's $(SUBMIT_TIME), $(Year), $(Month) and $(Day): the time of the submit, in
+    local time (htcondor2's expand() leaves them empty: there is no submit)."""
+    qdate = int(time.mktime((2026, 3, 7, 12, 0, 0, 0, 0, -1)))
+    built = Submit("executable = /bin/echo\narguments = $(SUBMIT_TIME) $(Year)_$(Month)_$(Day)\nqueue\n").build(qdate=qdate)
+    assert built.jobs()[0]["Args"] == f"{qdate} 2026_03_07"
