@@ -41,9 +41,11 @@ def os_release() -> tuple[str, int, int]:
     return name, major, minor
 
 
+@lru_cache(maxsize=1)
 def submit_macros() -> dict[str, str]:
     """condor_submit's platform macros of this machine (lower-case names): ARCH, OPSYS, IsLinux,
-    IsWindows, OPSYSANDVER ("Debian12"), OPSYSMAJORVER (12) and OPSYSVER (major * 100 + minor)."""
+    IsWindows, OPSYSANDVER ("Debian12"), OPSYSMAJORVER (12) and OPSYSVER (major * 100 + minor).
+    One dict for the process: read, never changed."""
     name, major, minor = os_release()
     linux = opsys() == "LINUX"
     return {"arch": arch(), "opsys": opsys(), "islinux": str(int(linux)), "iswindows": "0",
