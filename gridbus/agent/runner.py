@@ -148,6 +148,7 @@ def run(make_agent: Callable[[], Agent], *, loop_thread: bool = False) -> None:
         await agent.run(stop)
 
     tune_gc()
+    default_inherited_ignores()
     if not loop_thread:
         try:
             asyncio.run(main())
@@ -183,6 +184,22 @@ def run(make_agent: Callable[[], Agent], *, loop_thread: bool = False) -> None:
         thread.join(1.0)  # (a signal's handler runs on this thread between two waits)
     if failed:
         raise failed[0]
+
+
+def default_inherited_ignores() -> None:
+    """Put back to their defaults the signals this daemon was started with ignored (a shell's
+    `cmd &` ignores SIGINT and SIGQUIT, nohup SIGHUP): a job or shadow started by
+    subprocess.Popen would inherit them (Popen restores only SIGPIPE and SIGXFSZ, which Python
+    itself ignores), where HTCondor's starter starts a job with every signal at its default.
+    Called on the main thread, before the daemon installs its own handlers."""
+    for sig in signal.valid_signals():
+        if sig in (signal.SIGKILL, signal.SIGSTOP, signal.SIGPIPE, signal.SIGXFSZ):
+            continue
+        try:
+            if signal.getsignal(sig) == signal.SIG_IGN:
+                signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError):  # (a signal Python may not set)
+            pass
 
 
 def _reconfig(agent: Agent) -> None:

@@ -591,8 +591,10 @@ def test_a_job_under_another_account_starts_with_only_its_ids_streams_and_defaul
     # All of the account's ids (real, effective, saved; its groups and no others), no signal
     # blocked, and no descriptor of the startd's but the three streams: whichever way the job was
     # started (the fast spawn changes ids with the raw system calls in its child). The fast
-    # spawn also gives the job every signal at its default, where Popen passes on what the startd
-    # ignores (a SIGHUP ignored here, as nohup would), SIGPIPE and SIGXFSZ aside.
+    # spawn also gives the job every signal at its default, where Popen passes on what the
+    # starter's process ignores (a SIGHUP ignored here, as nohup would), SIGPIPE and SIGXFSZ aside:
+    # a daemon puts what it inherited ignored back to the defaults at its start
+    # (gridbus.agent.runner.default_inherited_ignores, tests/unit/agent/test_runner_signals.py).
     nobody = pwd.getpwnam("nobody")
     os.chmod(tmp_path, 0o777)
     leak = os.open(os.devnull, os.O_RDONLY)  # not close-on-exec: must not reach the job anyway
