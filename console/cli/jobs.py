@@ -322,7 +322,7 @@ def _autocluster(schedd: Any, constraint: str, args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------ rm / hold / release
 _VERB = {"rm": ("Remove", "marked for removal"), "hold": ("Hold", "held"), "release": ("Release", "released"),
          "suspend": ("Suspend", "suspended"), "continue": ("Continue", "continued"),
-         "vacate_job": ("Vacate", "vacated")}
+         "vacate_job": ("Vacate", "vacated")}  # (-fast: "fast-vacated", below)
 
 
 def cmd_act(args: argparse.Namespace) -> int:
@@ -330,7 +330,7 @@ def cmd_act(args: argparse.Namespace) -> int:
 
     action_name, done = _VERB[args.command]
     if getattr(args, "fast", False):
-        action_name = "VacateFast"  # condor_vacate_job -fast: SIGKILL, no grace
+        action_name, done = "VacateFast", "fast-vacated"  # condor_vacate_job -fast: SIGKILL, no grace
     if not args.targets and not args.constraint and not args.all:
         raise ValueError(f"say which jobs: job ids, user names, -constraint EXPR or -all (see gridbus {args.command} -h)")
     schedd = _schedd(args)
@@ -340,21 +340,21 @@ def cmd_act(args: argparse.Namespace) -> int:
         constraint = selection(args.targets, args.constraint, everyone=True) if args.constraint else "true"
         if args.all and not args.constraint:
             constraint = f"Owner == {formats.quote(_me(args))}"
-        specs.append((constraint, "All jobs" if args.all else f"Jobs matching constraint {args.constraint}", "jobs"))
+        specs.append((constraint, "All jobs" if args.all else f"All jobs matching constraint ({args.constraint})", "jobs"))
     else:
         for t in args.targets:
             if _JOB_ID.match(t):
                 what = f"Job {t}" if "." in t else f"All jobs in cluster {t}"
                 specs.append((t, what, t))
             else:
-                specs.append((selection([t], None), f"All jobs of user {t}", f"user {t}"))
+                specs.append((selection([t], None), f'All jobs of user "{t}"', f"user {t}"))
     for spec, what, short in specs:
         result = schedd.act(getattr(JobAction, action_name), spec, reason=args.reason)
         ok = int(formats.get(result, "TotalSuccess", 0) or 0)
         denied = int(formats.get(result, "TotalPermissionDenied", 0) or 0)
         if ok:
-            verb = "has been" if what.startswith("Job ") else "have been"
-            print(f"{what} {verb} {done}")
+            # condor_rm's words: "Job 5.0 marked for removal", "All jobs in cluster 5 have been held".
+            print(f"{what} {done}" if what.startswith("Job ") else f"{what} have been {done}")
         if short == "jobs" and ok:
             denied = 0  # a constraint acts on the jobs one may act on: others' are not an error, as for condor_hold
         if denied or not ok:

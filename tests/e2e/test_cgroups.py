@@ -109,7 +109,7 @@ def test_oom_hold_suspend_continue_vacate_and_a_killed_startd(make_pool, tmp_pat
     # Suspend, continue and vacate from the CLI.
     wait_for("the sleeper and its daemon running", lambda: pidfile.exists() and Path(f"{pidfile}.daemon").exists(), 30)
     pids = [int(pidfile.read_text()), int(Path(f"{pidfile}.daemon").read_text())]
-    assert "has been suspended" in cli(pool, "suspend", f"{sleeper}.0")
+    assert f"Job {sleeper}.0 suspended" in cli(pool, "suspend", f"{sleeper}.0")
     wait_for("JobStatus Suspended", lambda: job(pool, sleeper, ["JobStatus"]).get("JobStatus") == 7, 15)
     assert all(frozen(p) for p in pids)
     cli(pool, "continue", f"{sleeper}")

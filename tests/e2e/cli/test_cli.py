@@ -66,7 +66,7 @@ def test_submit_wait_q_status_history_rm(pool, tmp_path: Path):
     assert "HoldReason = \"submitted on hold at user's request\"" in run(pool, "q", "-l", f"{held}.0").stdout
 
     released = run(pool, "release", f"{held}.1").stdout
-    assert released.strip() == f"Job {held}.1 has been released"
+    assert released.strip() == f"Job {held}.1 released"  # condor_release's words
     removed = run(pool, "rm", str(held)).stdout
     assert removed.strip() == f"All jobs in cluster {held} have been marked for removal"
     wait_for("an empty queue", lambda: "Total for query: 0 jobs;" in run(pool, "q").stdout, timeout=20)

@@ -33,7 +33,7 @@ def test_a_constraint_passes_over_the_jobs_of_others(monkeypatch, capsys):
     schedd = Schedd(ok=2, denied=3)
     assert _act(monkeypatch, schedd, "hold", "-constraint", "ProcId >= 2") == 0
     out, err = capsys.readouterr()
-    assert out == "Jobs matching constraint ProcId >= 2 have been held\n" and err == ""
+    assert out == "All jobs matching constraint (ProcId >= 2) have been held\n" and err == ""
 
 
 @pytest.mark.parametrize("argv, message", [
