@@ -323,44 +323,67 @@ def _autocluster(schedd: Any, constraint: str, args: argparse.Namespace) -> int:
 _VERB = {"rm": ("Remove", "marked for removal"), "hold": ("Hold", "held"), "release": ("Release", "released"),
          "suspend": ("Suspend", "suspended"), "continue": ("Continue", "continued"),
          "vacate_job": ("Vacate", "vacated")}  # (-fast: "fast-vacated", below)
+# What condor_rm and its siblings say of a job the action was not done to, by the result's count.
+_BAD_STATUS = {"release": "not held to be released", "vacate_job": "not running to be vacated",
+               "suspend": "not running to be suspended", "continue": "not running to be continued"}
+_ALREADY_DONE = {"hold": "already held", "rm": "already marked for removal", "suspend": "already suspended",
+                 "continue": "already running"}
+
+
+def _not_done(command: str, verb: str, job: str, result: Any) -> str:
+    """HTCondor's sentence for job ``job`` (cluster.proc) that ``verb`` was not done to."""
+    def n(total: str) -> int:
+        return int(formats.get(result, total, 0) or 0)
+
+    if n("TotalNotFound"):
+        return f"Job {job} not found"
+    if n("TotalPermissionDenied"):
+        return f"Permission denied to {verb} job {job}"
+    if not (n("TotalBadStatus") or n("TotalAlreadyDone")):
+        return f"No result found for job {job}"
+    phrase = _BAD_STATUS.get(command) if n("TotalBadStatus") else _ALREADY_DONE.get(command)
+    if phrase and verb == "fast-vacate":
+        phrase = "not running to be fast-vacated"
+    return f"Job {job} {phrase}" if phrase else f"Invalid result for job {job}"  # (as condor_hold of a finished job)
 
 
 def cmd_act(args: argparse.Namespace) -> int:
     from gridbus.console import JobAction
 
     action_name, done = _VERB[args.command]
+    verb = action_name.lower()
     if getattr(args, "fast", False):
-        action_name, done = "VacateFast", "fast-vacated"  # condor_vacate_job -fast: SIGKILL, no grace
+        action_name, done, verb = "VacateFast", "fast-vacated", "fast-vacate"  # condor_vacate_job -fast: SIGKILL
     if not args.targets and not args.constraint and not args.all:
         raise ValueError(f"say which jobs: job ids, user names, -constraint EXPR or -all (see gridbus {args.command} -h)")
     schedd = _schedd(args)
     failed = False
-    specs: list[tuple[Any, str, str]] = []  # (job_spec, what it is called, how to say it could not)
+    # (job spec, the job id when it names one job, which jobs in condor_rm's words: " in cluster 5")
+    specs: list[tuple[Any, str | None, str]] = []
     if args.all or args.constraint:
         constraint = selection(args.targets, args.constraint, everyone=True) if args.constraint else "true"
         if args.all and not args.constraint:
             constraint = f"Owner == {formats.quote(_me(args))}"
-        specs.append((constraint, "All jobs" if args.all else f"All jobs matching constraint ({args.constraint})", "jobs"))
+        specs.append((constraint, None, "" if args.all else f" matching constraint ({args.constraint})"))
     else:
         for t in args.targets:
             if _JOB_ID.match(t):
-                what = f"Job {t}" if "." in t else f"All jobs in cluster {t}"
-                specs.append((t, what, t))
+                specs.append((t, t if "." in t else None, f" in cluster {t}"))
             else:
-                specs.append((selection([t], None), f'All jobs of user "{t}"', f"user {t}"))
-    for spec, what, short in specs:
+                specs.append((selection([t], None), None, f' of user "{t}"'))
+    for spec, job, which in specs:
         result = schedd.act(getattr(JobAction, action_name), spec, reason=args.reason)
         ok = int(formats.get(result, "TotalSuccess", 0) or 0)
         denied = int(formats.get(result, "TotalPermissionDenied", 0) or 0)
         if ok:
             # condor_rm's words: "Job 5.0 marked for removal", "All jobs in cluster 5 have been held".
-            print(f"{what} {done}" if what.startswith("Job ") else f"{what} have been {done}")
-        if short == "jobs" and ok:
+            print(f"Job {job} {done}" if job else f"All jobs{which} have been {done}")
+        if (args.all or args.constraint) and ok:
             denied = 0  # a constraint acts on the jobs one may act on: others' are not an error, as for condor_hold
         if denied or not ok:
             failed = True
-            why = "permission denied" if denied else "no such job or not in a state to be " + done
-            print(f"gridbus {args.command}: could not {_VERB[args.command][0].lower()} {short}: {why}", file=sys.stderr)
+            print(_not_done(args.command, verb, job, result) if job else f"Couldn't find/{verb} all jobs{which}",
+                  file=sys.stderr)
     return 1 if failed else 0
 
 

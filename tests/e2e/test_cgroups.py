@@ -115,7 +115,7 @@ def test_oom_hold_suspend_continue_vacate_and_a_killed_startd(make_pool, tmp_pat
     cli(pool, "continue", f"{sleeper}")
     wait_for("JobStatus Running", lambda: job(pool, sleeper, ["JobStatus"]).get("JobStatus") == 2, 15)
     assert not any(frozen(p) for p in pids)
-    assert "could not continue" in cli(pool, "continue", f"{sleeper}.0", ok=False)  # it runs already
+    assert f"Job {sleeper}.0 already running" in cli(pool, "continue", f"{sleeper}.0", ok=False)  # condor_continue's words
     pidfile.unlink()
     Path(f"{pidfile}.daemon").unlink()
     cli(pool, "vacate_job", "-fast", f"{sleeper}.0")
