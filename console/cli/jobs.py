@@ -67,6 +67,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
         warnings.simplefilter("always")
         try:
             sub = Submit(text)
+            if path != "-":
+                sub.submit_file = path  # $(SUBMIT_FILE)
             if args.queue:
                 sub.setQArgs(args.queue)
             if args.batch_name:

@@ -46,6 +46,7 @@ class ScheddSubmitter(Submitter):
             sub = dagman_submit(node.submit_file, {"force": False}, cwd=cwd)
         else:
             sub = Submit((cwd / node.submit_file).read_text())
+            sub.submit_file = node.submit_file  # $(SUBMIT_FILE), as the DAG names it
         macros = {"JOB": node.name, "RETRY": str(run.retries_used)}
         for name, value in node.vars.items():
             for m, v in macros.items():

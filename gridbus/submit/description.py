@@ -76,6 +76,9 @@ class Submit(MutableMapping[str, str]):
         self._submit_method = SUBMIT_METHOD_PYTHON
         self._warnings: list[str] = []
         self.cwd: str | None = None  # directory relative paths are read against (default: os.getcwd())
+        # $(SUBMIT_FILE): the file the description was read from, as condor_submit was given it
+        # (`gridbus submit` and DAGMan set it; a description made in Python has none).
+        self.submit_file: str | None = None
         if isinstance(input, str):
             parsed = lines.parse(input)
             for st in parsed.statements:
@@ -330,6 +333,7 @@ class Submit(MutableMapping[str, str]):
             seg = Submit.__new__(Submit)
             seg._entries, seg._qargs, seg._qlineno, seg._more = dict(entries), qargs, qlineno, []
             seg._submit_method, seg._warnings, seg._unused, seg.cwd = self._submit_method, [], [], self.cwd
+            seg.submit_file = self.submit_file
             seg._condition_refs = self._condition_refs
             out.append(seg)
         return out
@@ -414,6 +418,8 @@ class Submit(MutableMapping[str, str]):
         builtins = {"cluster": str(cluster_id), "clusterid": str(cluster_id), **extra}
         # condor_submit's other defaults: the submit machine's platform, and the submit time.
         defaults = hostinfo.submit_macros()
+        if self.submit_file:
+            defaults = {**defaults, "submit_file": self.submit_file}
         if qdate > 0:
             year, month, day = time.strftime("%Y %m %d", time.localtime(qdate)).split()
             defaults = {**defaults, "submit_time": str(qdate), "year": year, "month": month, "day": day}

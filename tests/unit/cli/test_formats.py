@@ -95,7 +95,7 @@ def test_every_subcommand_is_there():
 
 def test_submit_dry_run_and_errors_offline(tmp_path: Path):
     gridbus = Path(sys.executable).with_name("gridbus")
-    (tmp_path / "ok.sub").write_text("executable = /bin/echo\narguments = $(Process)\nqueue 2\n")
+    (tmp_path / "ok.sub").write_text("executable = /bin/echo\narguments = $(Process)\noutput = $(SUBMIT_FILE).out\nqueue 2\n")
     # condor_submit -dry-run FILE: the ads to FILE ('-': standard output) after the count.
     done = subprocess.run([str(gridbus), "submit", "-dry-run", "-", "ok.sub"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.count('Cmd = "/bin/echo"') == 2 and 'Args = "1"' in done.stdout
@@ -104,6 +104,7 @@ def test_submit_dry_run_and_errors_offline(tmp_path: Path):
                           text=True)
     assert done.stdout == "Dry-Run job(s)..\n2 job(s) dry-run to cluster 1.\n"
     assert (tmp_path / "ads.txt").read_text().count('Cmd = "/bin/echo"') == 2
+    assert (tmp_path / "ads.txt").read_text().count('Out = "ok.sub.out"') == 2  # $(SUBMIT_FILE), as given
     (tmp_path / "warn.sub").write_text("executable = /bin/echo\nnotify_user = me@example.org\nqueue\n")
     done = subprocess.run([str(gridbus), "submit", "-dry-run", "-", "warn.sub"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0

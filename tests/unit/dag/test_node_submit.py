@@ -28,11 +28,12 @@ class _Schedd:
 def test_vars_named_as_a_built_in_macro_are_the_node_s(tmp_path: Path):
     """`VARS A node="A"`: the node's $(node) is A (condor_submit's built-in Node is only a
     default, and DAG files name their VARS so), and $(JOB) in a VARS value is the node's name."""
-    (tmp_path / "job.sub").write_text("executable = /bin/echo\narguments = $(node) $(tag)\noutput = out.$(node)\nqueue\n")
+    (tmp_path / "job.sub").write_text("executable = /bin/echo\narguments = $(node) $(tag)\noutput = out.$(node)\n"
+                                      "error = $(SUBMIT_FILE).err\nqueue\n")
     node = SimpleNamespace(kind="JOB", submit_file="job.sub", name="A", vars={"node": "A", "tag": "$(JOB)-x"},
                            parents=[], priority=0)
     engine = SimpleNamespace(node_dir=lambda n: tmp_path, dagman_id=3, nodes_log=tmp_path / "d.nodes.log")
     schedd = _Schedd()
     assert ScheddSubmitter(schedd).submit(SimpleNamespace(node=node, retries_used=0), engine) == (7, 1)
     job = schedd.submitted[0].build(cluster_id=7, qdate=0).jobs()[0]
-    assert (job["Args"], job["Out"]) == ("A A-x", "out.A")
+    assert (job["Args"], job["Out"], job["Err"]) == ("A A-x", "out.A", "job.sub.err")
