@@ -7,6 +7,7 @@ tested without a pool.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import time
@@ -129,10 +130,29 @@ def value_of(ad: Any, attr: str) -> Any:
     return None if isinstance(value, Value) and value is Value.Undefined else value
 
 
+def attribute_list(text: str) -> list[str]:
+    """-attributes' comma-separated attribute names."""
+    names = [n.strip() for n in text.replace(" ", ",").split(",") if n.strip()]
+    if not names or not all(map(_is_name, names)):
+        raise argparse.ArgumentTypeError(f"takes attribute names separated by commas, not {text!r}")
+    return names
+
+
+def add_attributes_and_wide(p: argparse.ArgumentParser) -> None:
+    """condor_q's, condor_history's and condor_status's -attributes and -wide."""
+    p.add_argument("-attributes", "--attributes", type=attribute_list, metavar="A,B,...",
+                   help="with -l or -json: only these attributes")
+    p.add_argument("-wide", "-w", "--wide", action="store_true",
+                   help="do not truncate columns to 80 characters (gridbus never truncates them)")
+
+
 def af_projection(args: Any) -> list[str]:
     """The attributes `-af` and `-format` need from the daemon: the named ones, and the job id or
     Name for `j`; every attribute (an empty list) when a column is an expression, whose
-    attributes may be expressions over others in turn (RequestMemory over MemoryUsage)."""
+    attributes may be expressions over others in turn (RequestMemory over MemoryUsage). With
+    -l or -json, -attributes names them (condor_q -l -attributes A,B)."""
+    if getattr(args, "attributes", None) and (getattr(args, "long", False) or getattr(args, "json", False)):
+        return list(dict.fromkeys(args.attributes))
     columns = list(getattr(args, "af", None) or [])
     columns += [attr for _, attr in getattr(args, "format", None) or []]  # (-format FMT ATTR)
     expressions = [c for c in columns if not _is_name(c)]

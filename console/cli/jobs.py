@@ -550,6 +550,7 @@ def _add_output(p: argparse.ArgumentParser) -> None:
                    help="print ATTR through the printf-style FMT (repeatable; %%v and %%V as -af and -af:V)")
     p.add_argument("-l", "-long", "--long", dest="long", action="store_true", help="every attribute of every ad")
     p.add_argument("-json", "--json", action="store_true", help="ads as a JSON array")
+    formats.add_attributes_and_wide(p)
 
 
 def register(sub: Any) -> None:

@@ -124,6 +124,7 @@ def register(sub: Any) -> None:
     p.add_argument("-format", "--format", nargs=2, action="append", metavar=("FMT", "ATTR"))
     p.add_argument("-l", "-long", "--long", dest="long", action="store_true")
     p.add_argument("-json", "--json", action="store_true")
+    formats.add_attributes_and_wide(p)
     p.add_argument("-total", "-totals", "--total", dest="total", action="store_true", help="only the totals table")
     shown = p.add_mutually_exclusive_group()
     shown.add_argument("-avail", "--avail", action="store_true", help="only the slots that are not claimed (Unclaimed)")

@@ -174,3 +174,19 @@ def test_config_val_prints_values_as_condor_config_val(capsys, monkeypatch, tmp_
     assert main(["config_val", "negotiator_interval", "NO_SUCH_KNOB"]) == 1
     out = capsys.readouterr()
     assert (out.out, out.err) == ("45\n", "Not defined: NO_SUCH_KNOB\n")
+
+
+def test_attributes_and_wide_as_condor_q_takes_them():
+    """-attributes A,B: the projection of -l and -json (only those attributes come back); -wide
+    and -w are taken (gridbus truncates no column)."""
+    from gridbus.console.cli import formats as f
+
+    parser = build_parser()
+    for command in ("q", "history", "status"):
+        args = parser.parse_args([command, "-l", "-attributes", "Owner,ClusterId", "-wide"])
+        assert f.af_projection(args) == ["Owner", "ClusterId"] and args.wide
+        args = parser.parse_args([command, "-json", "-attributes", "Name", "-w"])
+        assert f.af_projection(args) == ["Name"]
+    assert f.af_projection(parser.parse_args(["q", "-attributes", "Owner"])) == []  # (the table: every attribute)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["q", "-l", "-attributes", "Owner,1bad"])
