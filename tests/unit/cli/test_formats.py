@@ -167,6 +167,7 @@ def test_config_val_prints_values_as_condor_config_val(capsys, monkeypatch, tmp_
     from gridbus.console.cli import main
 
     monkeypatch.setenv("GRIDBUS_NEGOTIATOR_INTERVAL", "45")
+    monkeypatch.setenv("GRIDBUS_URL", "amqp://guest:guest@127.0.0.1:5672/")  # (main() sets it: restored after)
     (tmp_path / "gridbus.toml").write_text("")
     monkeypatch.setenv("GRIDBUS_CONFIG", str(tmp_path / "gridbus.toml"))
     assert main(["config_val", "NEGOTIATOR_INTERVAL"]) == 0
