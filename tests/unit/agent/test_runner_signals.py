@@ -32,7 +32,8 @@ def test_a_daemon_puts_the_signals_it_was_started_with_ignored_back_to_their_def
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, preexec_fn=parent_ignores,
                           check=True)
     assert _ignored(done.stdout) == set()
-    # Without the reset the job inherits them: the test can fail.
+    # Without the reset the job inherits them (and whatever this test runner was started with
+    # ignored: SIGINT, under a background shell): the test can fail.
     plain = subprocess.run([sys.executable, "-c", script.replace("default_inherited_ignores()\n", "")],
                            capture_output=True, text=True, preexec_fn=parent_ignores, check=True)
-    assert _ignored(plain.stdout) == {int(s) for s in ignore}
+    assert {int(s) for s in ignore} <= _ignored(plain.stdout)
