@@ -7,7 +7,6 @@ import subprocess
 import sys
 import textwrap
 
-
 # The signals a Python process may set: glibc keeps 32 and 33 for its threads, and one that came
 # ignored from whoever started the test stays so (the fast spawn's child resets those too).
 _SETTABLE = {int(s) for s in signal.valid_signals()}
