@@ -158,8 +158,8 @@ class Negotiator(Agent):
         self.cycles = 0
         self.total_matches = 0
         self._wake: asyncio.Event | None = None
-        self._idle_seen: dict[str, int] = {}
-        self._arrived_seen: dict[str, int] = {}  # submitter -> its last IdleJobsArrived
+        # submitter -> (IdleJobs, IdleJobsArrived or None) of its last ad
+        self._idle_seen: dict[str, tuple[int, int | None]] = {}
         # Submitters whose ad on the bus woke a cycle: name -> (the ad's (DaemonStartTime,
         # UpdateSequenceNumber), cycles that did not find it in the collector yet). The collector
         # may answer a cycle's Query before it has ingested the ad that woke the cycle (the two
@@ -249,7 +249,6 @@ class Negotiator(Agent):
             for name in body["names"]:
                 if isinstance(name, str):
                     self._idle_seen.pop(name, None)
-                    self._arrived_seen.pop(name, None)
                     self._awaited.pop(name, None)
             return
         if message.type != bus.T_AD or not isinstance(body, dict) or not isinstance(body.get("ads"), list):
@@ -265,13 +264,13 @@ class Negotiator(Agent):
             # submitted as the last ones ran: the Idle count alone did not grow, and the node
             # waited NEGOTIATOR_INTERVAL).
             arrived = ad.get("IdleJobsArrived")
-            grew = isinstance(arrived, int) and idle > 0 and arrived > self._arrived_seen.get(name, arrived)
-            if idle > self._idle_seen.get(name, 0) or grew:
+            arrived = arrived if isinstance(arrived, int) else None
+            idle_before, arrived_before = self._idle_seen.get(name, (0, None))
+            grew = arrived is not None and idle > 0 and arrived > (arrived_before if arrived_before is not None else arrived)
+            if idle > idle_before or grew:
                 self._awaited[name] = (_version(ad), 0)
                 self.wake()
-            self._idle_seen[name] = idle
-            if isinstance(arrived, int):
-                self._arrived_seen[name] = arrived
+            self._idle_seen[name] = (idle, arrived if arrived is not None else arrived_before)
 
     def wake(self) -> None:
         """Ask for a cycle soon (no sooner than NEGOTIATOR_CYCLE_DELAY after the last one)."""

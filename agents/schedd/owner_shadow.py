@@ -212,19 +212,17 @@ class OwnerShadows:
     """The shadows of all owners of one schedd."""
 
     def __init__(self, policy: RunAsPolicy | Callable[[str], Account], bus_url: str = ""):
-        self._account_for = policy.account_for if isinstance(policy, RunAsPolicy) else policy
+        # The account an owner's shadow runs as (RunAsRefused when there is none); the schedd's
+        # scheduler universe runs the owner's jobs under it too.
+        self.account_for = policy.account_for if isinstance(policy, RunAsPolicy) else policy
         self._shadows: dict[str, _Shadow] = {}
         self.bus_url = bus_url  # the broker the shadows connect to for file transfer
-
-    def account_for(self, owner: str) -> Account:
-        """The account ``owner``'s shadow runs as (RunAsRefused when there is none)."""
-        return self._account_for(owner)
 
     def _shadow(self, owner: str) -> _Shadow:
         sh = self._shadows.get(owner)
         if sh is None:
             try:
-                account = self._account_for(owner)
+                account = self.account_for(owner)
             except RunAsRefused as exc:
                 raise ShadowRefused(f"no account to act as {owner}: {exc.reason}") from None
             sh = self._shadows[owner] = _Shadow(owner, account)

@@ -162,6 +162,15 @@ def signal_group(pgid: int, sig: int) -> bool:
         return True  # it exists; the kernel said no (should not happen as root or as the owner)
 
 
+def kill_quietly(pid: int, sig: int) -> bool:
+    """Signal one process; False if it is gone or not ours to signal (a set-user-ID program)."""
+    try:
+        os.kill(pid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
 def kill_session(session: int, born_before: int | None = None, mark: str | None = None, born_after: int = 0) -> int:
     """SIGKILL every process of a session, and every process carrying ``mark`` (see `scan`),
     except session members born after ``born_before`` ticks.
@@ -174,9 +183,5 @@ def kill_session(session: int, born_before: int | None = None, mark: str | None 
     for st in scan({session}, {mark: session} if mark else None, born_after).get(session, []):
         if born_before is not None and st.start_ticks > born_before and not st.marked:
             continue
-        try:
-            os.kill(st.pid, signal.SIGKILL)
-            killed += 1
-        except (ProcessLookupError, PermissionError):  # gone, or not ours (set-user-ID)
-            pass
+        killed += kill_quietly(st.pid, signal.SIGKILL)
     return killed

@@ -930,11 +930,7 @@ class Starter:
         count = 0
         marks = {job.mark: job.pid} if job.mark else None
         for st in proctree.scan({job.pid}, marks, job.born_after).get(job.pid, []):
-            try:
-                os.kill(st.pid, sig)
-                count += 1
-            except (ProcessLookupError, PermissionError):  # gone, or not ours (set-user-ID)
-                pass
+            count += proctree.kill_quietly(st.pid, sig)
         return count
 
     async def shutdown(self) -> None:
@@ -1042,10 +1038,7 @@ class Starter:
         for sid, (end_ticks, _, _, _) in self._finished_sessions.items():
             for st in tree.get(sid, []):
                 if st.marked or st.start_ticks <= end_ticks:
-                    try:
-                        os.kill(st.pid, signal.SIGKILL)
-                    except (ProcessLookupError, PermissionError):  # gone, or not ours (set-user-ID)
-                        pass
+                    proctree.kill_quietly(st.pid, signal.SIGKILL)
         if due and self.on_usage is not None:
             self.on_usage(due)
 

@@ -138,8 +138,14 @@ def attribute_list(text: str) -> list[str]:
     return names
 
 
-def add_attributes_and_wide(p: argparse.ArgumentParser) -> None:
-    """condor_q's, condor_history's and condor_status's -attributes and -wide."""
+def add_output_options(p: argparse.ArgumentParser) -> None:
+    """The output forms condor_q, condor_history and condor_status share: -af, -format, -l, -json,
+    -attributes and -wide."""
+    p.add_argument("-af", "-autoformat", "--af", nargs="+", metavar="ATTR", help="print these attributes, one line per ad")
+    p.add_argument("-format", "--format", nargs=2, action="append", metavar=("FMT", "ATTR"),
+                   help="print ATTR through the printf-style FMT (repeatable; %%v and %%V as -af and -af:V)")
+    p.add_argument("-l", "-long", "--long", dest="long", action="store_true", help="every attribute of every ad")
+    p.add_argument("-json", "--json", action="store_true", help="ads as a JSON array")
     p.add_argument("-attributes", "--attributes", type=attribute_list, metavar="A,B,...",
                    help="with -l or -json: only these attributes")
     p.add_argument("-wide", "-w", "--wide", action="store_true",

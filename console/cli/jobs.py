@@ -206,7 +206,7 @@ def _q_one(schedd: Any, args: argparse.Namespace, banner: bool = False) -> int:
         return _autocluster(schedd, constraint, args)
     if args.analyze:
         return _analyze(schedd, constraint, args)
-    if args.totals and not args.af and not args.format and formats.chosen_form(args, []) is None:
+    if args.totals and formats.chosen_form(args, []) is None:
         return _totals_only(schedd, constraint, me, banner)
     ads = list(schedd.query(constraint=constraint, projection=projection, limit=args.limit))
     chosen = formats.chosen_form(args, ads)
@@ -544,15 +544,6 @@ def _add_select(p: argparse.ArgumentParser) -> None:
     p.add_argument("-name", "--name", metavar="SCHEDD", help="the schedd to ask (default: the only or first one)")
 
 
-def _add_output(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-af", "-autoformat", "--af", nargs="+", metavar="ATTR", help="print these attributes, one line per ad")
-    p.add_argument("-format", "--format", nargs=2, action="append", metavar=("FMT", "ATTR"),
-                   help="print ATTR through the printf-style FMT (repeatable; %%v and %%V as -af and -af:V)")
-    p.add_argument("-l", "-long", "--long", dest="long", action="store_true", help="every attribute of every ad")
-    p.add_argument("-json", "--json", action="store_true", help="ads as a JSON array")
-    formats.add_attributes_and_wide(p)
-
-
 def register(sub: Any) -> None:
     p = sub.add_parser("submit", help="submit a cluster of jobs from a submit description (condor_submit)")
     p.add_argument("file", metavar="SUBMIT_FILE", help="the submit description ('-' reads stdin)")
@@ -578,7 +569,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("q", help="show the job queue (condor_q)")
     _add_select(p)
-    _add_output(p)
+    formats.add_output_options(p)
     p.add_argument("-nobatch", "--nobatch", action="store_true", help="one line per job")
     p.add_argument("-batch", "--batch", dest="nobatch", action="store_false",
                    help="one line per batch (the default, as condor_q's -batch)")
@@ -619,7 +610,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("history", help="jobs that have left the queue (condor_history)")
     _add_select(p)
-    _add_output(p)
+    formats.add_output_options(p)
     p.add_argument("-limit", "-match", "--limit", dest="limit", type=int, default=-1, metavar="N", help="at most N jobs")
     p.set_defaults(handler=cmd_history)
 

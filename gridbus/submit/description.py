@@ -28,6 +28,7 @@ import time
 import warnings
 from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from gridbus import hostinfo
@@ -60,6 +61,19 @@ class Built:
 
 def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and (a == b if not hasattr(a, "eval") else str(a) == str(b))
+
+
+@lru_cache(maxsize=8)
+def _submit_defaults(submit_file: str | None, qdate: int) -> dict[str, str]:
+    """condor_submit's defaults beyond the per-proc ones: the submit machine's platform, the
+    submit file, and the submit time (each proc's expansion reads this one dict; never changed)."""
+    out = dict(hostinfo.submit_macros())
+    if submit_file:
+        out["submit_file"] = submit_file
+    if qdate > 0:
+        year, month, day = time.strftime("%Y %m %d", time.localtime(qdate)).split()
+        out.update(submit_time=str(qdate), year=year, month=month, day=day)
+    return out
 
 
 class Submit(MutableMapping[str, str]):
@@ -416,13 +430,7 @@ class Submit(MutableMapping[str, str]):
     def _expander(self, cluster_id: int, extra: dict[str, str], qdate: int = 0) -> Expander:
         entries = self._entries
         builtins = {"cluster": str(cluster_id), "clusterid": str(cluster_id), **extra}
-        # condor_submit's other defaults: the submit machine's platform, and the submit time.
-        defaults = hostinfo.submit_macros()
-        if self.submit_file:
-            defaults = {**defaults, "submit_file": self.submit_file}
-        if qdate > 0:
-            year, month, day = time.strftime("%Y %m %d", time.localtime(qdate)).split()
-            defaults = {**defaults, "submit_time": str(qdate), "year": year, "month": month, "day": day}
+        defaults = _submit_defaults(self.submit_file, qdate)
 
         def lookup(name: str) -> str | None:
             if name in builtins and name not in materialize.DEFAULTS:
