@@ -27,6 +27,7 @@ lint: install
 	$(BIN)/ruff check .
 
 bench: install broker
+	$(BIN)/pip install -q -e '.[test,bench]'
 	$(BIN)/python bench/run_all.py
 
 docs: install
