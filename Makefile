@@ -4,7 +4,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install broker bench docs lint cluster cluster-stop
+# test-fast: the unit tier (no broker, no pool), tests/unit/test_tiers.py keeps the markers true.
+.PHONY: demo test test-fast install broker bench docs lint cluster cluster-stop
 
 $(BIN)/gridbus: pyproject.toml setup.py agents/startd/_spawn.c
 	$(PY) -m venv $(VENV)
@@ -22,6 +23,9 @@ demo: install broker
 
 test: install broker
 	$(BIN)/python -m pytest -q
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not broker and not e2e"
 
 lint: install
 	$(BIN)/ruff check .

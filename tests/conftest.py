@@ -81,3 +81,20 @@ def vhost(mgmt: Management, broker_url: BrokerURL, request: pytest.FixtureReques
 def amqp_url(broker_url: BrokerURL, vhost: str) -> str:
     """The broker URL of this test's own vhost."""
     return broker_url.with_vhost(vhost).url
+
+
+# The tiers (`make test-fast` selects `-m "not broker and not e2e"`): a test is marked by where it
+# lives and by what it asks for, not by a line each file must remember. Everything outside
+# tests/unit talks to a broker; tests/e2e runs a real pool; a test anywhere that asks for the
+# broker (its fixtures, however deep) is a broker test. tests/unit/test_tiers.py checks the result.
+_BROKER_DIRS = ("integration", "e2e", "cluster", "multihost")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = os.path.dirname(__file__)
+    for item in items:
+        parts = os.path.relpath(str(item.path), root).split(os.sep)
+        if parts[0] in _BROKER_DIRS or "broker_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.broker)
+        if parts[0] == "e2e":
+            item.add_marker(pytest.mark.e2e)

@@ -3,6 +3,7 @@ aio-pika: an upgrade that renames or drops one fails here, not in a pool that st
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 
 from aio_pika import RobustConnection
@@ -19,6 +20,10 @@ def test_the_reconnect_step_failover_overrides_exists():
 
 def test_the_close_callback_and_flag_failover_reads_exist():
     assert inspect.iscoroutinefunction(RobustConnection._on_connection_close)
+    asyncio.run(_made_without_connecting())
+
+
+async def _made_without_connecting() -> None:  # a connection is made on a running loop
     conn = failover.FailoverConnection(["amqp://guest:guest@127.0.0.1:1/", "amqp://guest:guest@127.0.0.1:2/"])
     assert isinstance(conn, AbstractConnection)
     assert conn._close_called is False  # read by _on_connection_close to tell a loss from a close
