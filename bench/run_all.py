@@ -1,9 +1,9 @@
-"""Run every bench/bench_*.py's ``run()`` and add its figures to bench/RESULTS.md (``make bench``).
+"""Run every bench/bench_*.py's ``run()`` and add its figures to bench/HISTORY.md (``make bench``).
 
 Each benchmark module exposes ``run(quick: bool = False) -> dict`` of its figures (and, where it
 has a peer, the peer's figures and the ratio, measured in the same run). This script imports them
 one after another in this process and records the figures, the date, the machine and the command:
-each benchmark's table goes into its own ``## bench_x`` section of RESULTS.md as a new dated
+each benchmark's table goes into its own ``## bench_x`` section of HISTORY.md as a new dated
 subsection above the earlier ones, so the figures of earlier runs (and what was written about
 them by hand) stay. A benchmark that fails is reported with its error; the others still run.
 
@@ -98,7 +98,7 @@ def _machine() -> str:
 
 
 def merge(existing: str, results: list[Result], command: str, now: str | None = None) -> str:
-    """``existing`` (a RESULTS.md) with each result's table added to its benchmark's section, as
+    """``existing`` (a HISTORY.md) with each result's table added to its benchmark's section, as
     a dated subsection above that section's earlier ones (after its opening paragraphs); a
     benchmark without a section gets one at the end. Nothing else is changed."""
     now = now or dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="smaller runs (smoke test)")
     p.add_argument("--only", nargs="*", default=[], help="benchmark names (e.g. bench_pool) to run")
-    p.add_argument("--output", default=str(HERE / "RESULTS.md"))
+    p.add_argument("--output", default=str(HERE / "HISTORY.md"))
     args = p.parse_args(argv)
     results = []
     failed = 0

@@ -1,4 +1,4 @@
-"""`make bench` adds each benchmark's figures to bench/RESULTS.md beside the earlier ones: a run
+"""`make bench` adds each benchmark's figures to bench/HISTORY.md beside the earlier ones: a run
 rewrote the whole file and lost every earlier run's figures and what was written about them."""
 
 from __future__ import annotations
