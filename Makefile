@@ -29,6 +29,7 @@ test-fast: install
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/python scripts/typecheck.py
 
 bench: install broker
 	$(BIN)/pip install -q -e '.[test,bench]'
