@@ -42,19 +42,18 @@ def operands(n: N.Node) -> tuple[N.Node, ...] | None:
     (``gridbus.classad.exprtree.collect_refs`` walks the same way inside the classad package;
     gridbus.classad offers no children-of-a-node helper to share with it.)
     """
-    t = type(n)
-    if t is N.Binary or t is N.Elvis:
-        return (n.left, n.right)  # type: ignore[attr-defined]
-    if t is N.Chain:
-        return tuple(n.operands)  # type: ignore[attr-defined]
-    if t is N.Unary:
-        return (n.operand,)  # type: ignore[attr-defined]
-    if t is N.Paren:
-        return (n.inner,)  # type: ignore[attr-defined]
-    if t is N.Conditional:
-        return (n.cond, n.then, n.other)  # type: ignore[attr-defined]
-    if t is N.Call:
-        return tuple(n.args)  # type: ignore[attr-defined]
+    if type(n) is N.Binary or type(n) is N.Elvis:
+        return (n.left, n.right)
+    if type(n) is N.Chain:
+        return tuple(n.operands)
+    if type(n) is N.Unary:
+        return (n.operand,)
+    if type(n) is N.Paren:
+        return (n.inner,)
+    if type(n) is N.Conditional:
+        return (n.cond, n.then, n.other)
+    if type(n) is N.Call:
+        return tuple(n.args)
     return None
 
 
@@ -81,34 +80,33 @@ def node_refs(node: N.Node) -> frozenset[str] | None:
     stack = [node]
     while stack:
         n = stack.pop()
-        t = type(n)
-        if t is N.AttrRef:
-            if n.lname in _AD_NAMES and not n.scope:  # type: ignore[attr-defined]
+        if type(n) is N.AttrRef:
+            if n.lname in _AD_NAMES and not n.scope:
                 return None  # the whole ad is read: which of its attributes cannot be told
-            out.add(n.lname)  # type: ignore[attr-defined]
-        elif t is N.Literal:
+            out.add(n.lname)
+        elif type(n) is N.Literal:
             continue
-        elif t is N.Call and n.lname in _OPAQUE_CALLS:  # type: ignore[attr-defined]
+        elif type(n) is N.Call and n.lname in _OPAQUE_CALLS:
             return None
-        elif t is N.ListExpr:
-            stack += n.items  # type: ignore[attr-defined]
-        elif t is N.RecordExpr:
-            stack += [v for _, v in n.attrs]  # type: ignore[attr-defined]
-        elif t is N.Select:
+        elif type(n) is N.ListExpr:
+            stack += n.items
+        elif type(n) is N.RecordExpr:
+            stack += [v for _, v in n.attrs]
+        elif type(n) is N.Select:
             # `ad.name` falls back to the ads enclosing `ad`, so the name may be read from MY too.
-            out.add(n.lname)  # type: ignore[attr-defined]
-            if not _is_ad_name(n.base):  # type: ignore[attr-defined]
-                stack.append(n.base)  # type: ignore[attr-defined]
-        elif t is N.Subscript:
-            index = n.index  # type: ignore[attr-defined]
+            out.add(n.lname)
+            if not _is_ad_name(n.base):
+                stack.append(n.base)
+        elif type(n) is N.Subscript:
+            index = n.index
             if type(index) is N.Literal:
-                if isinstance(index.value, str):  # type: ignore[attr-defined]
-                    out.add(index.value.lower())  # type: ignore[attr-defined]
+                if isinstance(index.value, str):
+                    out.add(index.value.lower())
             else:
                 return None  # `ad[expr]` names an attribute only at run time
             stack.append(index)
-            if not _is_ad_name(n.base):  # type: ignore[attr-defined]
-                stack.append(n.base)  # type: ignore[attr-defined]
+            if not _is_ad_name(n.base):
+                stack.append(n.base)
         else:
             kids = operands(n)
             if kids is None:
@@ -119,7 +117,7 @@ def node_refs(node: N.Node) -> frozenset[str] | None:
 
 def _is_ad_name(node: N.Node) -> bool:
     """``TARGET`` in ``TARGET.x`` or ``TARGET["x"]``: a scope whose attribute is named beside it."""
-    return type(node) is N.AttrRef and node.lname in _AD_NAMES and not node.scope  # type: ignore[attr-defined]
+    return type(node) is N.AttrRef and node.lname in _AD_NAMES and not node.scope
 
 
 def value_refs(value: Any) -> frozenset[str] | None:

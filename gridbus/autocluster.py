@@ -187,7 +187,7 @@ class AutoClusters:
                 ad["AutoClusterId"] = acid
                 entry = order[acid] = (ad, [])
             if ids is None:
-                entry[1].append((job.get("ClusterId"), job.get("ProcId")))
+                entry[1].append((int(job["ClusterId"]), int(job["ProcId"])))
             else:
                 entry[1].extend(ids)
             return True

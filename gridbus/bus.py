@@ -28,7 +28,7 @@ EXCHANGES: tuple[tuple[str, str], ...] = (
 )
 
 # The dead-letter queue keeps the newest messages only, so a flood of garbage cannot fill the disk.
-DEAD_QUEUE_ARGS = {"x-max-length": 10_000, "x-overflow": "drop-head"}
+DEAD_QUEUE_ARGS: dict[str, int | str] = {"x-max-length": 10_000, "x-overflow": "drop-head"}
 
 # Routing keys on gridbus.rpc besides an agent's own address: one to reach every agent, one per
 # management class, so a console's getObjects reaches just the agents that serve the class.

@@ -18,7 +18,7 @@ class Status(IntEnum):
 
 
 # What a reply says when the handler gave no sentence of its own (QMF's canned texts).
-CANNED_TEXT = {
+CANNED_TEXT: dict[int, str] = {  # keyed by Status, looked up with a reply's plain int
     Status.OK: "OK",
     Status.UNKNOWN_OBJECT: "UnknownObject",
     Status.UNKNOWN_METHOD: "UnknownMethod",

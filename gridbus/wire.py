@@ -86,9 +86,9 @@ def _plain_subclass(value: Any, where: str) -> Any:
         return value.value
     if isinstance(value, bool):
         return bool(value)
-    for kind in (int, float, str, bytes, dict):
+    for kind in (int, float, str, bytes, dict):  # a subclass (an IntEnum's int) goes as its base
         if isinstance(value, kind):
-            return kind(value)
+            return kind(value)  # type: ignore[arg-type]  # mypy widens the loop's kinds to their union
     raise TypeError(f"cannot encode a {type(value).__name__} {where}")
 
 

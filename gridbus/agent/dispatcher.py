@@ -285,8 +285,9 @@ class Dispatcher:
         # from the delivery, the caller has given up and the rest would be made for nobody. (A
         # collector of 200,000 slots kept streaming the Query of a negotiator that had timed out
         # and tried again, each a stream of 400 chunks, while its ads queue overflowed.)
-        timeout_ms = (message.headers or {}).get("x-gridbus-timeout-ms")
-        deadline = time.monotonic() + timeout_ms / 1000 if type(timeout_ms) is int and timeout_ms > 0 else None
+        header = (message.headers or {}).get("x-gridbus-timeout-ms")
+        timeout_ms = header if type(header) is int and header > 0 else 0
+        deadline = time.monotonic() + timeout_ms / 1000 if timeout_ms else None
         chunks = 0
         try:
             async for chunk in gen:

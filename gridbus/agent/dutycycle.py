@@ -43,7 +43,8 @@ class GcTime(NamedTuple):
 
     def __sub__(self, other: object) -> GcTime:
         assert isinstance(other, GcTime)
-        return GcTime(*(a - b for a, b in zip(self, other, strict=True)))
+        return GcTime(self.seconds - other.seconds, self.cpu_seconds - other.cpu_seconds,
+                      self.full - other.full, self.young - other.young)
 
 
 class DutyCycle:
@@ -57,7 +58,7 @@ class DutyCycle:
         self.turn_started: float | None = None
         self.stalls = 0  # turns longer than the stall threshold
         self.longest_turn = 0.0
-        self._stall: tuple[float, Callable[[float, float, list[str]], None]] | None = None
+        self._stall: tuple[float, Callable[[float, GcTime, list[str]], None]] | None = None
         self._gc_at_turn = GcTime(0.0, 0.0, 0, 0)  # gc when the current turn began
         self._samples: list[tuple[float, str]] = []  # (the turn's start, where it was), from the watchdog
         self._loop_thread = 0

@@ -39,7 +39,7 @@ class FailoverConnection(RobustConnection):
         super().__init__(self._urls[self._index], **kwargs)
 
     # Connection.connect reads self.url for every attempt: the current broker of the list.
-    @property  # type: ignore[override]
+    @property
     def url(self) -> URL:
         return self._urls[self._index]
 

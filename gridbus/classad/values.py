@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import enum
-from typing import Any
+from typing import Any, TypeGuard
 
 
 class Value(enum.IntEnum):
@@ -36,7 +36,7 @@ INT_MAX = (1 << 63) - 1
 _MASK64 = (1 << 64) - 1
 
 
-def is_number(v: Any) -> bool:
+def is_number(v: Any) -> TypeGuard[int | float]:
     """Whether ``v`` is a ClassAd number: an int or float, but neither a bool nor a Value member
     (both of which Python counts as ints)."""
     t = type(v)

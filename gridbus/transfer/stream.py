@@ -230,8 +230,8 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
             if size < chunk_size:  # a small file is one message: name, data and sha256 together
                 try:
                     data = _read_all(fh, entry.path, size)
-                except TransferError as error:
-                    await send_error(ep, error)
+                except TransferError as refused:
+                    await send_error(ep, refused)
                     raise
                 if len(data) < chunk_size:
                     await put("whole", data, name=entry.name, size=len(data), mode=entry.mode & 0o7777,
