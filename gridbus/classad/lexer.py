@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from gridbus.classad.errors import ClassAdParseError
 from gridbus.classad.values import INT_MAX
@@ -48,9 +49,11 @@ _SIMPLE_ESCAPES = {
 class Token:
     __slots__ = ("kind", "value", "pos", "end")
 
-    def __init__(self, kind: str, value: object, pos: int, end: int):
+    def __init__(self, kind: str, value: Any, pos: int, end: int):
         self.kind = kind
-        self.value = value
+        # The value's type follows the kind (a NAME's or an OP's is a str, a number's an int or
+        # a float, ...): the parser reads it after testing the kind, which no annotation can say.
+        self.value: Any = value
         self.pos = pos
         self.end = end
 
@@ -129,9 +132,9 @@ def tokenize(text: str) -> list[Token]:
                 raise ClassAdParseError("integer literal with a leading zero", text, pos)
             if end < n and (text[end] == "." or text[end].isalpha() or text[end] == "_"):
                 raise ClassAdParseError("malformed number", text, pos)
-            value = int(digits)
+            number = int(digits)
             # strtoll's overflow answer, as HTCondor's lexer leaves it.
-            toks.append(Token(INT, value if value <= INT_MAX else 0, pos, end))
+            toks.append(Token(INT, number if number <= INT_MAX else 0, pos, end))
         elif kind == "real":
             if end < n and (text[end] == "." or text[end].isalpha() or text[end] == "_"):
                 raise ClassAdParseError("malformed number", text, pos)

@@ -304,7 +304,7 @@ def _negated(tok: Token) -> int | float:
     """The negative literal a minus written against a number makes (HTCondor's lexer reads the
     sign with the digits, as strtoll does: `-03` is -3, `-9223372036854775808` is the minimum)."""
     if tok.kind == SIGNED:
-        magnitude = tok.value[0]  # type: ignore[index]
+        magnitude = tok.value[0]
         return -magnitude if magnitude <= 2**63 else 0
-    return -tok.value  # type: ignore[operator]
+    return -tok.value
 
