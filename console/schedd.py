@@ -116,7 +116,7 @@ def _raise_for(result: MethodResult, what: str) -> MethodResult:
         err = HTCondorValueError(result.text)
     else:
         err = CallFailed(result, what)
-    err.result = result  # type: ignore[attr-defined]
+    err.result = result  # type: ignore[attr-defined]  # each of the three kinds carries the reply it came from
     raise err
 
 
@@ -357,7 +357,7 @@ def _classad(data: dict[str, Any]) -> ClassAd:
     """
     ad = ClassAd()
     try:
-        store, names = ad._data, ad._names  # type: ignore[attr-defined]
+        store, names = ad._data, ad._names
     except AttributeError:
         return ClassAd(data)
     for k, v in data.items():
@@ -373,8 +373,8 @@ def _classad(data: dict[str, Any]) -> ClassAd:
 def _copy(template: ClassAd) -> ClassAd:
     ad = ClassAd()
     try:
-        ad._data = dict(template._data)  # type: ignore[attr-defined]
-        ad._names = dict(template._names)  # type: ignore[attr-defined]
+        ad._data = dict(template._data)
+        ad._names = dict(template._names)
     except AttributeError:
         return ClassAd(dict(template.items()))
     return ad

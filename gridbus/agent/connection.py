@@ -217,6 +217,6 @@ async def declare_topology(channel: AbstractChannel, *, quorum: bool = False) ->
     idempotent, any order."""
     for name, kind in bus.EXCHANGES:
         await channel.declare_exchange(name, kind, durable=True)
-    args = bus.DEAD_QUEUE_ARGS | ({"x-queue-type": "quorum"} if quorum else {})
+    args: dict[str, Any] = bus.DEAD_QUEUE_ARGS | ({"x-queue-type": "quorum"} if quorum else {})
     dead = await channel.declare_queue(bus.DEAD, durable=True, arguments=args)
     await dead.bind(bus.DEAD, "")

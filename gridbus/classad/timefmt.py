@@ -41,7 +41,7 @@ def parse_abstime(text: str) -> AbsTime | None:
         _dt.datetime(*fields)
     except ValueError:
         return None
-    naive = calendar.timegm(fields + (0, 0, 0))  # type: ignore[arg-type]
+    naive = calendar.timegm(fields + (0, 0, 0))
     if tz is None:
         offset = local_offset(naive)
     elif tz == "Z":

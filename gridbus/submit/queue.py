@@ -75,10 +75,11 @@ def parse_queue(args: str, lineno: int | None = None) -> QueueArgs:
     if sm:
         qa.slice_text = sm.group(0)
         try:
-            qa.slice = tuple(int(g) if g not in (None, "") else None for g in sm.groups())  # type: ignore[assignment]
+            start, stop, step = (int(g) if g not in (None, "") else None for g in sm.groups())
         except ValueError:
             raise SubmitError(f"bad slice {sm.group(0)!r} in the queue statement", lineno) from None
-        if qa.slice[2] == 0:
+        qa.slice = (start, stop, step)
+        if step == 0:
             raise SubmitError(f"slice step cannot be zero in {sm.group(0)!r}", lineno)
         rest = rest[sm.end() :].strip()
     if rest.startswith("("):
