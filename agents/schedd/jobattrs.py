@@ -106,3 +106,11 @@ def parse_job_id(text: Any) -> tuple[int, int | None]:
     if not m:
         raise ValueError(f"{text!r} is not a job id ('cluster.proc', 'cluster' or a GlobalJobId)")
     return int(m.group(1)), (int(m.group(2)) if m.group(2) is not None else None)
+
+
+LOCAL_UNIVERSES = frozenset({7, 12})  # scheduler, local: the universes the schedd runs itself
+
+
+def runs_on_submit_host(ad: dict[str, Any]) -> bool:
+    """True for jobs the schedd runs itself: never offered to the negotiator or a claim."""
+    return ad.get("JobUniverse") in LOCAL_UNIVERSES

@@ -35,11 +35,11 @@ from gridbus.agents.schedd.jobattrs import (
     SCHEDD_OWNED,
     SUSPENDED,
     HoldCode,
+    runs_on_submit_host,
 )
 from gridbus.agents.schedd.jobevents import JobEvents, user_log_paths
 from gridbus.agents.schedd.jobqueue import JobQueue, Proc
 from gridbus.agents.schedd.queries import compile_constraint
-from gridbus.agents.schedd.scheduniv import runs_on_submit_host
 from gridbus.agents.schedd.userlogs import HOLD_USER_LOG
 from gridbus.classad.values import is_number
 from gridbus.eventlog import writer

@@ -14,8 +14,8 @@ from typing import Any
 
 from gridbus.agent import Call, method
 from gridbus.agents.schedd.claims import Claim, Claims, Spawn
+from gridbus.agents.schedd.jobattrs import runs_on_submit_host
 from gridbus.agents.schedd.jobqueue import JobQueue, Proc
-from gridbus.agents.schedd.scheduniv import runs_on_submit_host
 from gridbus.agents.schedd.settings import ScheddSettings
 from gridbus.agents.schedd.shadows import Shadows
 from gridbus.autocluster import AutoClusters, JobRun

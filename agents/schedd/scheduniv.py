@@ -28,23 +28,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gridbus.agents.schedd.claims import Spawn
-from gridbus.agents.schedd.jobattrs import IDLE, REMOVED
+from gridbus.agents.schedd.jobattrs import IDLE, LOCAL_UNIVERSES, REMOVED, runs_on_submit_host
 from gridbus.agents.schedd.jobqueue import JobQueue, Proc
 from gridbus.agents.schedd.settings import ScheddSettings
 from gridbus.jobargs import ArgumentError, job_argv, job_environment
 
-if TYPE_CHECKING:  # jobstate.py imports runs_on_submit_host from here
+if TYPE_CHECKING:
     from gridbus.agents.schedd.jobstate import JobState
     from gridbus.agents.startd.accounts import Account
 
 log = logging.getLogger("gridbus.schedd.local")
-
-LOCAL_UNIVERSES = frozenset({7, 12})  # scheduler, local
-
-def runs_on_submit_host(ad: dict[str, Any]) -> bool:
-    """True for jobs the schedd runs itself: never offered to the negotiator or a claim."""
-    return ad.get("JobUniverse") in LOCAL_UNIVERSES
-
 
 def _signal(value: Any, default: int) -> int:
     if isinstance(value, int) and not isinstance(value, bool):

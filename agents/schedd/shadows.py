@@ -49,9 +49,9 @@ from gridbus.agents.schedd.claims import (
     Spawn,
     deactivation,
 )
+from gridbus.agents.schedd.jobattrs import runs_on_submit_host
 from gridbus.agents.schedd.jobqueue import IDLE as IDLE_JOB
 from gridbus.agents.schedd.jobqueue import Cluster, JobQueue
-from gridbus.agents.schedd.scheduniv import runs_on_submit_host
 from gridbus.agents.schedd.settings import ScheddSettings
 from gridbus.rpc import CallTimeout
 from gridbus.status import Status

@@ -32,7 +32,6 @@ KNOWN_CYCLES: set[frozenset[str]] = {
                "gridbus.agents.startd.agent", "gridbus.agents.startd.claims", "gridbus.agents.startd.limits",
                "gridbus.agents.startd.reports", "gridbus.agents.startd.sandbox", "gridbus.agents.startd.simulated",
                "gridbus.agents.startd.slots", "gridbus.agents.startd.spawn", "gridbus.agents.startd.starter"}),
-    frozenset({"gridbus.agents.schedd.jobstate", "gridbus.agents.schedd.scheduniv"}),
 }
 # Core modules that still reach up, each with the module it reaches: the same rule as above.
 KNOWN_UPWARD: set[tuple[str, str]] = {("gridbus.dagman.main", "gridbus.console.schedd")}

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gridbus.agents.schedd.scheduniv import runs_on_submit_host
+from gridbus.agents.schedd.jobattrs import runs_on_submit_host
 from gridbus.autocluster import AutoClusters
 from gridbus.classad import ExprTree
 from tests.unit.schedd.inproc import call, make_schedd, submit
