@@ -49,7 +49,7 @@ def one_cycle(slots: int, autoclusters: int, kinds: int, distinct: bool, hardwar
         neg = Negotiator("bench", "amqp://guest:guest@127.0.0.1:5672/", spool=spool)
         neg._client = SimClient([schedd])
         started = time.perf_counter()
-        stats = asyncio.run(neg.negotiate_with(machines, schedd.submitter_ads()))
+        stats = asyncio.run(neg.cycle.run(machines, schedd.submitter_ads()))
         elapsed = time.perf_counter() - started
     return {"seconds": round(elapsed, 3), "matches": stats.matches, "evaluations": stats.evaluations,
             "schedd_calls": stats.schedd_calls, "requests": stats.requests}

@@ -290,7 +290,7 @@ def negotiator_only(slots: int, jobs: int) -> dict[str, Any]:
         client.call = timed_call  # type: ignore[method-assign]
         neg._client = client  # type: ignore[assignment]
         started, cpu0 = time.perf_counter(), time.process_time()
-        stats = asyncio.run(neg.negotiate_with(machines, [a for s in schedds for a in s.submitter_ads()]))
+        stats = asyncio.run(neg.cycle.run(machines, [a for s in schedds for a in s.submitter_ads()]))
         total, cpu = time.perf_counter() - started, time.process_time() - cpu0
     schedds_s = sum(spent.values())
     return {"slots": slots, "jobs": per_cluster * SCHEDDS * CLUSTERS_PER_SCHEDD, "matches": stats.matches,

@@ -8,25 +8,19 @@ Follows HTCondor's accountant. A submitter's real priority moves towards the num
 
 Its effective priority is the real priority times its priority factor; a smaller effective
 priority is a better one. Accumulated usage is slot-weight-seconds, never decayed. Everything is
-persisted in one JSON file, written atomically (rename), so a restarted negotiator keeps the pool's
-history.
+persisted in one JSON file (accountant_store.py), so a restarted negotiator keeps the pool's history.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 # HTCondor's floor for a real priority: a user who used nothing for a long time gets 0.5.
 MIN_PRIORITY = 0.5
 DEFAULT_FACTOR = 1.0
-FORMAT_VERSION = 1
 
 _LIMIT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
@@ -59,7 +53,6 @@ class Accountant:
     """Priorities and usage of every submitter, and the pool's concurrency limits."""
 
     halflife: float = 86400.0
-    path: Path | None = None
     default_limit: int = 2**31 - 1  # CONCURRENCY_LIMIT_DEFAULT
     users: dict[str, UserRecord] = field(default_factory=dict)
     limits: dict[str, int] = field(default_factory=dict)  # lower-cased limit name -> maximum
@@ -68,44 +61,6 @@ class Accountant:
     def __post_init__(self) -> None:
         if self.halflife <= 0:
             raise ValueError(f"PRIORITY_HALFLIFE must be positive, got {self.halflife}")
-
-    # ------------------------------------------------------------------ persistence
-    @classmethod
-    def load(cls, path: str | Path, halflife: float = 86400.0, default_limit: int = 2**31 - 1) -> Accountant:
-        """The accountant saved at ``path``, or a fresh one when the file does not exist yet."""
-        acc = cls(halflife=halflife, path=Path(path), default_limit=default_limit)
-        try:
-            raw = json.loads(Path(path).read_text())
-        except FileNotFoundError:
-            return acc
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"cannot read the accountant file {path}: {exc}") from exc
-        fields = set(UserRecord.__dataclass_fields__)
-        for name, rec in (raw.get("users") or {}).items():
-            acc.users[name] = UserRecord(**{k: v for k, v in rec.items() if k in fields})
-        acc.limits = {str(k).lower(): int(v) for k, v in (raw.get("limits") or {}).items()}
-        acc.last_update = float(raw.get("last_update") or 0.0)
-        return acc
-
-    def save(self) -> None:
-        if self.path is None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        body = {
-            "version": FORMAT_VERSION,
-            "last_update": self.last_update,
-            "users": {n: asdict(u) for n, u in self.users.items()},
-            "limits": self.limits,
-        }
-        # Write-then-rename: a crash mid-write leaves the previous file whole.
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".accountant-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(body, f, indent=1, sort_keys=True)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
 
     # ------------------------------------------------------------------ priorities
     def user(self, name: str) -> UserRecord:

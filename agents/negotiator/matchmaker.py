@@ -27,6 +27,9 @@ take on the matching thread (``request_seconds``: cpu, not wall time, so a busy 
 make an honest request look hostile); past either, the request is rejected for the cycle as a
 hostile expression (:data:`REJECT_HOSTILE`, with a sentence in :attr:`Matchmaker.hostile`) instead of being tried on
 every slot.
+
+This file is over 500 lines on purpose: ``Matchmaker`` is one hot loop's state (the partitions of
+the slots, their rank orders and the caches) that all its methods share and change together.
 """
 
 from __future__ import annotations
@@ -530,7 +533,7 @@ class Matchmaker:
             slot = self.slots[entry[2]]
             if slot.partitionable:  # carve it while the request fits
                 while len(matches) < count:
-                    need = _request(job, slot.ad)
+                    need = requested(job, slot.ad)
                     if not self._fits(slot, job, need):
                         break
                     if spent + need[0] > budget + 1e-9:
@@ -563,7 +566,7 @@ class Matchmaker:
 DEFAULT_REQUEST = (1.0, 128.0, 1024.0)
 
 
-def _request(job: dict[str, Any], slot_ad: dict[str, Any]) -> tuple[float, float, float]:
+def requested(job: dict[str, Any], slot_ad: dict[str, Any]) -> tuple[float, float, float]:
     """RequestCpus, RequestMemory, RequestDisk of a job against a slot."""
     return (
         max(eval_number(get(job, "RequestCpus"), job, slot_ad, DEFAULT_REQUEST[0]), 0.0),

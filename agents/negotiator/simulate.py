@@ -1,7 +1,7 @@
 """A simulated pool for the negotiator: Machine and Submitter ads, and schedds that answer
 GetResourceRequests and Match in process (no broker, no processes).
 
-Used by the unit tests and by bench/bench_negotiation.py to drive `Negotiator.negotiate_with`
+Used by the unit tests and by bench/bench_negotiation.py to drive `Negotiator.cycle.run`
 exactly as a cycle does, with the broker round trips replaced by direct calls.
 """
 

@@ -30,7 +30,7 @@ def test_the_negotiator_answers_during_a_hostile_cycle(amqp_url, tmp_path):
         assert s.call("negotiator@n-hostile", "GetPriorities").status == 0  # connected, warm
         agent._client = SimClient([good, bad], fallback=agent._client)  # the schedds, in process
         ads = good.submitter_ads() + bad.submitter_ads()
-        cycle = asyncio.run_coroutine_threadsafe(agent.negotiate_with(machine_ads(2_000), ads), t.loop)
+        cycle = asyncio.run_coroutine_threadsafe(agent.cycle.run(machine_ads(2_000), ads), t.loop)
         waits = []
         while not cycle.done():
             started = time.perf_counter()

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from gridbus.agents.negotiator.accountant import MIN_PRIORITY, Accountant, parse_limits
+from gridbus.agents.negotiator.accountant_store import AccountantStore
 
 
 def test_priority_moves_half_way_to_usage_in_one_halflife():
@@ -46,20 +47,21 @@ def test_effective_priority_is_real_times_factor_and_orders_users():
 
 def test_persisted_across_restarts(tmp_path):
     path = tmp_path / "spool" / "accountant.json"
-    acc = Accountant.load(path, halflife=50.0)
+    store = AccountantStore(path)
+    acc = store.load(halflife=50.0)
     acc.set_factor("carol", 2.0)
     acc.update_usage({"carol": 1.0}, now=10.0)
     acc.update_usage({"carol": 1.0}, now=60.0)
     acc.set_limit("Licenses", 3)
-    acc.save()
-    again = Accountant.load(path, halflife=50.0)
+    store.save(acc)
+    again = store.load(halflife=50.0)
     assert again.user("carol").PriorityFactor == 2.0
     assert again.user("carol").Priority == pytest.approx(acc.user("carol").Priority)
     assert again.limit_max("licenses") == 3 and again.last_update == 60.0
     assert json.loads(path.read_text())["version"] == 1
     path.write_text("{not json")
     with pytest.raises(ValueError, match="accountant file"):
-        Accountant.load(path)
+        store.load()
 
 
 def test_concurrency_limits_fall_back_to_group_then_default():

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from gridbus.agents.negotiator import agent
+from gridbus.agents.negotiator import collector_ads
 from gridbus.agents.negotiator.agent import Negotiator
 from gridbus.rpc import CallTimeout, MethodResult
 
@@ -33,19 +33,19 @@ class LateCollector:
 
 
 def test_a_collector_up_just_after_the_first_locate_is_found_within_a_second(monkeypatch):
-    monkeypatch.setattr(agent, "LOCATE_TIMEOUTS", (0.05, 0.1, 0.2, 0.4))
+    monkeypatch.setattr(collector_ads, "LOCATE_TIMEOUTS", (0.05, 0.1, 0.2, 0.4))
     client = LateCollector(up_after=0.08)
     neg = Negotiator("n", "amqp://unused", interval=3600)
     neg._client = client
-    assert asyncio.run(neg._collector_address()) == "collector@c"
+    assert asyncio.run(neg.collector.address()) == "collector@c"
     assert client.waits == [0.05, 0.1]  # found by the second try, not after one wait of 0.4 s
 
 
 def test_no_collector_at_all_is_a_timeout_after_every_try(monkeypatch):
-    monkeypatch.setattr(agent, "LOCATE_TIMEOUTS", (0.01, 0.02))
+    monkeypatch.setattr(collector_ads, "LOCATE_TIMEOUTS", (0.01, 0.02))
     client = LateCollector(up_after=3600)
     neg = Negotiator("n", "amqp://unused", interval=3600)
     neg._client = client
     with pytest.raises(CallTimeout):
-        asyncio.run(neg._collector_address())
+        asyncio.run(neg.collector.address())
     assert client.waits == [0.01, 0.02]

@@ -6,6 +6,7 @@ import asyncio
 
 from gridbus import bus, wire
 from gridbus.agents.negotiator.agent import Negotiator
+from gridbus.agents.negotiator.collector_ads import AWAIT_CYCLES
 from gridbus.agents.negotiator.simulate import SimClient, SimSchedd, job_ads, machine_ads
 
 
@@ -17,7 +18,7 @@ def negotiator(tmp_path, schedds, **kw):
 
 def cycle(neg, machines, schedds):
     ads = [a for s in schedds for a in s.submitter_ads()]
-    return asyncio.run(neg.negotiate_with(machines, ads))
+    return asyncio.run(neg.cycle.run(machines, ads))
 
 
 def owners_of(schedd):
@@ -117,7 +118,7 @@ def test_a_submitter_back_with_fewer_idle_jobs_than_before_wakes_a_cycle(tmp_pat
     async def woken_by(*messages: _Message) -> bool:
         neg._wake = asyncio.Event()
         for m in messages:
-            await neg._on_submitter_ads(m)
+            await neg.submitter_ads.on_message(m)
         return neg._wake.is_set()
 
     def ad(idle: int) -> _Message:
@@ -140,7 +141,7 @@ def test_idle_jobs_that_arrived_as_many_others_started_wake_a_cycle(tmp_path):
 
     async def woken_by(idle: int, arrived: int) -> bool:
         neg._wake = asyncio.Event()
-        await neg._on_submitter_ads(_Message(bus.T_AD, {"ads": [
+        await neg.submitter_ads.on_message(_Message(bus.T_AD, {"ads": [
             {"MyType": "Submitter", "Name": "alice@schedd@h", "IdleJobs": idle, "IdleJobsArrived": arrived}]}))
         return neg._wake.is_set()
 
@@ -171,8 +172,6 @@ def test_a_cycle_that_missed_the_submitter_ad_that_woke_it_looks_again(tmp_path)
     that woke it (its ads and its queries come on different queues): the negotiator wakes
     again until it sees that ad or a newer one, for AWAIT_CYCLES cycles at most. Without
     this, the new jobs waited for NEGOTIATOR_INTERVAL."""
-    from gridbus.agents.negotiator import agent as negotiator_agent
-
     s = SimSchedd("s1", {"alice": job_ads("alice", 3, 10)})
     neg = negotiator(tmp_path, [s])
     machines = machine_ads(5, kinds=1, seed=3)
@@ -185,9 +184,9 @@ def test_a_cycle_that_missed_the_submitter_ad_that_woke_it_looks_again(tmp_path)
             return machines if types == ["Machine"] else answers.pop(0)
 
         async def main() -> list[bool]:
-            neg._query = query
+            neg.collector.query = query
             neg._wake = asyncio.Event()
-            await neg._on_submitter_ads(_Message(bus.T_AD, {"ads": woke}))
+            await neg.submitter_ads.on_message(_Message(bus.T_AD, {"ads": woke}))
             out = []
             while answers:
                 neg._wake.clear()
@@ -195,10 +194,10 @@ def test_a_cycle_that_missed_the_submitter_ad_that_woke_it_looks_again(tmp_path)
                 out.append(neg._wake.is_set())
             return out
 
-        neg._idle_seen.clear()
+        neg.submitter_ads.idle_seen.clear()
         return asyncio.run(main())
 
     assert wakes([[], older, newer]) == [True, True, False]
     assert wakes([woke]) == [False]
-    n = negotiator_agent.AWAIT_CYCLES
+    n = AWAIT_CYCLES
     assert wakes([[] for _ in range(n)]) == [True] * (n - 1) + [False]

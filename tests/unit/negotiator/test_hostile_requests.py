@@ -44,7 +44,7 @@ def test_a_hostile_submitter_is_skipped_and_others_match():
     bad.jobs["mallory"] = hostile_job_ads("mallory", 5, 2, first_cluster=100)
     neg = Negotiator("n", "amqp://unused", interval=3600)
     neg._client = SimClient([good, bad])
-    stats = asyncio.run(neg.negotiate_with(machine_ads(500), good.submitter_ads() + bad.submitter_ads()))
+    stats = asyncio.run(neg.cycle.run(machine_ads(500), good.submitter_ads() + bad.submitter_ads()))
     assert len(good.matched) == 30 and not bad.matched
     # Two hostile requests and mallory is done for the cycle: its other three are not tried.
     assert stats.rejections[REJECT_HOSTILE] == 2 * 2

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from gridbus.adrefs import slot_job_refs
 from gridbus.agents.negotiator import matchmaker as mk
 from gridbus.agents.negotiator.analyze import analyze
-from gridbus.agents.negotiator.matchmaker import Matchmaker, _request, eval_number, get
+from gridbus.agents.negotiator.matchmaker import Matchmaker, eval_number, get, requested
 from gridbus.autocluster import AutoClusters
 from gridbus.classad import ExprTree
 
@@ -198,7 +198,7 @@ def test_matching_the_request_is_matching_the_full_ad(case):
         assert mk.test_expr(get(s, "Requirements"), s, request) == mk.test_expr(get(s, "Requirements"), s, full)
         assert eval_number(get(request, "Rank"), request, s) == eval_number(get(full, "Rank"), full, s)
         assert eval_number(get(s, "Rank"), s, request) == eval_number(get(s, "Rank"), s, full)
-        assert _request(request, s) == _request(full, s)
+        assert requested(request, s) == requested(full, s)
     # The negotiator's answer for the request is the one for the full ad, and analyze (which
     # reads the full ad) counts as many matching slots as the negotiator finds.
     by_request, by_full = Matchmaker(slots).candidates(request), Matchmaker(slots).candidates(full)

@@ -1,0 +1,291 @@
+"""One negotiation cycle over the ads the collector gave (docs/protocols.md, "Negotiation").
+
+Charge usage to the accountant; order the submitters by effective user priority; give each its
+fair share of the pool in the first round and what is left in later rounds; ask each submitter's
+schedd for resource requests; match them; send each batch's matches in one Match call.
+
+Matchmaking runs on a thread of its own (``off_loop``), not on the event loop: how long it takes
+is decided by the expressions users send (each evaluation is bounded, but a cycle evaluates many),
+and the negotiator must keep answering its calls meanwhile. A request the matchmaker finds hostile
+(``REJECT_HOSTILE``) is rejected for the cycle with a sentence in the log; a submitter with
+HOSTILE_REQUESTS such requests in one cycle is skipped for the rest of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import math
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from gridbus.adrefs import SlotRefs, lowered, slot_job_refs
+from gridbus.agents.negotiator.accountant import Accountant, parse_limits
+from gridbus.agents.negotiator.cycle_stats import CycleStats
+from gridbus.agents.negotiator.matchmaker import (
+    HOSTILE_STRIKES,
+    REJECT_HOSTILE,
+    REJECT_LIMIT,
+    REJECT_PRIORITY,
+    REQUEST_SECONDS,
+    Matchmaker,
+    fair_shares,
+    get,
+)
+from gridbus.agents.negotiator.pending import PendingMatches
+from gridbus.agents.negotiator.submitters import (
+    MATCHES_PER_CALL,
+    ScheddCalls,
+    Submitter,
+    submitters_of,
+)
+from gridbus.classad.values import is_number
+
+MAX_ROUNDS = 6  # HTCondor gives up after a few pie spins too
+HOSTILE_REQUESTS = 2  # hostile requests of one submitter after which it is skipped for the cycle
+
+
+class Cycle:
+    """The negotiation cycles of one negotiator: what one cycle does, and what cycles share (the
+    slots still pending, the match thread, the last cycle's figures)."""
+
+    def __init__(
+        self, accountant: Accountant, schedds: ScheddCalls, pending: PendingMatches, save: Callable[[], None],
+        log: logging.Logger, *, prefetch: bool = True, match_strikes: int = HOSTILE_STRIKES,
+        match_request_seconds: float = REQUEST_SECONDS, name: str = "",
+    ):
+        if match_strikes < 1 or match_request_seconds <= 0:
+            raise ValueError("a request's evaluation allowance must be at least 1 strike and a positive time")
+        self.accountant = accountant
+        self.schedds = schedds
+        self.pending = pending
+        self._save = save
+        self.log = log
+        self.prefetch = bool(prefetch)
+        # A request's evaluation allowance per cycle (see matchmaker.py, "Hostile requests").
+        self.match_strikes = int(match_strikes)
+        self.match_request_seconds = float(match_request_seconds)
+        self.name = name
+        self.last = CycleStats()
+        self.cycles = 0
+        self.total_matches = 0
+        self._job_attrs: frozenset[str] | None = frozenset()  # this cycle's AutoClusterAttrs
+        self._matcher: ThreadPoolExecutor | None = None  # the thread matchmaking runs on
+        self._sends: list[asyncio.Future] = []  # this cycle's Match calls, answered meanwhile
+
+    def close(self) -> None:
+        if self._matcher is not None:
+            self._matcher.shutdown(wait=False, cancel_futures=True)
+            self._matcher = None
+
+    async def off_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` on the match thread. One thread: the cycle's steps stay in order, and the
+        matchmaker's state is only ever touched by one of them at a time."""
+        if self._matcher is None:
+            self._matcher = ThreadPoolExecutor(1, thread_name_prefix=f"negotiator-{self.name}-match")
+        return await asyncio.get_running_loop().run_in_executor(self._matcher, functools.partial(fn, *args))
+
+    async def run(
+        self, machines: list[dict[str, Any]], submitter_ads: list[dict[str, Any]], started: float | None = None,
+        fetch: float = 0.0,
+    ) -> CycleStats:
+        """One cycle over ads already fetched (the benchmark's simulator calls this directly);
+        ``started``: when the cycle began fetching them (its duration counts the fetch, ``fetch`` s)."""
+        started = time.monotonic() if started is None else started
+        stats = CycleStats(start=time.time(), fetch=fetch)
+        now = time.time()
+        mark = time.monotonic()
+        in_use, limits_used, mm, pie = await self.off_loop(self._prepare, machines, now)
+        self.accountant.update_usage(in_use, now)
+        stats.slots = len(mm.slots)
+        subs = submitters_of(submitter_ads)
+        stats.submitters = len(subs)
+        stats.idle_jobs = sum(s.idle for s in subs)
+        owners = sorted({s.owner for s in subs}, key=lambda o: (self.accountant.effective_priority(o), o))
+        mark = stats.lap("accounting", mark)
+        if self.prefetch and mm.has_free():
+            # NEGOTIATOR_PREFETCH_REQUESTS: every submitter's first page at once, so a cycle
+            # waits for the slowest schedd once instead of for each in turn. Not when no slot is
+            # free (a pool filling up, its slots matched and not yet re-advertised): the rounds
+            # would ask nothing of the schedds, busy with their claims.
+            await asyncio.gather(*(self.schedds.fetch(s, self._job_attrs, stats) for s in subs))
+        mark = stats.lap("first_requests", mark)
+        self._sends = []
+        unlimited = False
+        for round_no in range(MAX_ROUNDS):
+            active = [o for o in owners if any(s.wants() for s in subs if s.owner == o)]
+            if not active or not mm.has_free():
+                break
+            stats.rounds = round_no + 1
+            eup = {o: self.accountant.effective_priority(o) for o in active}
+            if unlimited:
+                shares = {o: math.inf for o in active}
+            elif round_no == 0:
+                shares = fair_shares(pie, eup, in_use)
+            else:
+                shares = fair_shares(await self.off_loop(lambda: mm.free_weight), eup, {})
+            matched_this_round = 0
+            for owner in active:
+                budget = shares[owner]
+                for sub in (s for s in subs if s.owner == owner):
+                    if budget <= 1e-9 or not mm.has_free():
+                        break
+                    got, weight = await self._negotiate_submitter(sub, mm, budget, limits_used, stats)
+                    budget -= weight
+                    matched_this_round += got
+            if matched_this_round == 0:
+                if unlimited:
+                    break
+                # Shares too small for a whole slot: hand the rest out in priority order.
+                unlimited = True
+        mark = stats.lap("matching", mark)
+        stats.matches = sum(await asyncio.gather(*self._sends))
+        stats.lap("answers", mark)
+        self._sends = []
+        for sub in subs:
+            for req in sub.requests:
+                if req["Left"] > 0:
+                    reason = req.get("Reason") or REJECT_PRIORITY
+                    stats.rejections[reason] = stats.rejections.get(reason, 0) + req["Left"]
+        stats.evaluations = mm.evaluations
+        stats.duration = time.monotonic() - started
+        self.last = stats
+        self.cycles += 1
+        self.total_matches += stats.matches
+        try:
+            self._save()
+        except OSError:
+            self.log.exception("could not save the accountant")
+        self.log.info(
+            "cycle %d: %d matches, %d slots, %d submitters, %d requests, %.3f s (%.3f s reading the ads, "
+            "%.3f s accounting, %.3f s first requests, %.3f s matching, %.3f s waiting for Match answers)",
+            self.cycles, stats.matches, stats.slots, stats.submitters, stats.requests, stats.duration, stats.fetch,
+            stats.accounting, stats.first_requests, stats.matching, stats.answers,
+        )
+        return stats
+
+    def _prepare(
+        self, machines: list[dict[str, Any]], now: float
+    ) -> tuple[dict[str, float], dict[str, float], Matchmaker, float]:
+        """The cycle's work over every Machine ad (on the match thread): usage, the job attributes
+        slots read, the matchmaker, and the pie."""
+        lows = [lowered(m) for m in machines]  # once for the cycle: the usage, the refs, the matchmaker
+        in_use, limits_used = usage(lows)
+        # What the schedds' requests must carry besides the significant attributes: every job
+        # attribute a slot may read (all Machine ads, claimed ones too, so the list, and with it
+        # the schedds' autoclusters, does not change with what is busy). The matchmaker groups
+        # its slots by the same names (a superset of what its unclaimed slots read).
+        refs = SlotRefs(lows)
+        self._job_attrs = slot_job_refs(refs)
+        pie = sum(float(m.get("cpus", 1) or 0) for m in lows if m.get("state") in ("Unclaimed", "Claimed", None))
+        ads, ads_low = self.pending.hide(machines, lows, now)
+        mm = Matchmaker(ads, lows=ads_low, refs=refs, strikes=self.match_strikes,
+                        request_seconds=self.match_request_seconds)
+        return in_use, limits_used, mm, pie
+
+    async def _negotiate_submitter(
+        self, sub: Submitter, mm: Matchmaker, budget: float, limits_used: dict[str, float], stats: CycleStats
+    ) -> tuple[int, float]:
+        """Match this submitter's requests within ``budget`` slot weight; returns (matches sent,
+        weight)."""
+        spent = 0.0
+        made = 0
+        batch = sub.open_requests()
+        while True:
+            if not batch and not sub.exhausted and not sub.failed:
+                batch = await self.schedds.fetch(sub, self._job_attrs, stats)
+                if not batch:
+                    break
+            if not batch:
+                break
+            matches, spent, out_of_budget = await self.off_loop(
+                self._match_batch, sub, batch, mm, budget, spent, limits_used
+            )
+            if matches:
+                # Not awaited here: the schedd takes its matches while the cycle goes on with the
+                # next submitter (the slots are taken either way); the cycle gathers the answers.
+                for i in range(0, len(matches), MATCHES_PER_CALL):
+                    chunk = matches[i : i + MATCHES_PER_CALL]
+                    self._sends.append(asyncio.ensure_future(self.schedds.send_matches(sub, chunk, stats)))
+                made += len(matches)
+            if out_of_budget or sub.failed or not mm.has_free() or spent >= budget - 1e-9:
+                break
+            batch = []
+        return made, spent
+
+    def _match_batch(
+        self, sub: Submitter, batch: list[dict[str, Any]], mm: Matchmaker, budget: float, spent: float,
+        limits_used: dict[str, float],
+    ) -> tuple[list[dict[str, Any]], float, bool]:
+        """Match one batch of a submitter's requests (on the match thread); returns the matches,
+        the slot weight spent so far, and whether the submitter's budget ran out."""
+        matches: list[dict[str, Any]] = []
+        out_of_budget = False
+        now = time.time()
+        for req in batch:
+            job = req["Ad"]
+            wanted = parse_limits(get(job, "ConcurrencyLimits"))
+            # How many more jobs of this request the concurrency limits let run.
+            cap = req["Left"]
+            for n, a in wanted.items():
+                if a > 0:
+                    room = self.accountant.limit_max(n) - limits_used.get(n, 0.0)
+                    cap = min(cap, max(0, math.floor(room / a + 1e-9)))
+            found, reason = mm.match(job, cap, budget - spent) if cap > 0 else ([], None)
+            if reason is None and cap < req["Left"]:
+                reason = REJECT_LIMIT
+            for m in found:
+                for n, a in wanted.items():
+                    limits_used[n] = limits_used.get(n, 0.0) + a
+                spent += m.weight
+                # No SlotAd: the startd's RequestClaim answer brings the slot's ad, fresh, so the
+                # match does not carry one (1 KB each, 200 MB in a cycle of 200,000 matches: a
+                # second's copying and encoding here, three of decoding in the schedds).
+                matches.append(
+                    {
+                        "AutoClusterId": req["AutoClusterId"],
+                        "ClaimId": m.slot.claim_id,
+                        "Slot": m.slot.name,
+                        "Startd": m.slot.startd,
+                    }
+                )
+                self.pending.remember(m.slot, m.slot_ad, job, now)
+            req["Left"] -= len(found)
+            req["Reason"] = reason
+            if reason == REJECT_HOSTILE:
+                sub.hostile += 1
+                self.log.warning(
+                    "request %s of %s rejected for this cycle as a hostile expression: %s",
+                    req["AutoClusterId"], sub.name, mm.hostile,
+                )
+                if sub.hostile >= HOSTILE_REQUESTS:
+                    self.log.warning("%s skipped for the rest of this cycle: %d hostile requests", sub.name, sub.hostile)
+                    sub.failed = True
+                    break
+            if reason == REJECT_PRIORITY:
+                out_of_budget = True
+                break
+            if not mm.has_free():
+                break
+        return matches, spent, out_of_budget
+
+
+def usage(lows: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
+    """Slot weight held per owner, and concurrency-limit use, from the claimed slots (the Machine
+    ads keyed by lower-case names)."""
+    in_use: dict[str, float] = {}
+    limits: dict[str, float] = {}
+    for m in lows:
+        if m.get("state") != "Claimed" or m.get("partitionableslot", False):
+            continue
+        owner = m.get("remoteowner")
+        if isinstance(owner, str) and owner:
+            owner = owner.split("@", 1)[0]
+            cpus = m.get("cpus", 1)
+            in_use[owner] = in_use.get(owner, 0.0) + (float(cpus) if is_number(cpus) else 1.0)
+        for name, amount in parse_limits(m.get("concurrencylimits")).items():
+            limits[name] = limits.get(name, 0.0) + amount
+    return in_use, limits
