@@ -10,7 +10,7 @@ from gridbus.classad import nodes as N
 from gridbus.classad.compiler import compile_node
 from gridbus.classad.limits import EvaluationLimitExceeded
 from gridbus.classad.parser import parse_expression
-from gridbus.classad.scope import EMPTY_SCOPE, AdValue, Ctx, ListValue, Scope, resolve
+from gridbus.classad.scope import EMPTY_SCOPE, AdValue, Ctx, ListValue, Scope, from_python
 from gridbus.classad.unparse import COMPACT, OLD, PRETTY, format_python, unparse
 from gridbus.classad.values import ERROR, MISSING, UNDEFINED, AbsTime, RelTime, Value
 
@@ -372,12 +372,17 @@ def python_to_node(v: Any) -> N.Node:
 
 
 def eval_attr(scope: Scope, name: str, target: Scope | None) -> Any:
-    """The internal value of attribute ``name`` of ``scope``'s ad, with TARGET ``target``."""
+    """The internal value of attribute ``name`` of ``scope``'s ad, with TARGET ``target``.
+
+    The attribute's expression is evaluated as such, not as a reference to it: as in HTCondor's
+    library, a reference to ``name`` inside it is then followed once before the cycle is cut
+    (``[e = ifThenElse(e is undefined, 1, 2)]``: ``eval("e")`` is 2, ``[...].e`` is 1).
+    """
     raw = scope.get(name, name.lower())
     if raw is MISSING:
         return UNDEFINED
     try:
-        return resolve(scope, name.lower(), raw, Ctx(scope, target))
+        return from_python(raw, scope, Ctx(scope, target))
     except (RecursionError, EvaluationLimitExceeded):
         return ERROR
 

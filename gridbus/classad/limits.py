@@ -38,7 +38,7 @@ class EvaluationLimitExceeded(ClassAdException):
 
 class Evaluation:
     """What the contexts of one evaluation share: attributes being evaluated (to turn a cycle into
-    error) and the budget spent so far. (The memo of values is per context: scope.Ctx.memo.)"""
+    undefined) and the budget spent so far. (The memo of values is per context: scope.Ctx.memo.)"""
 
     __slots__ = ("busy", "steps", "deadline", "cycles")
 

@@ -11,6 +11,7 @@ import datetime as _dt
 from typing import Any
 
 from gridbus.classad.limits import Evaluation
+from gridbus.classad.nodes import RecordExpr
 from gridbus.classad.values import ERROR, MISSING, UNDEFINED, AbsTime, RelTime, Value
 
 # Lower-case views of plain dicts, keyed by id() and checked against the dict itself and its size
@@ -108,11 +109,19 @@ def resolve(scope: Scope, lname: str, raw: Any, ctx: Ctx) -> Any:
             if hit is not None:
                 return hit[0]
         ev = ctx.ev or ctx.evaluation()
-        key = (id(scope.d), lname)
+        # A cycle is a reference back into an attribute being evaluated. HTCondor's library tells
+        # attributes apart by their expression objects, and a nested ad literal's attributes are
+        # new objects in each copy of the expression that holds it (ClassAd.eval evaluates a copy
+        # of the attribute's expression): so a literal's attributes are told apart by the scope
+        # made at each evaluation of the literal; any other ad's by its table.
+        key = (id(scope) if type(scope.source) is RecordExpr else id(scope.d), lname)
         busy = ev.busy
         if key in busy:
+            # A reference back into an attribute being evaluated (`[a = b; b = a].a`): HTCondor's
+            # library answers undefined there, so the expression around it goes on as it would
+            # for a missing attribute (`a is undefined` is true inside the cycle).
             ev.cycles += 1
-            return ERROR
+            return UNDEFINED
         ev.step()
         cycles = ev.cycles
         busy.add(key)

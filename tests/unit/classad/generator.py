@@ -141,3 +141,37 @@ def atom(rng: random.Random) -> str:
     if r < 0.6:
         return rng.choice(["N.a", "N.b", "L[0]", "L[1]", "TARGET.L[1]", "N['x']", 'N["b"]'])
     return rng.choice(SCOPES) + rng.choice(ATTRS)
+
+
+# Circular references: nested ads whose attributes refer to each other or to themselves, wrapped in
+# random expressions and tests of what a cycle gives (`is undefined`, isError, ?:).
+CYCLE_WRAPS = ["{}", "{} is undefined", "{} isnt undefined", "isError({})", "isUndefined({})", "{} ?: 5",
+               "ifThenElse({} is undefined, 1, 2)", "{} + 1", "{} || true", "{} && false", "strcat({}, \"x\")",
+               "{{ {} }}", "size({{ {} }})", "{} =?= error"]
+
+
+def cyclic_ad(rng: random.Random) -> tuple[str, str]:
+    """An ad with a cycle among a, b and c, and the name of one of them."""
+    def ref(names: str) -> str:
+        wrap = rng.choice(CYCLE_WRAPS)
+        inner = rng.choice(names)
+        if rng.random() < 0.4:
+            inner = f"{inner} {rng.choice(BINARY)} {expression(rng, 3)}"
+        return wrap.format(inner)
+
+    shape = rng.random()
+    if shape < 0.25:  # a self-reference
+        ad = f"[ a = {ref('a')}; b = {expression(rng, 3)} ]"
+    elif shape < 0.65:  # two attributes referring to each other
+        ad = f"[ a = {ref('b')}; b = {ref('a')}; c = {ref('ab')} ]"
+    elif shape < 0.85:  # a longer ring
+        ad = f"[ a = {ref('b')}; b = {ref('c')}; c = {ref('a')} ]"
+    else:  # through a nested ad
+        ad = f"[ a = [ x = {ref('ab')} ].x; b = {ref('a')} ]"
+    return ad, rng.choice(["a", "b", "c"])
+
+
+def cyclic(rng: random.Random) -> str:
+    """An expression selecting an attribute from an ad with a cycle among a, b and c."""
+    ad, sel = cyclic_ad(rng)
+    return rng.choice([f"{ad}.{sel}", f"{rng.choice(CYCLE_WRAPS).format(ad + '.' + sel)}"])

@@ -90,9 +90,13 @@ def test_deep_nesting_is_a_parse_error_not_a_crash():
     assert ours.ExprTree(" || ".join(f'Name == "n{i}"' for i in range(3000))).eval({"Name": "n2999"}) is True
 
 
-def test_evaluation_never_raises_and_cycles_are_error():
-    ad = ours.ClassAd("[ a = b; b = a; c = c + 1 ]")
-    assert ad.eval("a") is ours.Value.Error and ad.eval("c") is ours.Value.Error
+def test_evaluation_never_raises_and_cycles_are_undefined():
+    # As in HTCondor's library: the reference that closes a cycle is undefined.
+    ad = ours.ClassAd("[ a = b; b = a; c = c + 1; d = a is undefined; e = ifThenElse(e is undefined, 1, 2) ]")
+    assert ad.eval("a") is ours.Value.Undefined and ad.eval("c") is ours.Value.Undefined
+    assert ad.eval("d") is True and ad.eval("e") == 2 and ours.ExprTree("[ e = ifThenElse(e is undefined, 1, 2) ].e").eval() == 1
+    theirs = classad2.ClassAd("[ a = b; b = a; c = c + 1; d = a is undefined; e = ifThenElse(e is undefined, 1, 2) ]")
+    assert [theirs.eval(k) for k in "ac"] == [classad2.Value.Undefined] * 2 and theirs.eval("e") == 2
     chain = ours.ClassAd({f"a{i}": ours.ExprTree(f"a{i + 1} + 1") for i in range(3000)})
     assert chain.eval("a0") in (ours.Value.Error, ours.Value.Undefined)
 

@@ -24,7 +24,7 @@ def test_an_attribute_is_evaluated_once_per_evaluation():
 
 
 def test_the_memo_does_not_change_a_cycle_or_my_and_target():
-    assert classad.compile("a").eval({"a": classad.ExprTree("b"), "b": classad.ExprTree("a")}) is classad.Value.Error
+    assert classad.compile("a").eval({"a": classad.ExprTree("b"), "b": classad.ExprTree("a")}) is classad.Value.Undefined
     # The same attribute name in MY and in TARGET are two values.
     my = {"x": classad.ExprTree("y + 1"), "y": 1}
     target = {"x": classad.ExprTree("y + 1"), "y": 10}
