@@ -153,7 +153,7 @@ def product_defaults() -> dict[str, str]:
     knobs = {k.env: k for k in declared().values()}
     out = {}
     for var in BASE_ENV:
-        if var == env_name("STARTER_ALLOW_ROOT_JOBS"):
+        if var in (env_name("STARTER_ALLOW_ROOT_JOBS"), env_name("USER_MAP")):
             continue
         default = knobs[var].default
         out[var] = str(default).lower() if isinstance(default, bool) else str(default)

@@ -159,11 +159,11 @@ async def bare_spawn(n: int) -> list[float]:
 
 async def starter_runs(execute: str, n: int, concurrency: int) -> tuple[list[float], float]:
     """Per-job latency (concurrency 1) or throughput; returns (latencies, jobs per second)."""
-    from gridbus.agents.startd.accounts import RunAsPolicy
+    from gridbus.agents.startd.accounts import RunAsPolicy, UserMap
     from gridbus.agents.startd.starter import Starter
 
     done: dict[str, asyncio.Future] = {}
-    starter = Starter(execute, RunAsPolicy(allow_runas_owner=False, allow_root_jobs=True),
+    starter = Starter(execute, RunAsPolicy(allow_runas_owner=False, allow_root_jobs=True, user_map=UserMap.parse("*=root")),
                       on_exit=lambda job: done[job.key].set_result(time.perf_counter()))
     loop = asyncio.get_running_loop()
     latencies: list[float] = []
@@ -203,7 +203,8 @@ def end_to_end(execute: str, n: int) -> tuple[list[float], list[float], list[flo
 
     url, mgmt, vhost = _vhost()
     try:
-        settings = StartdSettings(execute=execute, num_slots=1, allow_runas_owner=False, allow_root_jobs=True)
+        settings = StartdSettings(execute=execute, num_slots=1, allow_runas_owner=False, allow_root_jobs=True,
+                                 user_map=("*=root",))
         startd = Startd("bench", url, settings=settings, update_interval=60)
         schedd = BenchSchedd("bench", url)
         with AgentThread(startd), AgentThread(schedd) as st:

@@ -7,7 +7,9 @@ not mapped is the account of the same name (so `gridbus broker setup --user alic
 HTCondor's rule, made explicit with knobs: a startd running as root runs a job as its Owner's
 account when that account exists here (STARTER_ALLOW_RUNAS_OWNER); otherwise as a fixed unprivileged account
 (STARTER_UNPRIVILEGED_USER, e.g. ``nobody``) if one is configured; otherwise the job is refused
-with a hold reason. A job never runs as root unless STARTER_ALLOW_ROOT_JOBS says so. A startd that
+with a hold reason. A job runs as root only when its Owner maps to root (the Owner root, or USER_MAP
+``alice=root`` / ``*=root``) and STARTER_ALLOW_ROOT_JOBS says so: an Owner with no account is never
+promoted to root, whatever the knob says. A startd that
 is not root cannot switch accounts, so jobs run as the startd's own user (a personal pool).
 """
 
@@ -64,11 +66,10 @@ class UserMap:
         return cls(tuple(entries))
 
     def account_name(self, user: str | None) -> str | None:
-        if not user:
-            return user
+        """The account ``user`` maps to; a job with no Owner takes ``*``'s account, if any."""
         fallback = None
         for who, account in self.entries:
-            if who == user:
+            if user and who == user:
                 return account
             if who == "*" and fallback is None:
                 fallback = account
@@ -84,12 +85,19 @@ class RunAsPolicy:
     user_map: UserMap = UserMap()
 
     def account_for(self, owner: str | None) -> Account:
+        """The account ``owner``'s job (and its Fetch, user log and transfer) runs as.
+
+        Root only ever for an Owner that maps to root, and only with STARTER_ALLOW_ROOT_JOBS: an
+        Owner without an account here runs as STARTER_UNPRIVILEGED_USER (never root, whatever
+        STARTER_ALLOW_ROOT_JOBS says) or is refused. A knob named for root's own jobs must never
+        promote a stranger to root.
+        """
         if os.geteuid() != 0:
             return _current()
         mapped = self.user_map.account_name(owner)
         if mapped and mapped != "root" and self.allow_runas_owner:
             found = _lookup(mapped, self._cache_seconds)
-            if found is not None:
+            if found is not None and found.uid != 0:
                 return found
         if mapped == "root" and self.allow_root_jobs:
             return _lookup("root", self._cache_seconds) or _current()
@@ -99,27 +107,27 @@ class RunAsPolicy:
                 raise RunAsRefused(
                     f"STARTER_UNPRIVILEGED_USER {self.unprivileged_user!r} has no account on this machine"
                 )
-            if found.uid == 0 and not self.allow_root_jobs:
+            if found.uid == 0:
                 raise RunAsRefused(
-                    f"STARTER_UNPRIVILEGED_USER {self.unprivileged_user!r} is root; set STARTER_ALLOW_ROOT_JOBS to allow that"
+                    f"STARTER_UNPRIVILEGED_USER {self.unprivileged_user!r} is root; a job whose Owner "
+                    "has no account here never runs as root"
                 )
             return found
-        if self.allow_root_jobs:
-            return _lookup("root", self._cache_seconds) or _current()
         why = (
             "STARTER_ALLOW_RUNAS_OWNER is false"
-            if not self.allow_runas_owner
+            if not self.allow_runas_owner and mapped != "root"
             else f"Owner {owner!r} has no account on this machine"
             if owner and mapped == owner and owner != "root"
             else f"Owner {owner!r} maps (USER_MAP) to {mapped!r}, which has no account on this machine"
             if owner and mapped != "root"
-            else "the job's Owner is root"
+            else f"the job's Owner {owner!r} maps to root and STARTER_ALLOW_ROOT_JOBS is false"
             if owner
             else "the job has no Owner"
         )
         raise RunAsRefused(
             f"this daemon runs as root and will not run this job as root: {why}, and no "
-            "STARTER_UNPRIVILEGED_USER is configured (STARTER_ALLOW_ROOT_JOBS would allow root)"
+            "STARTER_UNPRIVILEGED_USER is configured (STARTER_ALLOW_ROOT_JOBS runs as root only "
+            "the jobs of an Owner that maps to root)"
         )
 
 

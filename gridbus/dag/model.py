@@ -25,6 +25,8 @@ class Script:
     arguments: list[str] = field(default_factory=list)
     defer_status: int | None = None  # DEFER: this exit status means "run me again later"
     defer_time: int = 0  # ... after this many seconds
+    debug_file: str = ""  # DEBUG: the file its captured output is appended to (relative to the node's DIR)
+    debug_type: str = ""  # ... STDOUT, STDERR or ALL
 
     def command_line(self) -> str:
         return " ".join([self.executable, *self.arguments])

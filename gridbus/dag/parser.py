@@ -3,7 +3,7 @@
     dag = parse_file("diamond.dag")          # DagError("diamond.dag:7: ...") on a bad line
 
 Commands: JOB (DIR, NOOP, DONE), FINAL, SUBDAG EXTERNAL, SPLICE (DIR), PARENT ... CHILD, RETRY
-(UNLESS-EXIT), VARS (PREPEND/APPEND accepted), SCRIPT [DEFER status time] PRE|POST|HOLD, PRE_SKIP,
+(UNLESS-EXIT), VARS (PREPEND/APPEND accepted), SCRIPT [DEFER status time] [DEBUG file type] PRE|POST|HOLD, PRE_SKIP,
 ABORT-DAG-ON (RETURN), PRIORITY, CATEGORY, MAXJOBS, CONFIG, DOT, NODE_STATUS_FILE, JOBSTATE_LOG,
 SET_JOB_ATTR, INCLUDE, and a rescue DAG's DONE. ALL_NODES stands for every node of the file
 in RETRY, VARS, SCRIPT, PRE_SKIP, PRIORITY, CATEGORY and ABORT-DAG-ON. Commands that name nodes
@@ -315,8 +315,9 @@ class _Reader:
             node.vars.update(pairs)
 
     def cmd_SCRIPT(self, args: list[str], line: str) -> None:
-        usage = "SCRIPT [DEFER status time] PRE|POST|HOLD name executable [arguments]"
+        usage = "SCRIPT [DEFER status time] [DEBUG file STDOUT|STDERR|ALL] PRE|POST|HOLD name executable [arguments]"
         defer_status, defer_time = None, 0
+        debug_file, debug_type = "", ""
         words = list(args)
         if words and words[0].upper() == "DEFER":
             self.need(words, 3, usage)
@@ -324,7 +325,11 @@ class _Reader:
             defer_time = _int(words[2], self.where, "DEFER time")
             words = words[3:]
         if words and words[0].upper() == "DEBUG":
-            words = words[3:]  # DEBUG file type: script output capture is not kept separately
+            self.need(words, 3, usage)
+            debug_file, debug_type = words[1], words[2].upper()
+            if debug_type not in ("STDOUT", "STDERR", "ALL"):
+                raise self.fail(f"DEBUG output type {words[2]!r} is not STDOUT, STDERR or ALL")
+            words = words[3:]
         if len(words) < 3 or words[0].upper() not in ("PRE", "POST", "HOLD"):
             raise self.fail(f"expected {usage}")
         kind = words[0].upper()
@@ -333,7 +338,8 @@ class _Reader:
         except ValueError as exc:
             raise self.fail(f"cannot split the script's command line: {exc}") from None
         for node in self.targets(words[1]):
-            setattr(node, kind.lower(), Script(kind, argv[0], argv[1:], defer_status, defer_time))
+            setattr(node, kind.lower(), Script(kind, argv[0], argv[1:], defer_status, defer_time,
+                                               debug_file, debug_type))
 
     def cmd_PRE_SKIP(self, args: list[str], line: str) -> None:
         self.need(args, 2, "PRE_SKIP name exit_code")

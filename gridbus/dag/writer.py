@@ -18,6 +18,8 @@ def _script(name: str, s: Script) -> str:
     parts = ["SCRIPT"]
     if s.defer_status is not None:
         parts += ["DEFER", str(s.defer_status), str(s.defer_time)]
+    if s.debug_file:
+        parts += ["DEBUG", s.debug_file, s.debug_type]
     return " ".join([*parts, s.kind, name, s.executable, *s.arguments])
 
 

@@ -24,8 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from gridbus.dag.model import FINAL, SUBDAG, Dag, Node, Script
-from gridbus.dagman.outputs import DagmanOut, write_dot, write_node_status
-from gridbus.eventlog import JobEventLog, JobEventType
+from gridbus.dagman.jobstate import JobstateLog
+from gridbus.dagman.outputs import (
+    DagmanOut,
+    ScriptOutput,
+    inherited_streams,
+    write_dot,
+    write_node_status,
+)
+from gridbus.eventlog import JobEventLog, JobEventType, writer
 
 # Node states (the node status file's NodeStatus values).
 NOT_READY, READY, PRERUN, SUBMITTED, POSTRUN, DONE, ERROR, FUTILE = range(8)
@@ -67,6 +74,7 @@ class NodeRun:
     job_failed: bool = False
     return_value: int = 0  # the job's (or the failed PRE script's) exit value, $RETURN
     script: subprocess.Popen | None = None
+    script_output: ScriptOutput | None = None  # the running script's DEBUG capture, if it has one
     not_before: float = 0.0  # DEFER: the script runs again after this time
     details: str = ""
     order: int = 0
@@ -111,6 +119,7 @@ class Engine:
         self.premarked = 0
         self.submits = 0
         self._log: JobEventLog | None = None
+        self.jobstate = JobstateLog(self.workdir / dag.jobstate_log, clock) if dag.jobstate_log else None
 
     # ------------------------------------------------------------------ throttles
     @property
@@ -142,12 +151,18 @@ class Engine:
         self.out.banner(self.dag_file, self.dagman_id, self.options, len(self.runs))
         self.nodes_log.touch()
         self._log = JobEventLog(self.nodes_log)
+        if self.jobstate is not None:
+            self.jobstate.dagman_started(self.dagman_id)
         for run in self.runs.values():
             if run.node.done:
                 self.premarked += 1
         if self.recovery:
             self.out.write("Running in RECOVERY mode... >>>>>>>>>>")
+            if self.jobstate is not None:
+                self.jobstate.recovery_started()
             self._recover()
+            if self.jobstate is not None:
+                self.jobstate.recovery_finished()
             self.out.write("...done with RECOVERY mode <<<<<<<<")
         for run in list(self.runs.values()):
             if run.node.done and run.state not in (DONE,):
@@ -217,6 +232,8 @@ class Engine:
                                f"   Node Status: STATUS_ERROR\n    Node return val: {r.return_value}\n"
                                f"          Error: {r.details}")
             code = EXIT_ERROR
+        if self.jobstate is not None:
+            self.jobstate.dagman_finished(code)
         self.out.exiting(code)
         return code
 
@@ -266,6 +283,7 @@ class Engine:
             cluster, procs = self.submitter.submit(run, self)
         except Exception as exc:  # a bad submit file fails the node, never DAGMan
             self.out.write(f"ERROR: submit attempt failed for node {node.name}: {exc}")
+            self._jobstate(run, "SUBMIT_FAILURE", "-")
             run.return_value, run.details = 1, f"submit failed: {exc}"
             self._node_failed(run)
             return
@@ -301,14 +319,22 @@ class Engine:
         cwd = self.node_dir(run.node)
         exe = argv[0] if os.path.isabs(argv[0]) or "/" not in argv[0] and not (cwd / argv[0]).exists() \
             else str(cwd / argv[0])
+        self._jobstate(run, f"{kind}_SCRIPT_STARTED", "-" if state == PRERUN else f"{run.cluster or 0}.0")
+        # Without DEBUG the script writes where DAGMan does (its job's output and error, the
+        # <dag>.lib.out and .lib.err), and wherever its own redirects say; with DEBUG its chosen
+        # streams are captured and appended to the DEBUG file when it ends, under a banner.
+        capture = ScriptOutput(script, run.node.name, kind, " ".join(argv)) if script.debug_file else None
         try:
             run.script = subprocess.Popen([exe, *argv[1:]], cwd=cwd, stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                          **(capture.streams() if capture else inherited_streams()))
         except OSError as exc:
             self.out.write(f"ERROR: cannot run {kind} script of node {run.node.name}: {exc}")
             run.script = None
+            if capture is not None:
+                capture.discard()
             self._script_done(run, state, 1)
             return
+        run.script_output = capture
         if state == PRERUN:
             self.pre_running += 1
         else:
@@ -323,10 +349,14 @@ class Engine:
             if code is None:
                 continue
             run.script = None
+            if run.script_output is not None:
+                run.script_output.finish(self.node_dir(run.node), code)
+                run.script_output = None
             if run.state == PRERUN:
                 self.pre_running -= 1
             else:
                 self.post_running -= 1
+                self._post_terminated(run, code)
             self._script_done(run, run.state, code if code >= 0 else 128 - code)
             progressed = True
         # POST scripts waiting for a -maxpost slot.
@@ -346,6 +376,8 @@ class Engine:
         kind = "PRE" if state == PRERUN else "POST"
         self.out.write(f"{kind} Script of Node {node.name} completed successfully." if code == 0
                        else f"{kind} Script of node {node.name} failed with status {code}")
+        self._jobstate(run, f"{kind}_SCRIPT_{'SUCCESS' if code == 0 else 'FAILURE'}",
+                       "-" if state == PRERUN else f"{run.cluster or 0}.0")
         if script is not None and script.defer_status is not None and code == script.defer_status:
             self.out.write(f"Deferring {kind} script of node {node.name} for {script.defer_time} seconds")
             run.not_before = self.clock() + script.defer_time
@@ -385,11 +417,45 @@ class Engine:
         assert self._log is not None
         progressed = False
         for event in self._log.events(0):
+            if event.type != JobEventType.POST_SCRIPT_TERMINATED:  # (written when the POST ended)
+                self._jobstate_event(event)
             progressed |= self._event(event)
         return progressed
 
+    def _jobstate_event(self, event: Any) -> None:
+        run = self.by_cluster.get(event.cluster)
+        if self.jobstate is not None and run is not None:
+            self.jobstate.event(run.node.name, event.type.name, event.cluster, event.proc, int(event.timestamp),
+                                self._submit_path(run.node))
+
+    def _jobstate(self, run: NodeRun, name: str, third: str) -> None:
+        if self.jobstate is not None:
+            self.jobstate.made_up(run.node.name, name, third, self._submit_path(run.node))
+
+    def _submit_path(self, node: Node) -> Path | None:
+        return self.node_dir(node) / node.submit_file if node.submit_file and not node.noop else None
+
+    def _post_terminated(self, run: NodeRun, code: int) -> None:
+        """The POST script's end, written to the nodes log as HTCondor's DAGMan writes it (event
+        016 in the node job's name): recovery reads it back and never runs that POST again."""
+        if run.cluster is None:
+            return
+        now = self.clock()
+        body = [f"\t(1) Normal termination (return value {code})" if code >= 0
+                else f"\t(0) Abnormal termination (signal {-code})", f"    DAG Node: {run.node.name}"]
+        try:
+            writer.append(self.nodes_log, writer.event(int(JobEventType.POST_SCRIPT_TERMINATED), run.cluster, 0,
+                                                       now, "POST Script terminated.", body))
+        except OSError as exc:
+            self.out.write(f"ERROR: cannot write the POST script's end to {self.nodes_log}: {exc}")
+        if self.jobstate is not None:
+            self.jobstate.event(run.node.name, "POST_SCRIPT_TERMINATED", run.cluster, 0, int(now),
+                                self._submit_path(run.node))
+
     def _event(self, event: Any) -> bool:
         run = self.by_cluster.get(event.cluster)
+        if run is not None and event.type == JobEventType.POST_SCRIPT_TERMINATED:
+            return self._post_event(run, event)
         if run is None or run.state != SUBMITTED:
             return False
         proc, etype = event.proc, event.type
@@ -426,9 +492,21 @@ class Engine:
             return False
         return True
 
+    def _post_event(self, run: NodeRun, event: Any) -> bool:
+        """A POST script's end read from the nodes log. Only recovery acts on it: the node's job
+        had ended and its POST ran, so the node is done (or failed) without running POST again."""
+        if run.state != POSTRUN or run.script is not None:
+            return False  # this DAGMan ran it and has handled it already
+        code = int(event.get("ReturnValue", 0)) if event.get("TerminatedNormally", True) \
+            else 128 + int(event.get("TerminatedBySignal", 1))
+        self.out.write(f"Node {run.node.name}: its POST script already ended (status {code}); not running it again")
+        self._script_done(run, POSTRUN, code)
+        return True
+
     def _job_finished(self, run: NodeRun, value: int, *, failed: bool) -> None:
         node = run.node
         run.return_value = value
+        self._jobstate(run, "JOB_FAILURE" if failed else "JOB_SUCCESS", str(value))
         self.out.write(f"Node {node.name} job proc ({run.cluster}.0.0) completed successfully." if not failed
                        else f"Node {node.name} job proc ({run.cluster}.0.0) failed with ReturnValue {value}.")
         if not node.post and self._check_abort(run, value):
@@ -495,6 +573,8 @@ class Engine:
         if run.retries_used < node.retries and not (unless is not None and run.return_value == unless):
             run.retries_used += 1
             self.out.write(f"Retrying node {node.name} (retry #{run.retries_used} of {node.retries})...")
+            if self.jobstate is not None:
+                self.jobstate.retried(node.name)
             run.state, run.cluster, run.pre_done = READY, None, False
             run.idle_procs.clear()
             return
@@ -542,7 +622,9 @@ class Engine:
                         run.retries_used = attempts[name] - 1
                     run.procs += 1
                     run.idle_procs.add(event.proc)
+                self._jobstate_event(event)
                 continue
+            self._jobstate_event(event)
             self._event(event)
         for run in self.runs.values():
             if run.state == SUBMITTED:

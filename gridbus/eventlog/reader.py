@@ -91,7 +91,7 @@ MY_TYPES = {
     0: "SubmitEvent", 1: "ExecuteEvent", 2: "ExecutableErrorEvent", 3: "CheckpointedEvent",
     4: "JobEvictedEvent", 5: "JobTerminatedEvent", 6: "JobImageSizeEvent", 7: "ShadowExceptionEvent",
     8: "GenericEvent", 9: "JobAbortedEvent", 10: "JobSuspendedEvent", 11: "JobUnsuspendedEvent",
-    12: "JobHeldEvent", 13: "JobReleaseEvent", 21: "RemoteErrorEvent", 22: "JobDisconnectedEvent",
+    12: "JobHeldEvent", 13: "JobReleaseEvent", 16: "PostScriptTerminatedEvent", 21: "RemoteErrorEvent", 22: "JobDisconnectedEvent",
     23: "JobReconnectedEvent", 24: "JobReconnectFailedEvent", 28: "JobAdInformationEvent",
     33: "AttributeUpdateEvent", 35: "ClusterSubmitEvent", 36: "ClusterRemoveEvent", 40: "FileTransferEvent",
 }
@@ -346,6 +346,16 @@ def _terminated(first: str, body: list[str], attrs: dict[str, Any]) -> None:
     _usage_and_bytes(body, attrs)
 
 
+def _post_script_terminated(first: str, body: list[str], attrs: dict[str, Any]) -> None:
+    """Event 016, which DAGMan writes to a node job's log when the node's POST script ends."""
+    for line in body:
+        s = line.strip()
+        if s.startswith("DAG Node:"):
+            attrs["DAGNodeName"] = s.removeprefix("DAG Node:").strip()
+        else:
+            _termination(s, attrs)
+
+
 def _image_size(first: str, body: list[str], attrs: dict[str, Any]) -> None:
     attrs["Size"] = int(first.removeprefix("Image size of job updated:").strip())
     for line in body:
@@ -433,6 +443,6 @@ def _file_transfer(first: str, body: list[str], attrs: dict[str, Any]) -> None:
 
 _BODY = {
     0: _submit, 1: _execute, 4: _evicted, 5: _terminated, 6: _image_size, 7: _shadow_exception,
-    9: _reason, 10: _suspended, 11: _no_body, 12: _held, 13: _reason, 22: _disconnected, 23: _reconnected, 28: _ad_information,
+    9: _reason, 10: _suspended, 11: _no_body, 12: _held, 13: _reason, 16: _post_script_terminated, 22: _disconnected, 23: _reconnected, 28: _ad_information,
     40: _file_transfer,
 }

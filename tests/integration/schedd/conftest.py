@@ -37,8 +37,9 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "c
 def make_schedd(amqp_url: str, tmp_path: Path, monkeypatch) -> Iterator[Callable[..., AgentThread]]:
     threads: list[AgentThread] = []
     # The tests run as root and their owners (broker users) have no Unix accounts: the owners'
-    # shadows act as root, as the e2e pools' daemons do (tests/e2e/pool.py).
+    # shadows act as root (every owner mapped to root), as the e2e pools' daemons do (tests/e2e/pool.py).
     monkeypatch.setenv("GRIDBUS_STARTER_ALLOW_ROOT_JOBS", "true")
+    monkeypatch.setenv("GRIDBUS_USER_MAP", "*=root")
 
     def make(name: str = "s1", **settings: Any) -> AgentThread:
         settings.setdefault("spool", tmp_path / f"spool-{name}")

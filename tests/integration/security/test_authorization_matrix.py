@@ -26,7 +26,7 @@ from gridbus.console import Session
 from gridbus.mgmt import Management
 from gridbus.schema import builtin
 from tests.e2e.conftest import STATIC_STARTD
-from tests.e2e.pool import Pool
+from tests.e2e.pool import Pool, wait_for
 
 pytestmark = pytest.mark.broker
 
@@ -190,6 +190,96 @@ def test_every_method_answers_each_user_as_its_rule_says(
     finally:
         if pool is not None:
             pool.stop()
+        for name in names.values():
+            try:
+                mgmt.delete_user(name)
+            except Exception:
+                pass
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="STARTER_ALLOW_ROOT_JOBS matters only to a pool running as root")
+def test_with_root_jobs_allowed_an_owner_without_an_account_never_gets_root_s_access(
+    mgmt: Management, broker_url: BrokerURL, vhost: str, tmp_path: Path
+):
+    """The matrix's rows with STARTER_ALLOW_ROOT_JOBS = true: the broker user alice has no Unix
+    account, so her job, her Fetch, her user log and her transfer act as STARTER_UNPRIVILEGED_USER
+    (nobody), never as root, though root's own jobs may run as root."""
+    import pwd
+    import shutil
+    import tempfile
+
+    tag = uuid.uuid4().hex[:8]
+    names = {"daemon": f"gbm-{tag}-daemon", "alice": f"gbm-{tag}-alice", "bob": f"gbm-{tag}-bob"}
+    nobody = pwd.getpwnam("nobody")
+    # Where nobody may look (tmp_path's parents are root's alone); a root-only secret and log in it.
+    d = Path(tempfile.mkdtemp(prefix="gridbus-rootjobs-", dir="/tmp"))
+    pool = None
+    try:
+        os.chmod(d, 0o755)
+        out = d / "out"
+        out.mkdir(mode=0o777)
+        os.chmod(out, 0o777)
+        secret, log = d / "secret", d / "root.log"
+        secret.write_text("root's secret\n")
+        log.write_text("root's log\n")
+        for f in (secret, log):
+            os.chmod(f, 0o600)
+        passwords = _setup_accounts(broker_url, vhost, names, tmp_path)
+        urls = {k: broker_url.with_vhost(vhost).with_credentials(names[k], passwords[k]).url for k in names}
+        # No USER_MAP (the e2e pools map every owner to root): alice is herself, with no account.
+        as_root = {"GRIDBUS_STARTER_ALLOW_ROOT_JOBS": "true", "GRIDBUS_USER_MAP": "",
+                   "GRIDBUS_STARTER_UNPRIVILEGED_USER": "nobody"}
+        pool = Pool(urls["daemon"], tmp_path / "pool")
+        pool.start("collector", "c")
+        pool.start("negotiator", "n")
+        pool.start("schedd", "s", **as_root)
+        pool.start("startd", "a", **STATIC_STARTD, **as_root, GRIDBUS_EXECUTE=str(d / "execute"))
+        pool.wait_serving("collector@c", "schedd@s", "negotiator@n")
+        pool.wait_slots(4)
+        alice = Session(urls["alice"], timeout=20)
+
+        def submit(**attrs: Any) -> str:
+            ad = {"Cmd": "/bin/sh", "Iwd": str(out), "JobUniverse": 5, "Requirements": ExprTree("true"),
+                  "RequestCpus": 1, "RequestMemory": 16, **attrs}
+            return f"{alice.call('schedd@s', 'Submit', {'Ad': ad, 'Count': 1}).check('Submit').ClusterId}.0"
+
+        def settled(job: str) -> dict[str, Any]:
+            def look() -> dict[str, Any] | None:
+                cluster = job.split(".")[0]
+                held = [j for j in pool.jobs("schedd@s", f"ClusterId == {cluster}") if j.get("JobStatus") == 5]
+                return held[0] if held else next(iter(pool.history("schedd@s", f"ClusterId == {cluster}")), None)
+            return wait_for(f"job {job} to complete or be held", look, 60)
+
+        rows: list[tuple[str, bool]] = []
+        # The job itself: it runs as nobody, and cannot read root's file.
+        ran = submit(Arguments="\"-c 'id -u; cat ../secret'\"", Out="job.out", Err="job.err")
+        # The user log: it is written as nobody, so a root-only log holds the job (22).
+        logged = submit(Arguments="\"-c true\"", UserLog=str(log))
+        # Transfer: a root-only input is never sent (13).
+        sent = submit(Arguments="\"-c true\"", ShouldTransferFiles="YES", WhenToTransferOutput="ON_EXIT",
+                      TransferInput=str(secret), Out="t.out", Err="t.err")
+        # Fetch: the Out/Err a job named are read as nobody.
+        fetched = submit(Arguments="\"-c true\"", Out=str(secret), Err=str(secret))
+
+        job = settled(ran)
+        rows.append(("job", job.get("JobStatus") == 4 and (out / "job.out").read_text().split()
+                     == [str(nobody.pw_uid)] and "Permission denied" in (out / "job.err").read_text()))
+        job = settled(logged)
+        rows.append(("user log", job.get("JobStatus") == 5 and job.get("HoldReasonCode") == 22))
+        job = settled(sent)
+        rows.append(("transfer", job.get("JobStatus") == 5 and job.get("HoldReasonCode") == 13
+                     and "Permission denied" in str(job.get("HoldReason"))))
+        for which in ("Out", "Err"):
+            r = alice.call("schedd@s", "Fetch", {"Id": fetched, "File": which}, timeout=20)
+            rows.append((f"Fetch {which}", r.status == 6 and "Permission denied" in r.text
+                         and "root's" not in r.text and not r.outArgs.get("Data")))
+        alice.close()
+        assert secret.read_text() == "root's secret\n" and log.read_text() == "root's log\n"
+        assert all(ok for _, ok in rows), [what for what, ok in rows if not ok]
+    finally:
+        if pool is not None:
+            pool.stop()
+        shutil.rmtree(d, ignore_errors=True)
         for name in names.values():
             try:
                 mgmt.delete_user(name)

@@ -17,7 +17,8 @@ def settings(tmp_path, **kw: Any) -> StartdSettings:
     base = dict(
         execute=str(tmp_path / "execute"),
         allow_runas_owner=False,
-        allow_root_jobs=True,  # this test machine runs everything as root
+        allow_root_jobs=True,  # this test machine runs everything as root:
+        user_map=("*=root",),  # every owner is mapped to root (none has an account)
         killing_timeout=1.0,
         memory_check_interval=0.1,
         report_timeout=2.0,

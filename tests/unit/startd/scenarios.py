@@ -11,11 +11,12 @@ import time
 from typing import Any
 
 from gridbus.agents.startd import proctree
-from gridbus.agents.startd.accounts import RunAsPolicy
+from gridbus.agents.startd.accounts import RunAsPolicy, UserMap
 from gridbus.agents.startd.cgroups import Hierarchy
 from gridbus.agents.startd.starter import Job, Starter
 
-ALLOW_ROOT = RunAsPolicy(allow_runas_owner=False, allow_root_jobs=True)
+# The tests run as root and their jobs have no Owner (or one with no account): mapped to root.
+ALLOW_ROOT = RunAsPolicy(allow_runas_owner=False, allow_root_jobs=True, user_map=UserMap.parse("*=root"))
 
 # Each ignores SIGTERM (a graceful stop must come to SIGKILL) and hides processes from a stop.
 DAEMON = """

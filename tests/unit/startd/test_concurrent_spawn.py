@@ -11,7 +11,7 @@ import os
 import pytest
 
 from gridbus.agents.startd import spawn
-from gridbus.agents.startd.accounts import RunAsPolicy
+from gridbus.agents.startd.accounts import RunAsPolicy, UserMap
 from gridbus.agents.startd.starter import (
     HOLD_FAILED_TO_CREATE_PROCESS,
     HOLD_IWD,
@@ -22,7 +22,8 @@ from gridbus.agents.startd.starter import (
 
 pytestmark = pytest.mark.skipif(not spawn.CONCURRENT, reason="the fast spawn's concurrent child is not built here")
 
-ALLOW_ROOT = RunAsPolicy(allow_runas_owner=False, allow_root_jobs=True)
+# The tests run as root and their jobs have no Owner (or one with no account): mapped to root.
+ALLOW_ROOT = RunAsPolicy(allow_runas_owner=False, allow_root_jobs=True, user_map=UserMap.parse("*=root"))
 
 
 def test_jobs_started_together_run_and_exit_each_with_its_code(tmp_path, job_cgroups):

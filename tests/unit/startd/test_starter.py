@@ -17,7 +17,7 @@ import time
 import pytest
 
 from gridbus.agents.startd import proctree, spawn
-from gridbus.agents.startd.accounts import RunAsPolicy, RunAsRefused
+from gridbus.agents.startd.accounts import RunAsPolicy, RunAsRefused, UserMap
 from gridbus.agents.startd.starter import (
     HOLD_FAILED_TO_CREATE_PROCESS,
     HOLD_IWD,
@@ -27,7 +27,8 @@ from gridbus.agents.startd.starter import (
 )
 from tests.unit.startd.scenarios import stop_scenario
 
-ALLOW_ROOT = RunAsPolicy(allow_runas_owner=False, allow_root_jobs=True)
+# The tests run as root and their jobs have no Owner (or one with no account): mapped to root.
+ALLOW_ROOT = RunAsPolicy(allow_runas_owner=False, allow_root_jobs=True, user_map=UserMap.parse("*=root"))
 
 
 @pytest.fixture(autouse=True, params=["fast", "popen"])
@@ -415,7 +416,7 @@ def test_run_as_policy_refuses_root_and_unknown_owners():
     strict = RunAsPolicy()
     with pytest.raises(RunAsRefused, match="will not run this job as root.*no-such-user-xyz"):
         strict.account_for("no-such-user-xyz")
-    with pytest.raises(RunAsRefused, match="Owner is root"):
+    with pytest.raises(RunAsRefused, match="maps to root and STARTER_ALLOW_ROOT_JOBS is false"):
         strict.account_for("root")
     assert strict.account_for("nobody").name == "nobody"  # the Owner's own account
     fallback = RunAsPolicy(unprivileged_user="nobody")

@@ -91,8 +91,9 @@ WAITER = """
 import os, sys, time
 from gridbus import classad
 from gridbus.agents.startd import spawn
-from gridbus.agents.startd.accounts import RunAsPolicy
-root = RunAsPolicy(allow_runas_owner=False, allow_root_jobs=True).account_for(None)
+from gridbus.agents.startd.accounts import RunAsPolicy, UserMap
+root = RunAsPolicy(allow_runas_owner=False, allow_root_jobs=True,
+                   user_map=UserMap.parse("*=root")).account_for(None)
 null = os.open(os.devnull, os.O_RDWR)
 def begin(argv, after=None):
     return spawn.begin(argv, executable=argv[0], cwd=None, env={}, fds=(null, null, null), account=root, after=after)
@@ -159,7 +160,8 @@ def test_a_cancelled_successor_leaves_no_scratch_group_or_process(tmp_path, job_
 
 def startd(tmp_path: Path, schedd: Schedd) -> Any:
     """A startd running real processes (no cgroups: the process scan), root's jobs allowed."""
-    return simulated_startd(tmp_path, schedd, simulate_jobs=False, allow_runas_owner=False, allow_root_jobs=True)
+    return simulated_startd(tmp_path, schedd, simulate_jobs=False, allow_runas_owner=False, allow_root_jobs=True,
+                            user_map=("*=root",))
 
 
 def shell(proc: int, script: str, **attrs: Any) -> dict[str, Any]:

@@ -34,3 +34,20 @@ def test_a_root_startd_runs_the_mapped_account_and_names_the_map_when_it_cannot(
     # Mapped to root, a job still needs STARTER_ALLOW_ROOT_JOBS.
     with pytest.raises(RunAsRefused):
         RunAsPolicy(user_map=UserMap.parse(["guest=root"])).account_for("guest")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the policy applies to a daemon running as root")
+def test_root_jobs_allowed_promote_only_owners_that_map_to_root():
+    allow = RunAsPolicy(allow_root_jobs=True)
+    assert allow.account_for("root").uid == 0
+    assert RunAsPolicy(allow_root_jobs=True, user_map=UserMap.parse(["guest=root"])).account_for("guest").uid == 0
+    # An owner with no account is held, whatever STARTER_ALLOW_ROOT_JOBS says...
+    for policy in (allow, RunAsPolicy(allow_root_jobs=True, allow_runas_owner=False)):
+        with pytest.raises(RunAsRefused, match="'mallory' has no account|STARTER_ALLOW_RUNAS_OWNER"):
+            policy.account_for("mallory")
+    with pytest.raises(RunAsRefused, match="no Owner"):
+        allow.account_for(None)
+    # ... or runs as STARTER_UNPRIVILEGED_USER, never root, even when that knob names root.
+    assert RunAsPolicy(allow_root_jobs=True, unprivileged_user="nobody").account_for("mallory").name == "nobody"
+    with pytest.raises(RunAsRefused, match="never runs as root"):
+        RunAsPolicy(allow_root_jobs=True, unprivileged_user="root").account_for("mallory")
