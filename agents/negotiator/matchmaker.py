@@ -541,6 +541,7 @@ class Matchmaker:
                     matches.append(SlotMatch(slot, dict(slot.ad), need[0]))
                     spent += need[0]
                     _carve(slot.ad, need)
+                    _carve_gpus(slot.ad, job)
                 continue
             weight = slot.weight
             if spent + weight > budget + 1e-9:
@@ -581,6 +582,17 @@ def _carve(ad: dict[str, Any], need: tuple[float, float, float]) -> None:
         value = ad.get(key, 0) or 0
         left = value - amount
         ad[key] = int(left) if isinstance(value, int) and float(left).is_integer() else left
+
+
+def _carve_gpus(ad: dict[str, Any], job: dict[str, Any]) -> None:
+    """The partitionable slot's GPUs less the job's RequestGPUs, so that the cycle's next
+    ``TARGET.GPUs >= RequestGPUs`` sees what is left (the startd picks the devices)."""
+    key = next((k for k in ad if k.lower() == "gpus"), None)
+    if key is None or not is_number(ad[key]):
+        return
+    want = eval_number(get(job, "RequestGPUs"), job, ad, 0.0)
+    if want > 0:
+        ad[key] = max(0, int(ad[key] - math.ceil(want)))
 
 
 _ABSENT = object()  # an attribute the ad does not have (unlike one whose value is undefined)

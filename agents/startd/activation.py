@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from gridbus.agent import Call, method
+from gridbus.agents.startd import gpus
 from gridbus.agents.startd import slots as sl
 from gridbus.agents.startd.ads import SlotAds
 from gridbus.agents.startd.arguments import lookup
@@ -535,8 +536,8 @@ def _activation_error(exc: Exception, claim_id: Any) -> MethodError:
 
 
 def _job_env(slot: sl.Slot) -> dict[str, str]:
-    """What the startd adds to every job's environment on ``slot``."""
-    return {"OMP_NUM_THREADS": str(slot.cpus)}
+    """What the startd adds to every job's environment on ``slot``: its cpus, and its GPUs."""
+    return {"OMP_NUM_THREADS": str(slot.cpus), **gpus.job_environment(slot.gpu_ids, slot.machine_has_gpus())}
 
 
 def _job_key(ad: Mapping[str, Any]) -> tuple[Any, Any]:

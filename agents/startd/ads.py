@@ -15,6 +15,7 @@ from typing import Any
 
 from gridbus import classad
 from gridbus.agent import Call, method
+from gridbus.agents.startd import gpus as gpu
 from gridbus.agents.startd import slots as sl
 from gridbus.agents.startd.arguments import lookup
 from gridbus.agents.startd.detect import load_average
@@ -27,12 +28,13 @@ _SLOT_TEST = sl.REQUIREMENTS.replace("START", "Start")
 
 class SlotAds:
     def __init__(self, name: str, address: str, table: sl.SlotTable, machine_attrs: dict[str, Any],
-                 gpus: int, settings: StartdSettings):
+                 gpu_devices: tuple[gpu.Gpu, ...], settings: StartdSettings):
         self.name = name
         self.address = address
         self.table = table
         self.machine_attrs = machine_attrs
-        self.gpus = gpus
+        self.gpus = len(gpu_devices)
+        self.gpu_devices = {d.id: d for d in gpu_devices}
         self.reconfigure(settings)
 
     def reconfigure(self, settings: StartdSettings) -> None:
@@ -76,6 +78,9 @@ class SlotAds:
         }
         if self.gpus:
             ad["GPUs"] = slot.gpus
+            ad["TotalSlotGPUs"] = slot.total_gpus if slot.kind != sl.DYNAMIC else len(slot.gpu_ids)
+            held = [self.gpu_devices[i] for i in slot.gpu_ids if i in self.gpu_devices]
+            ad.update(gpu.slot_attributes(held, slot.free_gpu_ids()))
         if slot.kind == sl.DYNAMIC:
             ad["DynamicSlot"] = True
             ad["SlotTypeID"] = -1

@@ -55,7 +55,7 @@ LIVE_KNOBS = {
 }
 # The knobs read only when the startd starts: the machine, its slot layout, where and how jobs run.
 RESTART_KNOBS = frozenset({
-    "STARTD_NAME", "GRIDBUS_URL", "EXECUTE", "NUM_CPUS", "MEMORY", "DISK", "NUM_GPUS", "ARCH", "OPSYS",
+    "STARTD_NAME", "GRIDBUS_URL", "EXECUTE", "NUM_CPUS", "MEMORY", "DISK", "NUM_GPUS", "GPU_DISCOVERY_EXTRA", "ARCH", "OPSYS",
     "OPSYSANDVER", "UID_DOMAIN", "FILESYSTEM_DOMAIN", "NUM_SLOTS", "NUM_SLOTS_TYPE_1", "SLOT_TYPE_1",
     "SLOT_TYPE_1_PARTITIONABLE", "STARTER_FAST_SPAWN", "STARTD_SIMULATE_JOBS", "SIMULATED_JOB_RUNTIME",
     "BASE_CGROUP", "CGROUP_VERSION",
@@ -73,16 +73,17 @@ class Startd(Agent):
         super().__init__(name or socket.getfqdn(), url, **kw)
         self.settings = settings or StartdSettings()
         self.settings.validate()
-        self.machine = detect(self.settings.execute, self.settings.overrides)
+        self.machine = detect(self.settings.execute, self.settings.overrides, self.settings.gpu_discovery_extra)
         self.table = sl.SlotTable(
-            self.name, self.machine.cpus, self.machine.memory, self.machine.disk, self.machine.gpus,
+            self.name, self.machine.cpus, self.machine.memory, self.machine.disk, self.machine.gpu_ids,
             self.settings.num_slots, self.settings.partitionable, self.settings.slot_share,
         )
         self.cgroups = None if self.settings.simulate_jobs else self._probe_cgroups()
         machine_attrs = {**self.machine.attributes(),
                          **(self.cgroups.attributes() if self.cgroups else {"HasCgroup": False}),
                          **({"SimulatedJobs": True} if self.settings.simulate_jobs else {})}
-        self.slot_ads = SlotAds(self.name, self.address, self.table, machine_attrs, self.machine.gpus, self.settings)
+        self.slot_ads = SlotAds(self.name, self.address, self.table, machine_attrs, self.machine.gpu_devices,
+                                self.settings)
         self.starter = self._make_starter()
         self.sandboxes = Sandboxes(self.starter if isinstance(self.starter, Starter) else None,
                                    self.machine.filesystem_domain, self.settings, lambda: self._connection,

@@ -127,7 +127,9 @@ class Claims:
             if retried is not None:  # the answer to the first call was lost: same answer, no new slot
                 return self._granted(retried)
             try:
-                req = self.table.request_of(job, ad, self.ads.defaults)
+                req = self.table.request_of(job, ad, self.ads.defaults, slot)
+            except sl.NotEnoughGPUs as exc:
+                raise app_error(CLAIM_REFUSED, f"RequestClaim refused: {exc}") from None
             except ValueError as exc:
                 raise invalid(f"RequestClaim: {exc}") from None
             job = {**job, "RequestCpus": req.cpus, "RequestMemory": req.memory, "RequestDisk": req.disk}

@@ -1,15 +1,15 @@
 """What the machine has: HTCondor's machine attributes, detected here and overridable in config.
 
 Cpus and memory come from the kernel, disk from the file system of the execute directory (KiB,
-as HTCondor counts it), the platform from ``uname`` and ``/etc/os-release``, GPUs from the NVIDIA
-device nodes. Every value can be overridden (the knobs ``NUM_CPUS``, ``MEMORY``, ``DISK``,
+as HTCondor counts it), the platform from ``uname`` and ``/etc/os-release``, GPUs as
+condor_gpu_discovery finds them (``gpus.py``: nvidia-smi, or GPU_DISCOVERY_EXTRA's ``-simulate``).
+Every value can be overridden (the knobs ``NUM_CPUS``, ``MEMORY``, ``DISK``,
 ``ARCH``, ``OPSYS``, ``OPSYSANDVER``, ``UID_DOMAIN``, ``FILESYSTEM_DOMAIN``, ``NUM_GPUS``, ...):
 a test can pretend a 2-core box has 4 cores, as HTCondor's NUM_CPUS lets an admin do.
 """
 
 from __future__ import annotations
 
-import glob
 import math
 import os
 import shutil
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gridbus import hostinfo
+from gridbus.agents.startd import gpus as gpu
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,15 @@ class Machine:
     disk: int  # KiB free on the execute directory's file system
     uid_domain: str
     filesystem_domain: str
-    gpus: int = 0
-    gpu_ids: tuple[str, ...] = field(default_factory=tuple)
+    gpu_devices: tuple[gpu.Gpu, ...] = field(default_factory=tuple)
+
+    @property
+    def gpus(self) -> int:
+        return len(self.gpu_devices)
+
+    @property
+    def gpu_ids(self) -> tuple[str, ...]:
+        return tuple(d.id for d in self.gpu_devices)
 
     def attributes(self) -> dict[str, Any]:
         ad: dict[str, Any] = {
@@ -59,10 +67,9 @@ class Machine:
             # The starter takes a job's sandbox over the bus (agents/startd/sandbox.py).
             "HasFileTransfer": True,
         }
-        if self.gpus:
+        if self.gpus:  # the slot's own devices are the slot ad's (gpus.slot_attributes)
             ad["DetectedGPUs"] = self.gpus
             ad["TotalGPUs"] = self.gpus
-            ad["AssignedGPUs"] = ",".join(self.gpu_ids)
         return ad
 
 
@@ -92,17 +99,14 @@ def disk_kib(path: str) -> int:
     return shutil.disk_usage(probe).free // 1024
 
 
-def _gpus() -> tuple[str, ...]:
-    return tuple(sorted(f"GPU-{os.path.basename(p)[6:]}" for p in glob.glob("/dev/nvidia[0-9]*")))
-
-
-def detect(execute_dir: str, overrides: dict[str, Any] | None = None) -> Machine:
-    """Detect the machine; ``overrides`` maps knob names (NUM_CPUS, MEMORY, ...) to values."""
+def detect(execute_dir: str, overrides: dict[str, Any] | None = None, gpu_discovery_extra: str = "") -> Machine:
+    """Detect the machine; ``overrides`` maps knob names (NUM_CPUS, MEMORY, ...) to values,
+    ``gpu_discovery_extra`` is GPU_DISCOVERY_EXTRA (condor_gpu_discovery's options)."""
     o = {k.upper(): v for k, v in (overrides or {}).items() if v is not None}
     name, major, _ = hostinfo.os_release()
     fqdn = socket.getfqdn()
     cpus, memory = _cpus(), _memory_mib()
-    gpu_ids = _gpus()
+    devices = tuple(gpu.discover(gpu_discovery_extra))
     found = Machine(
         machine=fqdn,
         arch=hostinfo.arch(),
@@ -117,8 +121,7 @@ def detect(execute_dir: str, overrides: dict[str, Any] | None = None) -> Machine
         disk=disk_kib(execute_dir),
         uid_domain=fqdn,
         filesystem_domain=fqdn,
-        gpus=len(gpu_ids),
-        gpu_ids=gpu_ids,
+        gpu_devices=devices,
     )
     changes: dict[str, Any] = {}
     for knob_name, attr, kind in (
@@ -131,12 +134,13 @@ def detect(execute_dir: str, overrides: dict[str, Any] | None = None) -> Machine
         ("MACHINE", "machine", str),
         ("UID_DOMAIN", "uid_domain", str),
         ("FILESYSTEM_DOMAIN", "filesystem_domain", str),
-        ("NUM_GPUS", "gpus", int),
     ):
         if knob_name in o:
             changes[attr] = kind(o[knob_name])
-    if "gpus" in changes:
-        changes["gpu_ids"] = tuple(f"GPU-{i}" for i in range(changes["gpus"]))
+    if "NUM_GPUS" in o:
+        # The first NUM_GPUS devices found; past them, devices of that name and no properties.
+        n = int(o["NUM_GPUS"])
+        changes["gpu_devices"] = devices[:n] + tuple(gpu.Gpu(f"GPU-{i}") for i in range(len(devices), n))
     return replace(found, **changes)
 
 

@@ -20,7 +20,9 @@ from gridbus.transfer.stream import STALL_TIMEOUT
 knob("NUM_CPUS", 0, "cpus the startd advertises; 0 means detect")
 knob("MEMORY", 0, "MiB of memory the startd advertises; 0 means detect")
 knob("DISK", 0, "KiB of disk the startd advertises; 0 means the free space of EXECUTE")
-knob("NUM_GPUS", -1, "GPUs the startd advertises; -1 means detect (NVIDIA device nodes)")
+knob("NUM_GPUS", -1, "GPUs the startd advertises; -1 means detect (nvidia-smi, or GPU_DISCOVERY_EXTRA's -simulate)")
+knob("GPU_DISCOVERY_EXTRA", "", "condor_gpu_discovery's options for the startd's GPU discovery; gridbus acts on "
+     "-simulate[:D[,N[,D2,N2...]]] (N simulated devices of kind D, no discovery run)")
 knob("ARCH", "", "Arch to advertise instead of the detected one")
 knob("OPSYS", "", "OpSys to advertise instead of the detected one")
 knob("OPSYSANDVER", "", "OpSysAndVer to advertise instead of the detected one")
@@ -95,6 +97,7 @@ class StartdSettings:
     start: str = "TRUE"
     rank: str = "0"
     overrides: dict[str, Any] = field(default_factory=dict)  # NUM_CPUS, MEMORY, ... for detect()
+    gpu_discovery_extra: str = ""  # GPU_DISCOVERY_EXTRA
     killing_timeout: float = 30.0
     update_interval: float = 300.0  # STARTER_UPDATE_INTERVAL
     memory_check_interval: float = 1.0
@@ -143,6 +146,7 @@ class StartdSettings:
             start=str(cfg.get("START")),
             rank=str(cfg.get("RANK")),
             overrides=overrides,
+            gpu_discovery_extra=str(cfg.get("GPU_DISCOVERY_EXTRA")),
             **cfg.pick(
                 killing_timeout="KILLING_TIMEOUT",
                 update_interval="STARTER_UPDATE_INTERVAL",

@@ -2,8 +2,11 @@
 
 Static slots share the machine in fixed parts (NUM_SLOTS). A partitionable slot holds the whole
 machine (or its slot type's share) and is carved, claim by claim, into dynamic slots of the
-request's RequestCpus, RequestMemory and RequestDisk; a dynamic slot that goes away gives its
-resources back. Names follow HTCondor: ``slotN@name`` and ``slotN_M@name``.
+request's RequestCpus, RequestMemory, RequestDisk and RequestGPUs; a dynamic slot that goes away
+gives its resources back. GPUs are handed out by device id, as cpus are by count: a slot's
+``gpu_ids`` are the devices it holds (a partitionable slot's, all of its share; which of them are
+free is what its dynamic slots do not hold). Which devices a request gets is ``gpus.pick``'s
+choice, made from the slot ad's device properties. Names follow HTCondor: ``slotN@name`` and ``slotN_M@name``.
 
 A claim id is a random secret. An unclaimed static slot and a partitionable slot each have one,
 published only in the private ad, for the negotiator to hand to the schedd it matches. A claimed
@@ -17,10 +20,11 @@ import asyncio
 import math
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gridbus.agents.startd import gpus as gpu
 from gridbus.agents.startd.arguments import lookup
 from gridbus.classad.values import is_number
 
@@ -108,7 +112,8 @@ class Slot:
     cpus: int
     memory: int  # MiB
     disk: int  # KiB
-    gpus: int = 0
+    gpus: int = 0  # free devices: all it holds, less a partitionable slot's dynamic slots'
+    gpu_ids: tuple[str, ...] = ()  # the devices it holds (AssignedGPUs)
     sub_id: int = 0
     parent: Slot | None = None
     children: dict[str, Slot] = field(default_factory=dict)
@@ -141,6 +146,16 @@ class Slot:
     def short(self) -> str:
         return self.name.split("@", 1)[0]
 
+    def free_gpu_ids(self) -> tuple[str, ...]:
+        """The devices not handed to a dynamic slot (a partitionable slot's; any other's, all)."""
+        if not self.children:
+            return self.gpu_ids
+        held = {g for c in self.children.values() for g in c.gpu_ids}
+        return tuple(g for g in self.gpu_ids if g not in held)
+
+    def machine_has_gpus(self) -> bool:
+        return bool(self.total_gpus or self.gpu_ids)
+
 
 @dataclass(frozen=True)
 class Request:
@@ -150,13 +165,14 @@ class Request:
     memory: int
     disk: int
     gpus: int = 0
+    gpu_ids: tuple[str, ...] = ()  # the devices chosen for it (len == gpus)
 
 
 class SlotTable:
     """All slots of one startd, the index of claim ids, and the drain in effect."""
 
     def __init__(self, startd_name: str, total_cpus: int, total_memory: int, total_disk: int,
-                 total_gpus: int, num_slots: int, partitionable: bool, share: Any = None):
+                 gpu_ids: Sequence[str], num_slots: int, partitionable: bool, share: Any = None):
         self.startd_name = startd_name
         self.slots: dict[str, Slot] = {}
         self._by_claim: dict[str, Slot] = {}
@@ -165,18 +181,23 @@ class SlotTable:
             cpus = _part(total_cpus, getattr(share, "cpus", 1.0))
             memory = _part(total_memory, getattr(share, "memory", 1.0))
             disk = _part(total_disk, getattr(share, "disk", 1.0))
-            slot = Slot(f"slot1@{startd_name}", 1, PARTITIONABLE, cpus, memory, disk, total_gpus,
-                        total_cpus=cpus, total_memory=memory, total_disk=disk, total_gpus=total_gpus)
+            ids = tuple(gpu_ids)
+            slot = Slot(f"slot1@{startd_name}", 1, PARTITIONABLE, cpus, memory, disk, len(ids), ids,
+                        total_cpus=cpus, total_memory=memory, total_disk=disk, total_gpus=len(ids))
             self._add(slot)
         else:
             n = num_slots or total_cpus
+            total_gpus = len(gpu_ids)
+            given = 0
             for i in range(1, n + 1):
                 # HTCondor divides cpus, memory and disk evenly among static slots.
                 cpus = max(1, total_cpus // n)
                 memory = max(1, total_memory // n)
                 disk = max(1, total_disk // n)
                 gpus = total_gpus // n if total_gpus >= n else (1 if i <= total_gpus else 0)
-                self._add(Slot(f"slot{i}@{startd_name}", i, STATIC, cpus, memory, disk, gpus,
+                ids = tuple(gpu_ids[given:given + gpus])
+                given += gpus
+                self._add(Slot(f"slot{i}@{startd_name}", i, STATIC, cpus, memory, disk, gpus, ids,
                                total_cpus=cpus, total_memory=memory, total_disk=disk, total_gpus=gpus))
 
     def _add(self, slot: Slot) -> None:
@@ -207,7 +228,7 @@ class SlotTable:
         sub = parent.next_child
         parent.next_child += 1
         child = Slot(f"slot{parent.slot_id}_{sub}@{self.startd_name}", parent.slot_id, DYNAMIC,
-                     req.cpus, req.memory, req.disk, req.gpus, sub_id=sub, parent=parent,
+                     req.cpus, req.memory, req.disk, req.gpus, req.gpu_ids, sub_id=sub, parent=parent,
                      total_cpus=parent.total_cpus, total_memory=parent.total_memory,
                      total_disk=parent.total_disk, total_gpus=parent.total_gpus)
         parent.cpus -= req.cpus
@@ -235,14 +256,32 @@ class SlotTable:
         self.rekey(slot)
         slot.set(UNCLAIMED, IDLE)
 
-    def request_of(self, job_ad: Mapping[str, Any], slot_ad: Mapping[str, Any], defaults: Request) -> Request:
-        """The job's RequestCpus/Memory/Disk/GPUs, evaluated with the slot as TARGET."""
+    def request_of(self, job_ad: Mapping[str, Any], slot_ad: Mapping[str, Any], defaults: Request,
+                   slot: Slot | None = None) -> Request:
+        """The job's RequestCpus/Memory/Disk/GPUs, evaluated with the slot as TARGET, and the
+        devices of ``slot`` it would get (ValueError when too few of them qualify)."""
+        gpus = _requested(job_ad, "RequestGPUs", slot_ad, 0)
+        ids: tuple[str, ...] = ()
+        if gpus and slot is not None:
+            picked = gpu.pick(slot_ad, slot.free_gpu_ids(), gpus, job_ad, lookup(job_ad, "RequireGPUs"))
+            if picked is None:
+                raise NotEnoughGPUs(f"RequestGPUs = {gpus}: {slot.name} has {len(slot.free_gpu_ids())} free GPU(s), "
+                                 f"fewer that satisfy RequireGPUs ({lookup(job_ad, 'RequireGPUs')})"
+                                 if lookup(job_ad, "RequireGPUs") is not None else
+                                 f"RequestGPUs = {gpus}: {slot.name} has only {len(slot.free_gpu_ids())} free GPU(s)")
+            ids = picked
         return Request(
             cpus=_requested(job_ad, "RequestCpus", slot_ad, defaults.cpus),
             memory=_requested(job_ad, "RequestMemory", slot_ad, defaults.memory),
             disk=_requested(job_ad, "RequestDisk", slot_ad, defaults.disk),
-            gpus=_requested(job_ad, "RequestGPUs", slot_ad, 0),
+            gpus=gpus,
+            gpu_ids=ids,
         )
+
+
+class NotEnoughGPUs(ValueError):
+    """A request for more of a slot's free GPUs than there are (that satisfy its RequireGPUs):
+    not a bad request, a slot that cannot take it now."""
 
 
 def _part(total: int, share: float | int) -> int:

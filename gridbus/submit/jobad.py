@@ -19,6 +19,7 @@ from typing import Any
 
 from gridbus import hostinfo
 from gridbus.submit.errors import SubmitError
+from gridbus.submit.gpus import gpu_attrs, requirements_clause
 from gridbus.submit.quoting import (
     arguments_attrs,
     env_v1_attr,
@@ -145,8 +146,10 @@ def machine_refs(requirements: str) -> set[str]:
     return out
 
 
-def default_requirements(user: str | None, universe: int, cpus_requested: bool, transfer: str) -> str:
-    """condor_submit's Requirements: the user's clause, then the clauses it does not already cover."""
+def default_requirements(user: str | None, universe: int, cpus_requested: bool, transfer: str,
+                         gpus: dict[str, Any] | None = None) -> str:
+    """condor_submit's Requirements: the user's clause, then the clauses it does not already cover
+    (``gpus``: the job's GPU attributes, gridbus.submit.gpus)."""
     refs = machine_refs(user) if user else set()
     clauses: list[str] = []
     if user:
@@ -159,6 +162,9 @@ def default_requirements(user: str | None, universe: int, cpus_requested: bool, 
     clauses.append("(TARGET.Memory >= RequestMemory)")
     if cpus_requested and "cpus" not in refs:
         clauses.append("(TARGET.Cpus >= RequestCpus)")
+    gpu_clause = requirements_clause(gpus or {}, refs)
+    if gpu_clause:
+        clauses.append(gpu_clause)
     if universe not in (UNIVERSES["local"], UNIVERSES["scheduler"]):
         fsd, hft = "filesystemdomain" in refs, "hasfiletransfer" in refs
         if transfer == "NO":
@@ -364,7 +370,9 @@ def build_job_ad(
     transfer = _transfer_attrs(get, ad, iwd)
     # condor_submit adds the Cpus clause only for a request other than its default of one.
     cpus_requested = bool(cpus_text) and ad["RequestCpus"] != 1
-    ad["Requirements"] = expr(default_requirements(get("requirements"), universe, cpus_requested, transfer))
+    gpus = gpu_attrs(get)
+    ad.update(gpus)
+    ad["Requirements"] = expr(default_requirements(get("requirements"), universe, cpus_requested, transfer, gpus))
     rank = get("rank")
     ad["Rank"] = expr(rank) if rank else 0.0
 

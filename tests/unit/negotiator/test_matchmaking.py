@@ -87,6 +87,14 @@ def test_partitionable_slot_is_carved_while_resources_last():
     assert {m.slot.claim_id for m in found} == {"c-slot1@big"}
 
 
+def test_partitionable_slot_gpus_are_carved_too():
+    p = slot("slot1@gpu", SlotType="Partitionable", PartitionableSlot=True, Cpus=8, Memory=4000, GPUs=2)
+    mm = Matchmaker([p])
+    found, reason = mm.match(job("TARGET.GPUs >= RequestGPUs", RequestGPUs=1), 3)
+    assert len(found) == 2 and reason == REJECT_NO_MATCH  # the third finds no GPU left, though cpus are
+    assert [m.slot_ad["GPUs"] for m in found] == [2, 1]
+
+
 def test_budget_limits_a_submitter():
     mm = Matchmaker([slot(f"slot{i}@n") for i in range(10)])
     found, reason = mm.match(job(), 10, budget=4)

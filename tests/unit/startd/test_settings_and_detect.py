@@ -21,7 +21,7 @@ def test_detect_reads_the_machine_and_overrides_win(tmp_path):
     assert (o.cpus, o.memory, o.disk, o.arch, o.gpus) == (4, 8192, 1000, "aarch64", 2)
     assert o.detected_cpus == m.detected_cpus  # Detected* stays what the kernel says
     attrs = o.attributes()
-    assert attrs["TotalCpus"] == 4 and attrs["DetectedGPUs"] == 2 and attrs["AssignedGPUs"] == "GPU-0,GPU-1"
+    assert attrs["TotalCpus"] == 4 and attrs["DetectedGPUs"] == 2 and o.gpu_ids == ("GPU-0", "GPU-1")
     assert "DetectedGPUs" not in detect(str(tmp_path), {"NUM_GPUS": 0}).attributes()
 
 
@@ -54,7 +54,7 @@ def test_settings_validation():
 
 
 def test_static_slots_share_the_machine_and_rekey_on_free():
-    t = SlotTable("n1", 4, 8000, 4000, 0, 4, False)
+    t = SlotTable("n1", 4, 8000, 4000, (), 4, False)
     assert list(t.slots) == ["slot1@n1", "slot2@n1", "slot3@n1", "slot4@n1"]
     s1 = t.slots["slot1@n1"]
     assert (s1.kind, s1.cpus, s1.memory, s1.disk) == (STATIC, 1, 2000, 1000)
@@ -67,7 +67,7 @@ def test_static_slots_share_the_machine_and_rekey_on_free():
 
 
 def test_partitionable_carve_and_return():
-    t = SlotTable("n1", 4, 4096, 10000, 0, 0, True)
+    t = SlotTable("n1", 4, 4096, 10000, (), 0, True)
     (p,) = t.slots.values()
     assert (p.name, p.kind, p.cpus) == ("slot1@n1", PARTITIONABLE, 4)
     d1 = t.carve(p, Request(1, 1024, 100))
@@ -81,7 +81,7 @@ def test_partitionable_carve_and_return():
 
 
 def test_request_defaults_and_literals():
-    t = SlotTable("n1", 4, 4096, 10000, 0, 0, True)
+    t = SlotTable("n1", 4, 4096, 10000, (), 0, True)
     d = Request(1, 128, 1024)
     assert t.request_of({}, {}, d) == Request(1, 128, 1024, 0)
     assert t.request_of({"RequestCpus": 2, "requestmemory": 2000.5}, {}, d) == Request(2, 2001, 1024, 0)
