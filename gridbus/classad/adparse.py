@@ -270,7 +270,7 @@ def unquote(input: str) -> str:
     toks = tokenize(input)
     if len(toks) != 2 or toks[0].kind != STR:
         raise ClassAdParseError("not a single ClassAd string literal", input, 0)
-    return toks[0].value  # type: ignore[return-value]
+    return toks[0].value
 
 
 __all__ = ["ParserType", "parseAds", "parseNext", "parseOne", "quote", "unquote", "parse_new_ad"]

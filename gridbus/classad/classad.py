@@ -192,7 +192,7 @@ class ClassAd(MutableMapping):
         while stack:
             n = stack.pop()
             if type(n) is N.AttrRef:
-                refs.append(n)  # type: ignore[arg-type]
+                refs.append(n)
                 continue
             for child in _children(n):
                 stack.append(child)
@@ -233,27 +233,26 @@ class ClassAd(MutableMapping):
 
 
 def _children(n: N.Node) -> list[N.Node]:
-    t = type(n)
-    if t is N.Binary or t is N.Elvis:
-        return [n.left, n.right]  # type: ignore[attr-defined]
-    if t is N.Chain:
-        return list(n.operands)  # type: ignore[attr-defined]
-    if t is N.Unary:
-        return [n.operand]  # type: ignore[attr-defined]
-    if t is N.Paren:
-        return [n.inner]  # type: ignore[attr-defined]
-    if t is N.Conditional:
-        return [n.cond, n.then, n.other]  # type: ignore[attr-defined]
-    if t is N.Call:
-        return list(n.args)  # type: ignore[attr-defined]
-    if t is N.ListExpr:
-        return list(n.items)  # type: ignore[attr-defined]
-    if t is N.RecordExpr:
-        return [v for _, v in n.attrs]  # type: ignore[attr-defined]
-    if t is N.Select:
-        return [n.base]  # type: ignore[attr-defined]
-    if t is N.Subscript:
-        return [n.base, n.index]  # type: ignore[attr-defined]
+    if type(n) is N.Binary or type(n) is N.Elvis:
+        return [n.left, n.right]
+    if type(n) is N.Chain:
+        return list(n.operands)
+    if type(n) is N.Unary:
+        return [n.operand]
+    if type(n) is N.Paren:
+        return [n.inner]
+    if type(n) is N.Conditional:
+        return [n.cond, n.then, n.other]
+    if type(n) is N.Call:
+        return list(n.args)
+    if type(n) is N.ListExpr:
+        return list(n.items)
+    if type(n) is N.RecordExpr:
+        return [v for _, v in n.attrs]
+    if type(n) is N.Select:
+        return [n.base]
+    if type(n) is N.Subscript:
+        return [n.base, n.index]
     return []
 
 
@@ -292,7 +291,7 @@ def _json_expr(text: str) -> str:
 def _json_value(v: Any, indent: int) -> str:
     if isinstance(v, ExprTree):
         node = v._node
-        if type(node) is N.Literal and node.folded != "abstime" and type(node.value) is not AbsTime:  # type: ignore[attr-defined]
+        if type(node) is N.Literal and node.folded != "abstime" and type(node.value) is not AbsTime:
             return _json_value(node_to_python(node), indent)
         if type(node) is N.ListExpr:
             return _json_value(node_to_python(node), indent)

@@ -23,34 +23,34 @@ Fn = Callable[[Scope, Ctx], Any]
 
 def compile_node(node: N.Node) -> Fn:
     t = type(node)
-    if t is N.Literal:
-        return _literal(node)  # type: ignore[arg-type]
-    if t is N.AttrRef:
-        return _attr(node)  # type: ignore[arg-type]
-    if t is N.Binary:
-        return _binary(node)  # type: ignore[arg-type]
-    if t is N.Chain:
-        return _chain(node)  # type: ignore[arg-type]
-    if t is N.Unary:
-        return _unary(node)  # type: ignore[arg-type]
-    if t is N.Paren:
-        return compile_node(node.inner)  # type: ignore[attr-defined]
-    if t is N.Conditional:
-        return _conditional(node)  # type: ignore[arg-type]
-    if t is N.Elvis:
-        return _elvis(node)  # type: ignore[arg-type]
-    if t is N.Call:
+    if type(node) is N.Literal:
+        return _literal(node)
+    if type(node) is N.AttrRef:
+        return _attr(node)
+    if type(node) is N.Binary:
+        return _binary(node)
+    if type(node) is N.Chain:
+        return _chain(node)
+    if type(node) is N.Unary:
+        return _unary(node)
+    if type(node) is N.Paren:
+        return compile_node(node.inner)
+    if type(node) is N.Conditional:
+        return _conditional(node)
+    if type(node) is N.Elvis:
+        return _elvis(node)
+    if type(node) is N.Call:
         from gridbus.classad.functions import compile_call
 
-        return compile_call(node, compile_node)  # type: ignore[arg-type]
-    if t is N.ListExpr:
-        return _list(node)  # type: ignore[arg-type]
-    if t is N.RecordExpr:
-        return _record(node)  # type: ignore[arg-type]
-    if t is N.Select:
-        return _select(node)  # type: ignore[arg-type]
-    if t is N.Subscript:
-        return _subscript(node)  # type: ignore[arg-type]
+        return compile_call(node, compile_node)
+    if type(node) is N.ListExpr:
+        return _list(node)
+    if type(node) is N.RecordExpr:
+        return _record(node)
+    if type(node) is N.Select:
+        return _select(node)
+    if type(node) is N.Subscript:
+        return _subscript(node)
     raise TypeError(f"cannot compile a {t.__name__}")
 
 
@@ -63,7 +63,7 @@ def _literal(node: N.Literal) -> Fn:
     def lit(scope: Scope, ctx: Ctx) -> Any:
         return value
 
-    lit.const = value  # type: ignore[attr-defined]
+    lit.const = value  # type: ignore[attr-defined]  # marks a constant for the callers that fold it
     return lit
 
 
@@ -338,10 +338,10 @@ def _select(node: N.Select) -> Fn:
     name, lname = node.name, node.lname
     inner = node.base
     while type(inner) is N.Paren:
-        inner = inner.inner  # type: ignore[attr-defined]
+        inner = inner.inner
     if type(inner) is N.Subscript:
-        cf = compile_node(inner.base)  # type: ignore[attr-defined]
-        xf = compile_node(inner.index)  # type: ignore[attr-defined]
+        cf = compile_node(inner.base)
+        xf = compile_node(inner.index)
 
         def select_from_subscript(scope: Scope, ctx: Ctx) -> Any:
             # HTCondor answers undefined when selecting from an ad that came out of ad["name"]

@@ -221,31 +221,30 @@ def collect_refs(node: N.Node, my_refs: set[str], target_refs: set[str]) -> None
     stack = [node]
     while stack:
         n = stack.pop()
-        t = type(n)
-        if t is N.AttrRef:
-            (target_refs if n.scope == "target" else my_refs).add(n.lname)  # type: ignore[attr-defined]
-        elif t is N.Binary:
-            stack += (n.left, n.right)  # type: ignore[attr-defined]
-        elif t is N.Chain:
-            stack += n.operands  # type: ignore[attr-defined]
-        elif t is N.Unary:
-            stack.append(n.operand)  # type: ignore[attr-defined]
-        elif t is N.Paren:
-            stack.append(n.inner)  # type: ignore[attr-defined]
-        elif t is N.Conditional:
-            stack += (n.cond, n.then, n.other)  # type: ignore[attr-defined]
-        elif t is N.Elvis:
-            stack += (n.left, n.right)  # type: ignore[attr-defined]
-        elif t is N.Call:
-            stack += n.args  # type: ignore[attr-defined]
-        elif t is N.ListExpr:
-            stack += n.items  # type: ignore[attr-defined]
-        elif t is N.RecordExpr:
-            stack += [v for _, v in n.attrs]  # type: ignore[attr-defined]
-        elif t is N.Select:
-            stack.append(n.base)  # type: ignore[attr-defined]
-        elif t is N.Subscript:
-            stack += (n.base, n.index)  # type: ignore[attr-defined]
+        if type(n) is N.AttrRef:
+            (target_refs if n.scope == "target" else my_refs).add(n.lname)
+        elif type(n) is N.Binary:
+            stack += (n.left, n.right)
+        elif type(n) is N.Chain:
+            stack += n.operands
+        elif type(n) is N.Unary:
+            stack.append(n.operand)
+        elif type(n) is N.Paren:
+            stack.append(n.inner)
+        elif type(n) is N.Conditional:
+            stack += (n.cond, n.then, n.other)
+        elif type(n) is N.Elvis:
+            stack += (n.left, n.right)
+        elif type(n) is N.Call:
+            stack += n.args
+        elif type(n) is N.ListExpr:
+            stack += n.items
+        elif type(n) is N.RecordExpr:
+            stack += [v for _, v in n.attrs]
+        elif type(n) is N.Select:
+            stack.append(n.base)
+        elif type(n) is N.Subscript:
+            stack += (n.base, n.index)
 
 
 # -- conversions -------------------------------------------------------------------------------
@@ -254,21 +253,20 @@ def collect_refs(node: N.Node, my_refs: set[str], target_refs: set[str]) -> None
 def node_to_python(node: N.Node) -> Any:
     """What classad2 hands back for a stored expression: literals as Python values, lists and
     nested ads converted element by element, anything else as an ExprTree."""
-    t = type(node)
-    if t is N.Literal:
-        v = node.value  # type: ignore[attr-defined]
-        if node.folded == "reltime":  # type: ignore[attr-defined]
+    if type(node) is N.Literal:
+        v = node.value
+        if node.folded == "reltime":
             return float(v.secs)
         if type(v) is AbsTime:
             return v.to_datetime()
         return v
-    if t is N.ListExpr:
-        return [node_to_python(n) for n in node.items]  # type: ignore[attr-defined]
-    if t is N.RecordExpr:
+    if type(node) is N.ListExpr:
+        return [node_to_python(n) for n in node.items]
+    if type(node) is N.RecordExpr:
         from gridbus.classad.classad import ClassAd
 
         ad = ClassAd()
-        for name, n in node.attrs:  # type: ignore[attr-defined]
+        for name, n in node.attrs:
             ad._store(name, ExprTree._from_node(n))
         return ad
     return ExprTree._from_node(node)
@@ -284,7 +282,7 @@ def to_python(v: Any) -> Any:
     if t is ListValue:
         if v.nodes is not None:
             return [node_to_python(n) for n, _ in v.nodes]
-        return [_py_element(x) for x in v.py]  # type: ignore[union-attr]
+        return [_py_element(x) for x in v.py]
     if t is AdValue:
         src = v.scope.source
         if isinstance(src, N.RecordExpr):
@@ -327,7 +325,7 @@ def value_to_node(v: Any) -> N.Node:
     if t is ListValue:
         if v.nodes is not None:
             return N.ListExpr([n for n, _ in v.nodes])
-        return N.ListExpr([python_to_node(x) for x in v.py])  # type: ignore[union-attr]
+        return N.ListExpr([python_to_node(x) for x in v.py])
     if t is AdValue:
         src = v.scope.source
         if isinstance(src, N.RecordExpr):

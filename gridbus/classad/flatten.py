@@ -14,24 +14,23 @@ def flatten(node: N.Node, ad: Any) -> N.Node:
     if _closed(node, ad, set()):
         v = ExprTree._from_node(node).simplify(ad)
         return v._node
-    t = type(node)
-    if t is N.AttrRef:
+    if type(node) is N.AttrRef:
         return node
-    if t is N.Binary:
-        return N.Binary(node.op, flatten(node.left, ad), flatten(node.right, ad))  # type: ignore[attr-defined]
-    if t is N.Chain:
-        return N.Chain(node.op, [flatten(o, ad) for o in node.operands])  # type: ignore[attr-defined]
-    if t is N.Unary:
-        return N.Unary(node.op, flatten(node.operand, ad))  # type: ignore[attr-defined]
-    if t is N.Paren:
-        inner = flatten(node.inner, ad)  # type: ignore[attr-defined]
+    if type(node) is N.Binary:
+        return N.Binary(node.op, flatten(node.left, ad), flatten(node.right, ad))
+    if type(node) is N.Chain:
+        return N.Chain(node.op, [flatten(o, ad) for o in node.operands])
+    if type(node) is N.Unary:
+        return N.Unary(node.op, flatten(node.operand, ad))
+    if type(node) is N.Paren:
+        inner = flatten(node.inner, ad)
         return inner if type(inner) is N.Literal else N.Paren(inner)
-    if t is N.Conditional:
-        return N.Conditional(flatten(node.cond, ad), flatten(node.then, ad), flatten(node.other, ad))  # type: ignore[attr-defined]
-    if t is N.Elvis:
-        return N.Elvis(flatten(node.left, ad), flatten(node.right, ad))  # type: ignore[attr-defined]
-    if t is N.Call:
-        return N.Call(node.name, [flatten(a, ad) for a in node.args])  # type: ignore[attr-defined]
+    if type(node) is N.Conditional:
+        return N.Conditional(flatten(node.cond, ad), flatten(node.then, ad), flatten(node.other, ad))
+    if type(node) is N.Elvis:
+        return N.Elvis(flatten(node.left, ad), flatten(node.right, ad))
+    if type(node) is N.Call:
+        return N.Call(node.name, [flatten(a, ad) for a in node.args])
     _ = (value_to_node, ERROR, UNDEFINED)
     return node
 
@@ -44,17 +43,17 @@ def _closed(node: N.Node, ad: Any, seen: set[str]) -> bool:
     while stack:
         n = stack.pop()
         if type(n) is N.AttrRef:
-            if n.scope == "target":  # type: ignore[attr-defined]
+            if n.scope == "target":
                 return False
-            raw = ad._data.get(n.lname, MISSING)  # type: ignore[attr-defined]
+            raw = ad._data.get(n.lname, MISSING)
             if raw is MISSING:
                 return False
-            if n.lname not in seen:  # type: ignore[attr-defined]
-                seen.add(n.lname)  # type: ignore[attr-defined]
-                if not _closed(ad.lookup(n.lname)._node, ad, seen):  # type: ignore[attr-defined]
+            if n.lname not in seen:
+                seen.add(n.lname)
+                if not _closed(ad.lookup(n.lname)._node, ad, seen):
                     return False
             continue
-        if type(n) is N.Call and n.lname in ("time", "random", "currenttime"):  # type: ignore[attr-defined]
+        if type(n) is N.Call and n.lname in ("time", "random", "currenttime"):
             return False
         stack.extend(_children(n))
     return True

@@ -100,49 +100,49 @@ _UNARY_SPACE = " "
 
 def unparse(node: N.Node, style: int = PRETTY, indent: int = 0) -> str:
     t = type(node)
-    if t is N.Literal:
-        if node.folded == "reltime":  # type: ignore[attr-defined]
-            return f'relTime("{format_reltime(node.value.secs)}")'  # type: ignore[attr-defined]
-        return format_scalar(node.value, style)  # type: ignore[attr-defined]
-    if t is N.AttrRef:
-        name = attr_name(node.name)  # type: ignore[attr-defined]
-        if node.scope:  # type: ignore[attr-defined]
-            return f"{node.scope_text}.{name}"  # type: ignore[attr-defined]
+    if type(node) is N.Literal:
+        if node.folded == "reltime":
+            return f'relTime("{format_reltime(node.value.secs)}")'
+        return format_scalar(node.value, style)
+    if type(node) is N.AttrRef:
+        name = attr_name(node.name)
+        if node.scope:
+            return f"{node.scope_text}.{name}"
         return name
-    if t is N.Binary:
-        op = node.op  # type: ignore[attr-defined]
+    if type(node) is N.Binary:
+        op = node.op
         if style != OLD:
             op = {"=?=": "is", "=!=": "isnt"}.get(op, op)
         else:
             op = {"is": "=?=", "isnt": "=!="}.get(op, op)
-        return f"{unparse(node.left, style, indent)} {op} {unparse(node.right, style, indent)}"  # type: ignore[attr-defined]
-    if t is N.Chain:
-        sep = f" {node.op} "  # type: ignore[attr-defined]
-        return sep.join(unparse(o, style, indent) for o in node.operands)  # type: ignore[attr-defined]
-    if t is N.Unary:
-        return f"{_UNARY_SPACE}{node.op}{unparse(node.operand, style, indent)}"  # type: ignore[attr-defined]
-    if t is N.Paren:
-        return f"({unparse(node.inner, style, indent)})"  # type: ignore[attr-defined]
-    if t is N.Conditional:
+        return f"{unparse(node.left, style, indent)} {op} {unparse(node.right, style, indent)}"
+    if type(node) is N.Chain:
+        sep = f" {node.op} "
+        return sep.join(unparse(o, style, indent) for o in node.operands)
+    if type(node) is N.Unary:
+        return f"{_UNARY_SPACE}{node.op}{unparse(node.operand, style, indent)}"
+    if type(node) is N.Paren:
+        return f"({unparse(node.inner, style, indent)})"
+    if type(node) is N.Conditional:
         return (
-            f"{unparse(node.cond, style, indent)} ? {unparse(node.then, style, indent)}"  # type: ignore[attr-defined]
-            f" : {unparse(node.other, style, indent)}"  # type: ignore[attr-defined]
+            f"{unparse(node.cond, style, indent)} ? {unparse(node.then, style, indent)}"
+            f" : {unparse(node.other, style, indent)}"
         )
-    if t is N.Elvis:
-        return f"{unparse(node.left, style, indent)} ?: {unparse(node.right, style, indent)}"  # type: ignore[attr-defined]
-    if t is N.Call:
-        args = ",".join(unparse(a, style, indent) for a in node.args)  # type: ignore[attr-defined]
-        return f"{node.name}({args})"  # type: ignore[attr-defined]
-    if t is N.ListExpr:
-        return format_list([(lambda i, n=n: unparse(n, style, i)) for n in node.items], style, indent)  # type: ignore[attr-defined]
-    if t is N.RecordExpr:
+    if type(node) is N.Elvis:
+        return f"{unparse(node.left, style, indent)} ?: {unparse(node.right, style, indent)}"
+    if type(node) is N.Call:
+        args = ",".join(unparse(a, style, indent) for a in node.args)
+        return f"{node.name}({args})"
+    if type(node) is N.ListExpr:
+        return format_list([(lambda i, n=n: unparse(n, style, i)) for n in node.items], style, indent)
+    if type(node) is N.RecordExpr:
         return format_record(
-            [(name, (lambda i, n=n: unparse(n, style, i))) for name, n in node.attrs], style, indent  # type: ignore[attr-defined]
+            [(name, (lambda i, n=n: unparse(n, style, i))) for name, n in node.attrs], style, indent
         )
-    if t is N.Select:
-        return f"{unparse(node.base, style, indent)}.{attr_name(node.name)}"  # type: ignore[attr-defined]
-    if t is N.Subscript:
-        return f"{unparse(node.base, style, indent)}[{unparse(node.index, style, indent)}]"  # type: ignore[attr-defined]
+    if type(node) is N.Select:
+        return f"{unparse(node.base, style, indent)}.{attr_name(node.name)}"
+    if type(node) is N.Subscript:
+        return f"{unparse(node.base, style, indent)}[{unparse(node.index, style, indent)}]"
     raise TypeError(f"cannot print a {t.__name__}")
 
 
@@ -190,7 +190,7 @@ def format_python(v: Any, style: int = PRETTY, indent: int = 0) -> str:
         return format_list([(lambda i, x=x: format_python(x, style, i)) for x in v], style, indent)
     data = getattr(v, "_data", None)
     if isinstance(data, dict):  # a ClassAd
-        names = v._names  # type: ignore[attr-defined]
+        names = v._names
         return format_record(
             [(names[k], (lambda i, x=x: format_python(x, style, i))) for k, x in data.items()], style, indent
         )
