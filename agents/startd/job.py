@@ -102,6 +102,8 @@ class Job:
     mark: str | None = None
     born_after: int = 0
     successor: Beside | None = None  # the claim's next job, spawned and waiting for this one's exit
+    container: str | None = None  # a container job's container name (agents/startd/containers.py)
+    image_kib: int = 0  # its image's size: the job's DiskUsage
 
     def usage(self) -> dict[str, Any]:
         """HTCondor's usage attributes: cpu seconds, sizes in KiB, MemoryUsage (the peak) in MiB,
@@ -114,6 +116,7 @@ class Job:
             "ResidentSetSize": self.peak_rss_kib,
             "MemoryUsage": math.ceil(peak / 1024),
             "CpusUsage": round(self.cpus_usage, 3),
+            **({"DiskUsage": self.image_kib} if self.image_kib else {}),
         }
 
     def sample_cpu(self, now: float) -> None:
@@ -141,6 +144,12 @@ class Prepared:
     group: cgroups.JobCgroup | None = None
     mark: str | None = None  # without a group: the job's processes' mark (`proctree.MARK_VAR`)
     born_after: int = 0
+    container: str | None = None  # a container job: its container's name
+    runs_as: Account | None = None  # the first process's account, if not the job's (a container tool's)
+
+    @property
+    def spawn_account(self) -> Account:
+        return self.runs_as or self.account
 
 
 @dataclass

@@ -91,7 +91,7 @@ class JobCgroups:
                 asyncio.get_running_loop().call_later(0.005, self.retire, job, deadline)
                 return
             log.error("cgroup %s of the job on %s is still not empty; leaving it", group.rel, job.slot)
-        elif len(self._idle) < MAX_IDLE_GROUPS and group.reset():
+        elif not group.nested and len(self._idle) < MAX_IDLE_GROUPS and group.reset():  # (a container's: made anew)
             self._idle.append(group)  # the next job moves in: cheaper than a new group
         else:
             group.remove()

@@ -33,9 +33,9 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from gridbus.agents.startd import cgroups, proctree, spawn
+from gridbus.agents.startd import cgroups, containers, proctree, spawn
 from gridbus.agents.startd.accounts import Account, RunAsRefused, may_access
-from gridbus.agents.startd.arguments import ArgumentError, job_argv, job_environment
+from gridbus.agents.startd.arguments import ArgumentError, job_argv, job_environment, lookup
 from gridbus.agents.startd.job import (
     HOLD_FAILED_TO_CREATE_PROCESS,
     HOLD_IWD,
@@ -54,6 +54,7 @@ from gridbus.agents.startd.job import (
 from gridbus.agents.startd.jobcgroups import JobCgroups, remove_when_empty
 from gridbus.agents.startd.readyfds import ReadyFds
 from gridbus.agents.startd.scratch import ScratchDirs
+from gridbus.classad.values import is_number
 
 log = logging.getLogger("gridbus.startd.starter")
 
@@ -72,6 +73,8 @@ STOP_THEN_EXEC = 'kill -STOP $$; exec "$0" "$@"'
 JOIN_THEN_EXEC = '{{ {join}; }} 2>/dev/null && exec "$0" "$@"; : >{mark}; exit {code}'
 JOIN_FAILED = 125
 JOIN_FAILED_MARK = ".gridbus-cgroup-join-failed"
+
+NO_TOOL = "this machine has no Docker-compatible tool (DOCKER) to run the job's container"
 
 
 def environment(scratch: str, slot: str, env_extra: Mapping[str, str], job_env: Mapping[str, str]) -> dict[str, str]:
@@ -93,8 +96,9 @@ class Launcher:
     """Prepares and spawns the jobs of one starter (watching them is agents/startd/reaping.py's)."""
 
     def __init__(self, knobs: StarterKnobs, scratch: ScratchDirs, groups: JobCgroups, ready: ReadyFds,
-                 *, fast_spawn: bool):
+                 *, fast_spawn: bool, tool: containers.ContainerTool | None = None):
         self.knobs = knobs
+        self.containers = tool  # DOCKER, where found
         self.scratch = scratch
         self.groups = groups
         self.ready = ready  # the spawns' pipes, watched on the loop
@@ -119,7 +123,7 @@ class Launcher:
     async def into_group_stopped(self, proc: Process, prep: Prepared, executable: str) -> None:
         """With Popen, a cgroup job of another account: its stopped first process moved into its
         group, the wait for its stop awaited, not blocked on. Nothing of it runs on if that fails."""
-        if not self.joins_stopped(prep.group, prep.account):
+        if not self.joins_stopped(prep.group, prep.spawn_account):
             return
         assert prep.group is not None and isinstance(proc, subprocess.Popen)
         try:
@@ -191,7 +195,8 @@ class Launcher:
     def _begin(prep: Prepared, after: Job | None = None) -> spawn.Launching:
         """The fast spawn of a prepared job (its outcome taken later, `spawn.Launching.result`)."""
         return spawn.begin(prep.argv, executable=prep.executable, cwd=prep.iwd, env=prep.env, fds=prep.streams,
-                           account=prep.account, group=prep.group, after=after.pidfd if after is not None else None)
+                           account=prep.spawn_account, group=prep.group,
+                           after=after.pidfd if after is not None else None)
 
     # ------------------------------------------------------------------ before the spawn
     def prepare(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
@@ -241,10 +246,37 @@ class Launcher:
             if prep.group is None:  # found by the scan: a descendant that leaves the session, by its mark
                 prep.mark = prep.env[proctree.MARK_VAR] = proctree.new_mark()
                 prep.born_after = proctree.uptime_ticks()
+            if containers.wanted(ad):
+                self._in_container(prep, ad, slot, memory_limit_mib, seq)
         except StartFailed:
             self._unprepare(prep)
             raise
         return prep
+
+    def _in_container(self, prep: Prepared, ad: Mapping[str, Any], slot: str, memory_limit_mib: int | None,
+                      seq: int) -> None:
+        """A container job: its first process is the tool's run of the job prepared so far, as
+        the startd's account; the container's groups go below the job's."""
+        tool = self.containers
+        if tool is None:
+            raise StartFailed(NO_TOOL, HOLD_FAILED_TO_CREATE_PROCESS)
+        image = containers.image_of(ad)
+        prep.container = tool.name_for(ad, slot, seq)
+        knobs = self.knobs
+        limit = memory_limit_mib if knobs.enforce_memory and knobs.memory_policy == "hard" else None
+        cpus = lookup(ad, "RequestCpus")
+        prep.argv = tool.run_argv(prep.container, image, prep, ad, prep.argv, limit,
+                                  float(cpus) if is_number(cpus) else 1.0)
+        prep.executable = tool.command
+        prep.env = dict(os.environ)  # the tool's own; the job's goes in by --env
+        prep.runs_as = containers.startd_account()
+        if prep.group is not None:
+            prep.group.nested = True
+            try:
+                prep.group.watch_oom()
+            except OSError as exc:
+                raise StartFailed(f"cannot watch the job's cgroup {prep.group.rel} for its memory: "
+                                  f"{exc.strerror or exc}", HOLD_FAILED_TO_CREATE_PROCESS, exc.errno or 0) from None
 
     def _unprepare(self, prep: Prepared) -> None:
         """What `prepare` made, undone: the job did not start."""
@@ -304,7 +336,7 @@ class Launcher:
                 ) from None
             except (subprocess.SubprocessError, ValueError) as exc:
                 raise StartFailed(f"cannot start {prep.executable}: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
-            if last and wait_stopped and self.joins_stopped(prep.group, prep.account):
+            if last and wait_stopped and self.joins_stopped(prep.group, prep.spawn_account):
                 assert prep.group is not None
                 _into_group(proc, prep.group, prep.executable)
         except StartFailed:
@@ -316,7 +348,7 @@ class Launcher:
 
     def _popen(self, prep: Prepared) -> subprocess.Popen:
         """The job started by ``subprocess.Popen`` (without the fast spawn)."""
-        argv, account, group = prep.argv, prep.account, prep.group
+        argv, account, group = prep.argv, prep.spawn_account, prep.group
         executable = argv[0]
         switch: dict[str, Any] = (
             {"user": account.uid, "group": account.gid, "extra_groups": list(account.groups)} if account.switch else {})

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from gridbus.agents.startd import proctree
+from gridbus.agents.startd.containers import TOOL_FAILED
 from gridbus.agents.startd.job import (
     HOLD_FAILED_TO_CREATE_PROCESS,
     HOLD_JOB_OUT_OF_RESOURCES,
@@ -60,6 +61,7 @@ class Reaper:
         # The scan path's finished jobs, their sessions watched a while for what outlived them:
         # sid -> (end ticks, forget at, the job's mark, clock ticks before it started).
         self.finished_sessions: dict[int, tuple[int, float, str | None, int]] = {}
+        self._removing: set[asyncio.Task] = set()  # containers being removed after their job's exit
 
     def watch(self, key: str, ad: Mapping[str, Any], slot: str, proc: Process, prep: Prepared,
               memory_limit_mib: int | None) -> Job:
@@ -81,6 +83,7 @@ class Reaper:
             done=loop.create_future(),
             mark=prep.mark,
             born_after=prep.born_after,
+            container=prep.container,
         )
         self.running[key] = job
         self.ready.watch(pidfd, self._reap, job)
@@ -88,6 +91,7 @@ class Reaper:
 
     # ------------------------------------------------------------------ exit
     def _reap(self, job: Job) -> None:
+        loop = asyncio.get_running_loop()
         os.close(job.pidfd)  # (which drops it from the descriptors watched)
         # Its successor (if any) has exec'd or is exec'ing: the claim's (`Activation.start_ahead`),
         # no longer this job's to cancel.
@@ -126,7 +130,12 @@ class Reaper:
         try:
             self.on_exit(job)  # the exit report is queued before anything else happens
         finally:
-            if job.cgroup is not None:
+            if job.container is not None:
+                # Done once its container is removed too (the tool's run, killed, removes nothing).
+                removing = loop.create_task(self._remove_container(job), name=f"remove {job.container}")
+                self._removing.add(removing)
+                removing.add_done_callback(self._removing.discard)
+            elif job.cgroup is not None:
                 # Done once the group is empty and removed: a stop returns when nothing is left.
                 # (Its session is not watched: nothing of it is outside its group, killed and
                 # emptied; watching it cost a /proc scan every second on the loop.)
@@ -141,6 +150,18 @@ class Reaper:
             # (a transferred sandbox is removed once its output is back)
             self.scratch.job_ended(None if job.sandbox else job.scratch, (job.account.uid, job.account.gid))
 
+    async def _remove_container(self, job: Job) -> None:
+        """A container job's end: its container removed, then its group (or the job is done)."""
+        assert job.container is not None
+        try:
+            if self.launcher.containers is not None:
+                await self.launcher.containers.remove(job.container)
+        finally:
+            if job.cgroup is not None:
+                self.groups.retire(job, time.monotonic() + GROUP_RETIRE)
+            elif job.done is not None and not job.done.done():
+                job.done.set_result(None)
+
     # ------------------------------------------------------------------ stop
     def stop(self, job: Job, graceful: bool, reason: str) -> None:
         """Stop a job: its kill signal now and SIGKILL after KILLING_TIMEOUT, or SIGKILL now.
@@ -153,7 +174,11 @@ class Reaper:
             self.resume(job)  # a frozen process takes no signal but SIGKILL
         timeout = self.knobs.killing_timeout
         if graceful and timeout > 0:
-            if job.cgroup is not None:
+            if job.container is not None:
+                # The tool's run passes the signal on to the container's first process; the
+                # container's other processes are the job's to stop (as under HTCondor).
+                kill_child(job.pid, job.kill_signal)
+            elif job.cgroup is not None:
                 # On v2 the job's first process joins its group itself, a moment after it is
                 # spawned: signal it by pid too, or a stop in that moment reaches nobody. (It starts
                 # no other process before it has joined, so nothing else can be outside the group.)
@@ -241,6 +266,11 @@ def exit_attributes(job: Job, status: int) -> dict[str, Any]:
         exit_info = {"ExitBySignal": False, "ExitCode": -1, "HoldReasonCode": HOLD_FAILED_TO_CREATE_PROCESS,
                      "HoldReasonSubCode": 0, "HoldReason": f"cannot start {ad_str(job.ad, 'Cmd')}: the job's "
                      f"first process could not join its cgroup {job.cgroup.rel}"}
+    elif (job.container is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == TOOL_FAILED
+          and not job.memory_exceeded and job.stop_reason is None):
+        exit_info = {"ExitBySignal": False, "ExitCode": -1, "HoldReasonCode": HOLD_FAILED_TO_CREATE_PROCESS,
+                     "HoldReasonSubCode": TOOL_FAILED, "HoldReason": f"Error running docker job: the container "
+                     f"tool failed (exit code {TOOL_FAILED}); its error is in the job's Err file"}
     elif os.WIFSIGNALED(status):
         exit_info = {"ExitBySignal": True, "ExitSignal": os.WTERMSIG(status)}
     else:

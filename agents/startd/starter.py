@@ -20,8 +20,9 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar, cast
 
-from gridbus.agents.startd import cgroups, spawn
+from gridbus.agents.startd import cgroups, containers, spawn
 from gridbus.agents.startd.accounts import RunAsPolicy
+from gridbus.agents.startd.containers import ContainerTool
 from gridbus.agents.startd.job import (
     HOLD_FAILED_TO_CREATE_PROCESS,
     HOLD_IWD,
@@ -36,7 +37,7 @@ from gridbus.agents.startd.job import (
     resolve,
 )
 from gridbus.agents.startd.jobcgroups import JobCgroups
-from gridbus.agents.startd.launch import Launcher
+from gridbus.agents.startd.launch import NO_TOOL, Launcher
 from gridbus.agents.startd.readyfds import ReadyFds
 from gridbus.agents.startd.reaping import Reaper
 from gridbus.agents.startd.scratch import ScratchDirs
@@ -88,6 +89,7 @@ class Starter:
         cgroup: cgroups.Hierarchy | None = None,
         memory_policy: str = "hard",
         pids_limit: int = 0,
+        containers: ContainerTool | None = None,
     ):
         self.knobs = StarterKnobs(policy, killing_timeout, enforce_memory, usage_interval, check_interval,
                                   memory_policy, pids_limit)
@@ -100,7 +102,7 @@ class Starter:
         self.groups = JobCgroups(cgroup, self.knobs)
         # STARTER_FAST_SPAWN: the job joining its groups and taking its ids itself (spawn.py)
         self.launcher = Launcher(self.knobs, self.scratch, self.groups, self._ready,
-                                 fast_spawn=fast_spawn and spawn.AVAILABLE)
+                                 fast_spawn=fast_spawn and spawn.AVAILABLE, tool=containers)
         self.reaper = Reaper(self.knobs, self.running, self._ready, self.scratch, self.groups, self.launcher, on_exit)
         self.usage = UsageMonitor(self.knobs, self.reaper, self.groups, self.scratch, on_usage)
 
@@ -129,6 +131,8 @@ class Starter:
 
     async def _start_async(self, key: str, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
                            memory_limit_mib: int | None, sandbox: str | None) -> Job:
+        if containers.wanted(ad):
+            return await self._start_container(key, ad, slot, env_extra, memory_limit_mib, sandbox)
         if self.spawns_beside:
             beside = self.begin_beside(ad, slot, env_extra, memory_limit_mib, sandbox)
             try:
@@ -139,6 +143,25 @@ class Starter:
         proc, prep = self.launcher.launch(ad, slot, env_extra, memory_limit_mib, wait_stopped=False, sandbox=sandbox)
         await self.launcher.into_group_stopped(proc, prep, ad_str(ad, "Cmd") or "the job")
         return self.reaper.watch(key, ad, slot, proc, prep, memory_limit_mib)
+
+    async def _start_container(self, key: str, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
+                               memory_limit_mib: int | None, sandbox: str | None) -> Job:
+        """A container job: its image made present first (pulled only when absent, awaited), then
+        the tool's run spawned as a job is (agents/startd/containers.py)."""
+        tool = self.launcher.containers
+        if tool is None:
+            raise StartFailed(NO_TOOL, HOLD_FAILED_TO_CREATE_PROCESS)
+        image_kib = await tool.ensure_image(containers.image_of(ad))
+        proc, prep = self.launcher.launch(ad, slot, env_extra, memory_limit_mib, wait_stopped=False, sandbox=sandbox)
+        job = self.reaper.watch(key, ad, slot, proc, prep, memory_limit_mib)
+        job.image_kib = image_kib
+        return job
+
+    @staticmethod
+    def starts_now(ad: Mapping[str, Any]) -> bool:
+        """Whether the job can be spawned without awaiting anything first (`begin_beside`, a
+        successor spawned ahead): not a container job, whose image is made present first."""
+        return not containers.wanted(ad)
 
     @property
     def spawns_beside(self) -> bool:

@@ -20,6 +20,7 @@ USED: frozenset[str] = frozenset(
     success_exit_code concurrency_limits batch_name max_idle materialize_max_idle max_materialize
     job_max_vacate_time kill_sig should_transfer_files when_to_transfer_output transfer_input_files
     transfer_output_files transfer_executable transfer_output_remaps
+    docker_image container_image
     """.split()
 )
 
@@ -27,8 +28,8 @@ USED: frozenset[str] = frozenset(
 KNOWN_UNUSED: frozenset[str] = frozenset(
     """
     transfer_input transfer_output notification
-    notify_user stream_output stream_error stream_input nice_user image_size docker_image
-    container_image request_gpus gpus_minimum_capability job_lease_duration leave_in_queue
+    notify_user stream_output stream_error stream_input nice_user image_size
+    request_gpus gpus_minimum_capability job_lease_duration leave_in_queue
     next_job_start_delay coresize buffer_size buffer_block_size accounting_group
     accounting_group_user want_graceful_removal encrypt_execute_directory copy_to_spool
     output_destination max_transfer_input_mb max_transfer_output_mb allowed_execute_duration
