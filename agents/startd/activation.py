@@ -224,7 +224,8 @@ class Activation:
                 or self.claims.by_id.get(claim.id) is not claim):
             return
         seq, job_ad = claim.ahead[0]
-        if self.sandboxes.wanted(job_ad) or self.starter.shares_output(job.ad, job_ad):
+        if (self.sandboxes.wanted(job_ad) or self.starter.shares_output(job.ad, job_ad)
+                or not self.starter.starts_now(job_ad)):
             return
         try:
             memory, held = self._checked(claim.slot, job_ad, self.ads.next_start_ad(claim.slot))
@@ -303,7 +304,8 @@ class Activation:
             memory, held = self._checked(slot, job_ad, self.ads.slot_ad(slot))
             beside = None
         claim.last_ad = job_ad
-        if beside is None and held is None and self.starter.spawns_beside and not self.sandboxes.wanted(job_ad):
+        if (beside is None and held is None and self.starter.spawns_beside and not self.sandboxes.wanted(job_ad)
+                and self.starter.starts_now(job_ad)):
             # Spawned now, not on the launch task's first turn of the loop: a slot freed by an
             # exit starts its next job before anything else the loop has to do.
             try:

@@ -24,12 +24,13 @@ import socket
 from typing import Any
 
 from gridbus.agent import Agent
-from gridbus.agents.startd import cgroups, spawn
+from gridbus.agents.startd import cgroups, containers, spawn
 from gridbus.agents.startd import slots as sl
 from gridbus.agents.startd.accounts import RunAsPolicy, UserMap
 from gridbus.agents.startd.activation import Activation
 from gridbus.agents.startd.ads import SlotAds
 from gridbus.agents.startd.claims import CLAIM_BUSY, CLAIM_REFUSED, Claims
+from gridbus.agents.startd.containers import ContainerTool
 from gridbus.agents.startd.detect import detect
 from gridbus.agents.startd.reports import Reporter
 from gridbus.agents.startd.sandbox import Sandboxes
@@ -58,7 +59,7 @@ RESTART_KNOBS = frozenset({
     "STARTD_NAME", "GRIDBUS_URL", "EXECUTE", "NUM_CPUS", "MEMORY", "DISK", "NUM_GPUS", "GPU_DISCOVERY_EXTRA", "ARCH", "OPSYS",
     "OPSYSANDVER", "UID_DOMAIN", "FILESYSTEM_DOMAIN", "NUM_SLOTS", "NUM_SLOTS_TYPE_1", "SLOT_TYPE_1",
     "SLOT_TYPE_1_PARTITIONABLE", "STARTER_FAST_SPAWN", "STARTD_SIMULATE_JOBS", "SIMULATED_JOB_RUNTIME",
-    "BASE_CGROUP", "CGROUP_VERSION",
+    "BASE_CGROUP", "CGROUP_VERSION", "DOCKER", "DOCKER_EXTRA_ARGUMENTS",
 })
 
 
@@ -79,8 +80,12 @@ class Startd(Agent):
             self.settings.num_slots, self.settings.partitionable, self.settings.slot_share,
         )
         self.cgroups = None if self.settings.simulate_jobs else self._probe_cgroups()
+        self.containers = (None if self.settings.simulate_jobs else
+                           ContainerTool.find(self.settings.docker, self._own_name(),
+                                              self.settings.docker_extra_arguments))
         machine_attrs = {**self.machine.attributes(),
                          **(self.cgroups.attributes() if self.cgroups else {"HasCgroup": False}),
+                         **containers.attributes(self.containers),
                          **({"SimulatedJobs": True} if self.settings.simulate_jobs else {})}
         self.slot_ads = SlotAds(self.name, self.address, self.table, machine_attrs, self.machine.gpu_devices,
                                 self.settings)
@@ -132,6 +137,7 @@ class Startd(Agent):
             cgroup=self.cgroups,
             memory_policy=self.settings.memory_policy.lower(),
             pids_limit=self.settings.pids_limit,
+            containers=self.containers,
         )
 
     def _probe_cgroups(self) -> cgroups.Hierarchy | None:
@@ -141,9 +147,7 @@ class Startd(Agent):
         machine (personal pools, tests) have startds of the same name, and a starting startd kills
         what it finds in its own groups."""
         base = self.settings.base_cgroup.strip("/")
-        own = cgroups.safe_name(self.name)
-        if self.url.vhost != "/":
-            own = f"{cgroups.safe_name(self.url.vhost)}/{own}"
+        own = self._own_name()
         try:
             found = cgroups.probe(f"{base}/{own}" if base else "", self.settings.cgroup_version)
         except cgroups.CgroupError as exc:
@@ -151,6 +155,14 @@ class Startd(Agent):
             return None
         log.info("jobs run in %s", found.describe())
         return found
+
+    def _own_name(self) -> str:
+        """This startd among the others of the machine: its name, after its vhost's if not "/"
+        (its cgroups' path below BASE_CGROUP, its containers' label)."""
+        own = cgroups.safe_name(self.name)
+        if self.url.vhost != "/":
+            own = f"{cgroups.safe_name(self.url.vhost)}/{own}"
+        return own
 
     def _stamp_report(self, report: dict[str, Any]) -> None:
         """AheadSeq: how far the schedd's jobs queued ahead on the claim have been taken (it
@@ -197,7 +209,12 @@ class Startd(Agent):
 
     # ------------------------------------------------------------------ lifecycle
     async def setup(self) -> None:
-        # Before the first ad: a predecessor killed without a stop left its jobs in their groups.
+        # Before the first ad: a predecessor killed without a stop left its jobs in their groups,
+        # and its containers (labelled with this startd's name).
+        if self.containers is not None:
+            removed = await asyncio.get_running_loop().run_in_executor(None, self.containers.remove_owned)
+            if removed:
+                log.warning("removed %d container(s) a previous startd %s left", removed, self.name)
         if self.cgroups is not None:
             found = await asyncio.get_running_loop().run_in_executor(None, self.cgroups.clean_leftovers)
             if found:

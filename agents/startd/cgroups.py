@@ -223,6 +223,11 @@ class JobCgroup:
         self.written: dict[str, str] = {}  # limit files as last written: a reused group skips them
         self._limits: tuple[Any, ...] | None = None  # set_limits' arguments, once all were written
         self.final_raw: CgroupUsage | None = None  # counters read once the group was found empty
+        # Groups may be made below this one (a container's and its monitor's, by the container
+        # tool's --cgroup-parent): its members, kill and removal then reach into them too.
+        self.nested = False
+        self._oom_event: tuple[int, int] | None = None  # v1: (eventfd, oom_control) of `watch_oom`
+        self._ooms = 0  # out-of-memory events the eventfd told of
         self._files: dict[tuple[str, str], str] = {}
         name = "tasks" if self.version == 1 else "cgroup.procs"
         self._join_files = tuple(os.path.join(d, name) for d in self.dirs())
@@ -340,9 +345,39 @@ class JobCgroup:
         hierarchy), run in the job's first process before it execs the job."""
         return " && ".join(f"echo $$ >{shlex.quote(f)}" for f in self.procs_files)
 
+    def watch_oom(self) -> None:
+        """v1, for a group with groups below it: count its out-of-memory events by the kernel's
+        notification (an eventfd on memory.oom_control), since v1 counts an OOM kill in the
+        victim's own group, below this one, which a container tool removes with the container.
+        (v2's memory.events counts those below.)"""
+        if self.version != 1 or "memory" not in self.h.controllers or self._oom_event is not None:
+            return
+        efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        try:
+            cfd = os.open(self.file("memory", "memory.oom_control"), os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            os.close(efd)
+            raise
+        self._oom_event = (efd, cfd)
+        _write(self.file("memory", "cgroup.event_control"), f"{efd} {cfd}")
+
+    def _oom_events(self) -> int:
+        if self._oom_event is not None:
+            with contextlib.suppress(BlockingIOError):
+                self._ooms += os.eventfd_read(self._oom_event[0])
+        return self._ooms
+
     def remove(self) -> bool:
         """Remove the (empty) group; False while members are still dying."""
         ok = True
+        event, self._oom_event = self._oom_event, None
+        for fd in event or ():
+            os.close(fd)
+        if self.nested:  # the groups below it first, deepest first
+            for d in self.dirs():
+                for below in _below(d):
+                    with contextlib.suppress(OSError):
+                        os.rmdir(below)
         self.created = False
         self.written.clear()
         self._limits = None
@@ -370,6 +405,10 @@ class JobCgroup:
         """Every process in the group (the tracking hierarchy: v2's group, v1's freezer)."""
         try:
             text = _read(self.file(self.h.tracker, "cgroup.procs"))
+            if self.nested:
+                for below in _below(self.dir(self.h.tracker)):
+                    with contextlib.suppress(OSError):
+                        text += "\n" + _read(os.path.join(below, "cgroup.procs"))
         except OSError:
             return []
         me = os.getpid()  # listed only while a thread of ours forks a job here: never signalled
@@ -566,7 +605,7 @@ class JobCgroup:
                     u.memory_bytes = stat.get("total_rss", stat.get("rss", 0))
                 u.memory_peak_bytes = self._peak_bytes() or 0
                 assert self._oom_file is not None
-                u.oom_kills = _keyed(self._oom_file).get("oom_kill", 0)
+                u.oom_kills = _keyed(self._oom_file).get("oom_kill", 0) + self._oom_events()
         return u
 
     def _peak_bytes(self) -> int | None:
@@ -639,7 +678,10 @@ class Hierarchy:
         for d in self.dirs_of(self.base):
             with contextlib.suppress(OSError):
                 names.update(e.name for e in os.scandir(d) if e.is_dir())
-        return [JobCgroup(self, f"{self.base}/{n}") for n in sorted(names)]
+        groups = [JobCgroup(self, f"{self.base}/{n}") for n in sorted(names)]
+        for g in groups:
+            g.nested = True  # (a container job's may hold its container's groups)
+        return groups
 
     def clean_leftovers(self, timeout: float = 10.0) -> int:
         """Kill what is in a predecessor's job groups and remove them; returns how many processes
@@ -793,6 +835,12 @@ def _remove_when_empty(group: JobCgroup, path: str, timeout: float = 5.0) -> Non
             return
         except OSError:
             time.sleep(0.01)
+
+
+def _below(path: str) -> list[str]:
+    """The groups below the group directory ``path``, deepest first."""
+    found = [d for d, _, _ in os.walk(path)][1:]
+    return sorted(found, key=len, reverse=True)
 
 
 def move(pid: int, procs_files: tuple[str, ...]) -> None:

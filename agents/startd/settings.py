@@ -47,6 +47,9 @@ knob("BASE_CGROUP", "gridbus", "parent cgroup of the jobs' cgroups (each startd 
 knob("CGROUP_VERSION", "auto", "which cgroups the starter uses: auto (v2 with a memory controller, else v1, else v2), 1 or 2")
 knob("CGROUP_MEMORY_LIMIT_POLICY", "hard", "the kernel's memory limit of a job: hard (OOM kill and hold past it), soft (reclaimed first past it), none")
 knob("CGROUP_PIDS_LIMIT", 0, "most processes and threads a job may have at once (cgroup pids controller); 0: no limit")
+knob("DOCKER", "docker", "the Docker-compatible command-line tool that runs docker and container universe jobs "
+     "(docker, or podman, which takes the same commands); absent: the startd advertises HasDocker = false")
+knob("DOCKER_EXTRA_ARGUMENTS", "", "arguments added to every container's run command (e.g. --runtime runc)")
 knob("STARTD_REPORT_TIMEOUT", 10.0, "seconds a JobReports call to a schedd may take before it is retried")
 knob("STARTD_REPORT_RETRY", 1.0, "seconds between retries of an unanswered JobReports call")
 knob("JOB_DEFAULT_REQUESTCPUS", 1, "cpus a job without RequestCpus gets")
@@ -116,6 +119,8 @@ class StartdSettings:
     cgroup_version: str = "auto"  # CGROUP_VERSION
     memory_policy: str = "hard"  # CGROUP_MEMORY_LIMIT_POLICY
     pids_limit: int = 0  # CGROUP_PIDS_LIMIT
+    docker: str = "docker"  # DOCKER
+    docker_extra_arguments: str = ""  # DOCKER_EXTRA_ARGUMENTS
     default_request_cpus: int = 1
     default_request_memory: int = 128
     default_request_disk: int = 1024
@@ -166,6 +171,8 @@ class StartdSettings:
                 cgroup_version="CGROUP_VERSION",
                 memory_policy="CGROUP_MEMORY_LIMIT_POLICY",
                 pids_limit="CGROUP_PIDS_LIMIT",
+                docker="DOCKER",
+                docker_extra_arguments="DOCKER_EXTRA_ARGUMENTS",
                 default_request_cpus="JOB_DEFAULT_REQUESTCPUS",
                 default_request_memory="JOB_DEFAULT_REQUESTMEMORY",
                 default_request_disk="JOB_DEFAULT_REQUESTDISK",

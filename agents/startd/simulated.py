@@ -57,6 +57,10 @@ class SimulatedStarter:
         self.spawns_beside = False  # no spawn to begin ahead of the launch (see Starter.begin_beside)
         self.spawns_ahead = False  # nor a successor spawned while the job before it runs
 
+    @staticmethod
+    def starts_now(ad: Mapping[str, Any]) -> bool:
+        return True  # (see Starter.starts_now)
+
     def start(self, key: str, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
               memory_limit_mib: int | None) -> Job:
         loop = asyncio.get_running_loop()

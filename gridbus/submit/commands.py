@@ -21,6 +21,7 @@ USED: frozenset[str] = frozenset(
     job_max_vacate_time kill_sig should_transfer_files when_to_transfer_output transfer_input_files
     transfer_output_files transfer_executable transfer_output_remaps request_gpus require_gpus
     gpus_minimum_capability gpus_maximum_capability gpus_minimum_memory gpus_minimum_runtime
+    docker_image container_image
     """.split()
 )
 
@@ -28,8 +29,8 @@ USED: frozenset[str] = frozenset(
 KNOWN_UNUSED: frozenset[str] = frozenset(
     """
     transfer_input transfer_output notification
-    notify_user stream_output stream_error stream_input nice_user image_size docker_image
-    container_image job_lease_duration leave_in_queue
+    notify_user stream_output stream_error stream_input nice_user image_size
+    job_lease_duration leave_in_queue
     next_job_start_delay coresize buffer_size buffer_block_size accounting_group
     accounting_group_user want_graceful_removal encrypt_execute_directory copy_to_spool
     output_destination max_transfer_input_mb max_transfer_output_mb allowed_execute_duration

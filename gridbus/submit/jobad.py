@@ -32,8 +32,9 @@ from gridbus.submit.units import disk_kib, memory_mib
 
 Getter = Callable[[str], "str | None"]
 
-UNIVERSES = {"vanilla": 5, "local": 12, "scheduler": 7}
-UNSUPPORTED_UNIVERSES = {"standard", "grid", "java", "vm", "parallel", "docker", "container", "mpi", "pvm"}
+# Docker and container universe jobs are vanilla jobs (5) run in a container (`container_attrs`).
+UNIVERSES = {"vanilla": 5, "local": 12, "scheduler": 7, "docker": 5, "container": 5}
+UNSUPPORTED_UNIVERSES = {"standard", "grid", "java", "vm", "parallel", "mpi", "pvm"}
 NOTIFICATION = {"never": 0, "always": 1, "complete": 2, "error": 3}
 
 DEFAULT_REQUEST_MEMORY = "ifthenelse(MemoryUsage =!= undefined,MemoryUsage,(ImageSize + 1023) / 1024)"
@@ -147,16 +148,19 @@ def machine_refs(requirements: str) -> set[str]:
 
 
 def default_requirements(user: str | None, universe: int, cpus_requested: bool, transfer: str,
-                         gpus: dict[str, Any] | None = None) -> str:
+                         gpus: dict[str, Any] | None = None, container: str = "") -> str:
     """condor_submit's Requirements: the user's clause, then the clauses it does not already cover
-    (``gpus``: the job's GPU attributes, gridbus.submit.gpus)."""
+    (``gpus``: the job's GPU attributes, gridbus.submit.gpus; ``container``: a container job's
+    clause, `container_attrs`, in place of the OpSys one)."""
     refs = machine_refs(user) if user else set()
     clauses: list[str] = []
     if user:
         clauses.append(f"({user})")
     if "arch" not in refs:
         clauses.append(f'(TARGET.Arch == "{hostinfo.arch()}")')
-    if "opsys" not in refs:
+    if container:
+        clauses.append(container)
+    elif "opsys" not in refs:
         clauses.append('(TARGET.OpSys == "LINUX")')
     clauses.append("(TARGET.Disk >= RequestDisk)")
     clauses.append("(TARGET.Memory >= RequestMemory)")
@@ -271,8 +275,29 @@ def universe_of(get: Getter) -> int:
     if name in UNIVERSES:
         return UNIVERSES[name]
     if name in UNSUPPORTED_UNIVERSES:
-        raise SubmitError(f"universe {name!r} is not run by gridbus (it runs vanilla, local and scheduler)")
-    raise SubmitError(f"unknown universe {name!r} (gridbus runs vanilla, local and scheduler)")
+        raise SubmitError(f"universe {name!r} is not run by gridbus (it runs vanilla, docker, container, local and scheduler)")
+    raise SubmitError(f"unknown universe {name!r} (gridbus runs vanilla, docker, container, local and scheduler)")
+
+
+def container_attrs(get: Getter) -> tuple[dict[str, Any], str]:
+    """condor_submit's attributes of a docker or container universe job, and the clause of the
+    machine's it puts in Requirements; nothing for other universes."""
+    name = (get("universe") or "vanilla").strip().lower()
+    if name == "docker":
+        image = (get("docker_image") or "").strip()
+        if not image:
+            raise SubmitError("docker jobs require a docker_image")
+        return {"WantDocker": True, "DockerImage": image}, "TARGET.HasDocker"
+    if name == "container":
+        image = (get("container_image") or "").strip()
+        if not image:
+            raise SubmitError("container jobs require a container_image")
+        if not image.startswith("docker://"):
+            raise SubmitError(f"container_image {image!r}: gridbus runs docker:// images (not image files or "
+                              "directories, which need Apptainer)")
+        return ({"WantContainer": True, "ContainerImage": image, "WantDockerImage": True,
+                 "ContainerImageSource": "docker"}, "TARGET.HasContainer && TARGET.HasDockerURL")
+    return {}, ""
 
 
 def build_job_ad(
@@ -301,6 +326,8 @@ def build_job_ad(
         ad["Owner"] = owner
     universe = universe_of(get)
     ad["JobUniverse"] = universe
+    in_container, container_clause = container_attrs(get)
+    ad.update(in_container)
 
     iwd_text = next((v for v in (get("initialdir"), get("initial_dir"), get("iwd")) if v), None)
     iwd = os.path.normpath(os.path.join(cwd, iwd_text)) if iwd_text else cwd
@@ -372,7 +399,8 @@ def build_job_ad(
     cpus_requested = bool(cpus_text) and ad["RequestCpus"] != 1
     gpus = gpu_attrs(get)
     ad.update(gpus)
-    ad["Requirements"] = expr(default_requirements(get("requirements"), universe, cpus_requested, transfer, gpus))
+    ad["Requirements"] = expr(default_requirements(get("requirements"), universe, cpus_requested, transfer,
+                                                   gpus, container_clause))
     rank = get("rank")
     ad["Rank"] = expr(rank) if rank else 0.0
 

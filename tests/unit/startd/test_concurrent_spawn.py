@@ -55,7 +55,7 @@ def test_start_failures_carry_hold_reasons_and_leave_no_scratch(tmp_path):
             with pytest.raises(StartFailed) as e:
                 await starter.start_async("c", {"Cmd": "/bin/true", "Iwd": str(tmp_path / "missing")}, "slot1@t", {}, None)
             assert e.value.code == HOLD_IWD
-            assert starter._launching == set()
+            assert starter.launcher.launching == set()
         finally:
             await starter.shutdown()
         assert os.listdir(tmp_path / "ex") == []

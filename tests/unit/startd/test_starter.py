@@ -124,7 +124,7 @@ def test_scratch_directories_are_empty_for_each_job_kept_for_the_account_and_gon
                 await asyncio.wait_for(job.done, 10)
                 scratches.append(job.scratch)
                 deadline = time.monotonic() + 5
-                while not starter._reusable and time.monotonic() < deadline:
+                while not starter.scratch.reusable and time.monotonic() < deadline:
                     await asyncio.sleep(0.01)
         finally:
             await starter.shutdown()
@@ -139,9 +139,9 @@ def test_scratch_directories_are_empty_for_each_job_kept_for_the_account_and_gon
 def test_kept_scratch_directories_go_once_their_account_starts_nothing_for_a_while(tmp_path, monkeypatch):
     """An idle startd's EXECUTE holds only its few spares: the directories kept for an account
     are removed once no job of it started for KEPT_SCRATCH_IDLE seconds."""
-    from gridbus.agents.startd import starter as starter_module
+    from gridbus.agents.startd import scratch as scratch_module
 
-    monkeypatch.setattr(starter_module, "KEPT_SCRATCH_IDLE", 3600.0)
+    monkeypatch.setattr(scratch_module, "KEPT_SCRATCH_IDLE", 3600.0)
 
     async def main() -> tuple[str, bool, bool]:
         starter = Starter(str(tmp_path / "execute"), ALLOW_ROOT, on_exit=lambda j: None, check_interval=0.05)
@@ -150,13 +150,13 @@ def test_kept_scratch_directories_go_once_their_account_starts_nothing_for_a_whi
             job = await starter.start_async("c", {"Cmd": "/bin/true"}, "slot1@t", {}, None)
             await asyncio.wait_for(job.done, 10)
             deadline = time.monotonic() + 10
-            while not starter._reusable and time.monotonic() < deadline:
+            while not starter.scratch.reusable and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
-            kept = bool(starter._reusable) and os.path.isdir(job.scratch)
-            monkeypatch.setattr(starter_module, "KEPT_SCRATCH_IDLE", 0.0)  # the account is idle from now
-            while starter._reusable and time.monotonic() < deadline:
+            kept = bool(starter.scratch.reusable) and os.path.isdir(job.scratch)
+            monkeypatch.setattr(scratch_module, "KEPT_SCRATCH_IDLE", 0.0)  # the account is idle from now
+            while starter.scratch.reusable and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
-            await asyncio.gather(*starter._cleaning)
+            await asyncio.gather(*starter.scratch.cleaning)
             return job.scratch, kept, os.path.exists(job.scratch)
         finally:
             monitor.cancel()
@@ -203,7 +203,7 @@ def test_a_kept_scratch_directory_goes_only_to_its_account_and_as_new(tmp_path):
                 await asyncio.wait_for(job.done, 10)
                 jobs.append(job)
                 deadline = time.monotonic() + 5
-                while (nobody.pw_uid, nobody.pw_gid) not in starter._reusable and time.monotonic() < deadline:
+                while (nobody.pw_uid, nobody.pw_gid) not in starter.scratch.reusable and time.monotonic() < deadline:
                     await asyncio.sleep(0.01)
         finally:
             await starter.shutdown()
@@ -633,9 +633,9 @@ def test_a_shutdown_while_the_cleaning_thread_makes_spare_directories_leaves_non
     import threading
     import time
 
-    from gridbus.agents.startd import starter as starter_module
+    from gridbus.agents.startd import scratch as scratch_module
 
-    rmtree_all = starter_module._rmtree_all
+    rmtree_all = scratch_module._rmtree_all
     begun, go = threading.Event(), threading.Event()
 
     def held(paths, make=()):
@@ -644,7 +644,7 @@ def test_a_shutdown_while_the_cleaning_thread_makes_spare_directories_leaves_non
             go.wait(10)
         return rmtree_all(paths, make)
 
-    monkeypatch.setattr(starter_module, "_rmtree_all", held)
+    monkeypatch.setattr(scratch_module, "_rmtree_all", held)
 
     async def main() -> list[str]:
         starter = Starter(str(tmp_path / "ex"), ALLOW_ROOT, on_exit=lambda j: None)
@@ -671,7 +671,7 @@ def test_only_a_job_without_a_cgroup_has_its_session_watched_after_its_exit(tmp_
         try:
             job = await starter.start_async("c", {"Cmd": "/bin/true"}, "slot1@t", {}, None)
             await asyncio.wait_for(job.done, 10)
-            return dict(starter._finished_sessions)
+            return dict(starter.reaper.finished_sessions)
         finally:
             await starter.shutdown()
 
