@@ -15,8 +15,10 @@ from gridbus import classad
 from gridbus.classad.values import Value, is_number
 from gridbus.console.cli import formats
 
-# condor_status's constraint for the -gpus slot table.
-CONSTRAINT = "(PartitionableSlot && AssignedGPUs isnt undefined) ?: GPUs"
+# condor_status's constraint for the -gpus slot table, ``(PartitionableSlot && AssignedGPUs isnt
+# undefined) ?: GPUs``, written for slot ads that say PartitionableSlot = false (HTCondor's leave
+# it out, and its ``?:`` then falls through to GPUs).
+CONSTRAINT = "(PartitionableSlot =?= true && AssignedGPUs isnt undefined) || (GPUs ?: 0) > 0"
 _NAME_EXPR = 'GPUs_DeviceName ?: join(",", evalInEachContext(DeviceName, AvailableGPUs)) ?: CUDADeviceName'
 
 # condor_status's letters: the state's, then the activity's.
