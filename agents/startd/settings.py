@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gridbus.transfer.knobs  # noqa: F401 - registers TRANSFER_STALL_TIMEOUT, KEEP_SANDBOX_ON_HOLD, TRANSFER_OPEN_TIMEOUT
+from gridbus.agents.startd import cron
 from gridbus.config import Config, knob
 from gridbus.transfer.stream import STALL_TIMEOUT
 
@@ -122,6 +123,9 @@ class StartdSettings:
     transfer_stall: float = STALL_TIMEOUT  # TRANSFER_STALL_TIMEOUT
     transfer_open_timeout: float = 30.0  # TRANSFER_OPEN_TIMEOUT
     keep_sandbox_on_hold: bool = False  # KEEP_SANDBOX_ON_HOLD
+    startd_attrs: dict[str, Any] = field(default_factory=dict)  # STARTD_ATTRS / STARTD_EXPRS: name -> value
+    cron_jobs: tuple[cron.CronJob, ...] = ()  # STARTD_CRON_JOBLIST
+    cron_autopublish: str = "Never"  # STARTD_CRON_AUTOPUBLISH
 
     @classmethod
     def from_config(cls, cfg: Config) -> StartdSettings:
@@ -147,6 +151,9 @@ class StartdSettings:
             rank=str(cfg.get("RANK")),
             overrides=overrides,
             gpu_discovery_extra=str(cfg.get("GPU_DISCOVERY_EXTRA")),
+            startd_attrs=cron.configured_attrs(cfg),
+            cron_jobs=cron.jobs_from_config(cfg),
+            cron_autopublish=cron.autopublish(cfg.get("STARTD_CRON_AUTOPUBLISH")),
             **cfg.pick(
                 killing_timeout="KILLING_TIMEOUT",
                 update_interval="STARTER_UPDATE_INTERVAL",
