@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gridbus.transfer.knobs  # noqa: F401 - registers TRANSFER_STALL_TIMEOUT, KEEP_SANDBOX_ON_HOLD, TRANSFER_OPEN_TIMEOUT
-from gridbus.agents.startd import cron
+from gridbus.agents.startd import cron, gpus
 from gridbus.config import Config, knob
 from gridbus.transfer.stream import STALL_TIMEOUT
 
@@ -199,6 +199,7 @@ class StartdSettings:
             raise ValueError(f"SIMULATED_JOB_RUNTIME must not be negative, not {self.simulated_runtime}")
         if self.pids_limit < 0:
             raise ValueError(f"CGROUP_PIDS_LIMIT must be 0 (no limit) or more, not {self.pids_limit}")
+        gpus.simulate_option(self.gpu_discovery_extra)  # DiscoveryError (a ValueError) names what is wrong
         if not os.path.isabs(self.execute):
             raise ValueError(f"EXECUTE must be an absolute path, not {self.execute!r}")
 
