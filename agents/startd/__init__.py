@@ -7,7 +7,8 @@ keeping and ending claims), `activation` (jobs on claims through the starter), `
 processes), `arguments` (HTCondor's argument and environment syntax), `accounts` (the run-as
 policy), `proctree` (a job's processes from /proc), `cgroups` (job cgroups: kill, memory limit,
 usage, freezer), `limits` (the requests as numbers at activation), `reports` (batched JobReports
-to the schedds), `agent` (the startd composed of those parts).
+to the schedds), `gpus` (GPU discovery, their slot attributes, devices handed out by id), `cron`
+(STARTD_CRON jobs and STARTD_ATTRS), `agent` (the startd composed of those parts).
 """
 
 from __future__ import annotations

@@ -35,6 +35,10 @@ class SlotAds:
         self.machine_attrs = machine_attrs
         self.gpus = len(gpu_devices)
         self.gpu_devices = {d.id: d for d in gpu_devices}
+        # What the admin adds (cron.py): STARTD_ATTRS, then the cron jobs' reports (kept in place
+        # by the cron, which replaces them as the jobs report).
+        self.configured: dict[str, Any] = {}
+        self.cron_attrs: dict[str, Any] = {}
         self.reconfigure(settings)
 
     def reconfigure(self, settings: StartdSettings) -> None:
@@ -48,6 +52,7 @@ class SlotAds:
         }
         self.defaults = sl.Request(settings.default_request_cpus, settings.default_request_memory,
                                    settings.default_request_disk)
+        self.configured = dict(settings.startd_attrs)
 
     # ------------------------------------------------------------------ ads
     def slot_ad(self, slot: sl.Slot, load: float | None = None) -> dict[str, Any]:
@@ -57,6 +62,10 @@ class SlotAds:
             "Name": slot.name,
             "MyAddress": self.address,
             **self.machine_attrs,
+            # After the machine's attributes, before the slot's own: an admin's attribute may
+            # stand for a machine one, never rename a slot or change its resources or state.
+            **self.configured,
+            **self.cron_attrs,
             "SlotID": slot.slot_id,
             "SlotTypeID": 1 if slot.kind != sl.STATIC else 0,
             "SlotType": slot.kind,

@@ -31,6 +31,7 @@ from gridbus.agents.startd.activation import Activation
 from gridbus.agents.startd.ads import SlotAds
 from gridbus.agents.startd.claims import CLAIM_BUSY, CLAIM_REFUSED, Claims
 from gridbus.agents.startd.containers import ContainerTool
+from gridbus.agents.startd.cron import StartdCron, publishes
 from gridbus.agents.startd.detect import detect
 from gridbus.agents.startd.reports import Reporter
 from gridbus.agents.startd.sandbox import Sandboxes
@@ -53,6 +54,7 @@ LIVE_KNOBS = {
     "JOB_DEFAULT_REQUESTCPUS": "default_request_cpus", "JOB_DEFAULT_REQUESTMEMORY": "default_request_memory",
     "JOB_DEFAULT_REQUESTDISK": "default_request_disk", "TRANSFER_STALL_TIMEOUT": "transfer_stall",
     "TRANSFER_OPEN_TIMEOUT": "transfer_open_timeout", "KEEP_SANDBOX_ON_HOLD": "keep_sandbox_on_hold",
+    "STARTD_ATTRS": "startd_attrs", "STARTD_EXPRS": "startd_attrs", "STARTD_CRON_AUTOPUBLISH": "cron_autopublish",
 }
 # The knobs read only when the startd starts: the machine, its slot layout, where and how jobs run.
 RESTART_KNOBS = frozenset({
@@ -89,6 +91,8 @@ class Startd(Agent):
                          **({"SimulatedJobs": True} if self.settings.simulate_jobs else {})}
         self.slot_ads = SlotAds(self.name, self.address, self.table, machine_attrs, self.machine.gpu_devices,
                                 self.settings)
+        self.cron = StartdCron(self.settings.cron_jobs, self._cron_reported)
+        self.slot_ads.cron_attrs = self.cron.attributes
         self.starter = self._make_starter()
         self.sandboxes = Sandboxes(self.starter if isinstance(self.starter, Starter) else None,
                                    self.machine.filesystem_domain, self.settings, lambda: self._connection,
@@ -108,6 +112,12 @@ class Startd(Agent):
         self.activation = Activation(self.address, self.claims, self.slot_ads, self.starter, self.reporter,
                                      self.sandboxes, ads_changed=self.ads_changed)
         self.add_parts(self.slot_ads, self.claims, self.activation)
+
+    def _cron_reported(self, changed: bool) -> None:
+        # START and the like may read what the job reported: the slot ads are built anew each
+        # time; STARTD_CRON_AUTOPUBLISH says whether they go to the collector now.
+        if publishes(self.settings.cron_autopublish, changed):
+            self.ads_changed()
 
     def _make_starter(self) -> Starter | SimulatedStarter:
         # The starter's events go to the activation (made after it: it starts jobs through it).
@@ -223,8 +233,10 @@ class Startd(Agent):
     async def on_start(self) -> None:
         self.spawn(self.starter.monitor(), "starter monitor")
         self.spawn(self.claims.lease_loop(), "claim leases")
+        self.cron.start()
 
     async def on_stop(self) -> None:
+        await self.cron.stop()
         await self.activation.shut_down()  # no activation starts a job; the launches under way end
         await self.starter.shutdown()
         if self.cgroups is not None:
@@ -245,6 +257,8 @@ class Startd(Agent):
         fresh = StartdSettings.from_config(self.config)
         self.settings = dataclasses.replace(self.settings, **{k: getattr(fresh, k) for k in LIVE_KNOBS.values()})
         self.slot_ads.reconfigure(self.settings)
+        if fresh.cron_jobs != self.cron.jobs:  # STARTD_CRON_JOBLIST and its jobs are read at reconfig too
+            await self.cron.replace(fresh.cron_jobs)
         self.claims.settings = self.settings
         self.sandboxes.settings = self.settings
         st = self.starter

@@ -193,9 +193,9 @@ def parse_nvidia_smi(csv: str, cuda: tuple[int, int] | None) -> list[Gpu]:
     return out
 
 
-def discover(extra: str = "", run: Runner = _run, which: Callable[[str], str | None] = shutil.which) -> list[Gpu]:
-    """The machine's GPUs: simulated where ``extra`` (GPU_DISCOVERY_EXTRA) says ``-simulate``,
-    else nvidia-smi's. Other condor_gpu_discovery options are accepted and not acted on."""
+def simulate_option(extra: str) -> list[int] | None:
+    """The simulated devices' kinds GPU_DISCOVERY_EXTRA asks for, or None when it does not
+    simulate (DiscoveryError for options that cannot be read)."""
     try:
         words = shlex.split(extra or "")
     except ValueError as exc:
@@ -203,7 +203,17 @@ def discover(extra: str = "", run: Runner = _run, which: Callable[[str], str | N
     for word in words:
         option, _, spec = word.partition(":")
         if option.lower() in ("-simulate", "--simulate"):
-            return simulated(parse_simulate(spec))
+            return parse_simulate(spec)
+    return None
+
+
+def discover(extra: str = "", run: Runner = _run, which: Callable[[str], str | None] = shutil.which) -> list[Gpu]:
+    """The machine's GPUs: simulated where ``extra`` (GPU_DISCOVERY_EXTRA) says ``-simulate``,
+    else nvidia-smi's. Other condor_gpu_discovery options are accepted and not acted on."""
+    kinds = simulate_option(extra)
+    if kinds is not None:
+        return simulated(kinds)
+    words = shlex.split(extra or "")
     ignored = [w for w in words if w.startswith("-")]
     if ignored:
         log.info("GPU_DISCOVERY_EXTRA: %s not acted on (gridbus acts on -simulate only)", " ".join(ignored))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gridbus.transfer.knobs  # noqa: F401 - registers TRANSFER_STALL_TIMEOUT, KEEP_SANDBOX_ON_HOLD, TRANSFER_OPEN_TIMEOUT
+from gridbus.agents.startd import cron, gpus
 from gridbus.config import Config, knob
 from gridbus.transfer.stream import STALL_TIMEOUT
 
@@ -127,6 +128,9 @@ class StartdSettings:
     transfer_stall: float = STALL_TIMEOUT  # TRANSFER_STALL_TIMEOUT
     transfer_open_timeout: float = 30.0  # TRANSFER_OPEN_TIMEOUT
     keep_sandbox_on_hold: bool = False  # KEEP_SANDBOX_ON_HOLD
+    startd_attrs: dict[str, Any] = field(default_factory=dict)  # STARTD_ATTRS / STARTD_EXPRS: name -> value
+    cron_jobs: tuple[cron.CronJob, ...] = ()  # STARTD_CRON_JOBLIST
+    cron_autopublish: str = "Never"  # STARTD_CRON_AUTOPUBLISH
 
     @classmethod
     def from_config(cls, cfg: Config) -> StartdSettings:
@@ -152,6 +156,9 @@ class StartdSettings:
             rank=str(cfg.get("RANK")),
             overrides=overrides,
             gpu_discovery_extra=str(cfg.get("GPU_DISCOVERY_EXTRA")),
+            startd_attrs=cron.configured_attrs(cfg),
+            cron_jobs=cron.jobs_from_config(cfg),
+            cron_autopublish=cron.autopublish(cfg.get("STARTD_CRON_AUTOPUBLISH")),
             **cfg.pick(
                 killing_timeout="KILLING_TIMEOUT",
                 update_interval="STARTER_UPDATE_INTERVAL",
@@ -199,6 +206,7 @@ class StartdSettings:
             raise ValueError(f"SIMULATED_JOB_RUNTIME must not be negative, not {self.simulated_runtime}")
         if self.pids_limit < 0:
             raise ValueError(f"CGROUP_PIDS_LIMIT must be 0 (no limit) or more, not {self.pids_limit}")
+        gpus.simulate_option(self.gpu_discovery_extra)  # DiscoveryError (a ValueError) names what is wrong
         if not os.path.isabs(self.execute):
             raise ValueError(f"EXECUTE must be an absolute path, not {self.execute!r}")
 

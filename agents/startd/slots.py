@@ -121,6 +121,7 @@ class Slot:
     total_memory: int = 0
     total_disk: int = 0
     total_gpus: int = 0
+    machine_gpus: int = 0  # the machine's: a job given none on a machine with some is told so
     next_child: int = 1
     claim_id: str = field(default_factory=new_claim_id)
     claim: Claim | None = None
@@ -154,7 +155,7 @@ class Slot:
         return tuple(g for g in self.gpu_ids if g not in held)
 
     def machine_has_gpus(self) -> bool:
-        return bool(self.total_gpus or self.gpu_ids)
+        return self.machine_gpus > 0
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,8 @@ class SlotTable:
             disk = _part(total_disk, getattr(share, "disk", 1.0))
             ids = tuple(gpu_ids)
             slot = Slot(f"slot1@{startd_name}", 1, PARTITIONABLE, cpus, memory, disk, len(ids), ids,
-                        total_cpus=cpus, total_memory=memory, total_disk=disk, total_gpus=len(ids))
+                        total_cpus=cpus, total_memory=memory, total_disk=disk, total_gpus=len(ids),
+                        machine_gpus=len(ids))
             self._add(slot)
         else:
             n = num_slots or total_cpus
@@ -198,7 +200,8 @@ class SlotTable:
                 ids = tuple(gpu_ids[given:given + gpus])
                 given += gpus
                 self._add(Slot(f"slot{i}@{startd_name}", i, STATIC, cpus, memory, disk, gpus, ids,
-                               total_cpus=cpus, total_memory=memory, total_disk=disk, total_gpus=gpus))
+                               total_cpus=cpus, total_memory=memory, total_disk=disk, total_gpus=gpus,
+                               machine_gpus=total_gpus))
 
     def _add(self, slot: Slot) -> None:
         self.slots[slot.name] = slot
@@ -230,7 +233,7 @@ class SlotTable:
         child = Slot(f"slot{parent.slot_id}_{sub}@{self.startd_name}", parent.slot_id, DYNAMIC,
                      req.cpus, req.memory, req.disk, req.gpus, req.gpu_ids, sub_id=sub, parent=parent,
                      total_cpus=parent.total_cpus, total_memory=parent.total_memory,
-                     total_disk=parent.total_disk, total_gpus=parent.total_gpus)
+                     total_disk=parent.total_disk, total_gpus=parent.total_gpus, machine_gpus=parent.machine_gpus)
         parent.cpus -= req.cpus
         parent.memory -= req.memory
         parent.disk -= req.disk

@@ -8,7 +8,7 @@ import re
 import sys
 from typing import Any
 
-from gridbus.console.cli import formats
+from gridbus.console.cli import formats, gpus_view
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -25,6 +25,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.targets:
         names = " || ".join(f"Machine == {formats.quote(t)} || Name == {formats.quote(t)}" for t in args.targets)
         constraint = f"({constraint}) && ({names})"
+    if args.gpus and ad_type == AdType.Startd:  # condor_status -gpus: the slots with GPUs
+        constraint = f"({constraint}) && ({gpus_view.CONSTRAINT})"
     with Collector() as collector:
         ads = list(collector.query(ad_type, constraint, formats.af_projection(args) or None))
     chosen = formats.chosen_form(args, ads)
@@ -36,6 +38,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"{'Name':<40} {'MyType':<12} {'MyAddress'}")
         for ad in sorted(ads, key=lambda a: str(formats.get(a, "Name", ""))):
             print(f"{str(formats.get(ad, 'Name', '?')):<40} {str(formats.get(ad, 'MyType', '?')):<12} {formats.get(ad, 'MyAddress', '')}")
+    elif args.gpus:
+        sys.stdout.write(formats.status_totals(ads) if args.total else gpus_view.gpus_table(ads))
     elif args.claimed:
         sys.stdout.write(formats.status_run_totals(ads) if args.total else formats.status_run_table(ads))
     elif args.total:
@@ -126,6 +130,8 @@ def register(sub: Any) -> None:
     shown.add_argument("-avail", "--avail", action="store_true", help="only the slots that are not claimed (Unclaimed)")
     shown.add_argument("-claimed", "--claimed", "-run", "--run", dest="claimed", action="store_true",
                        help="only the claimed slots, with the user and the submit machine holding each")
+    p.add_argument("-gpus", "--gpus", action="store_true",
+                   help="the slots with GPUs: their free GPUs, the devices' memory and names (condor_status -gpus)")
     kinds = p.add_mutually_exclusive_group()
     for kind in ("schedd", "submitters", "negotiator", "collector", "master", "any"):
         kinds.add_argument(f"-{kind}", f"--{kind}", dest="type", action="store_const", const=kind)

@@ -131,3 +131,14 @@ def test_static_slots_share_the_devices_out():
     ids = tuple(d.id for d in gpus.simulated([2, 2]))
     t = SlotTable("n1", 4, 4096, 10000, ids, 4, False)
     assert [s.gpu_ids for s in t.slots.values()] == [(ids[0],), (ids[1],), (), ()]
+    # A slot without a GPU on a machine with some: its job sees none (HTCondor's 10000).
+    assert all(s.machine_has_gpus() for s in t.slots.values())
+    assert not any(s.machine_has_gpus() for s in SlotTable("n1", 2, 4096, 10000, (), 2, False).slots.values())
+
+
+def test_a_bad_gpu_discovery_extra_is_a_bad_configuration():
+    from gridbus.agents.startd.settings import StartdSettings
+
+    with pytest.raises(ValueError, match="device kind 8"):
+        StartdSettings(gpu_discovery_extra="-simulate:8").validate()
+    StartdSettings(gpu_discovery_extra="-extra -simulate:2,2").validate()
