@@ -174,6 +174,7 @@ def send_command(ad: Any, dc: DaemonCommand, target: str | None = None) -> None:
 # caller's broker account (daemon accounts are administrators), so what a ping shows is that the
 # daemon answered a reading call; a level of writing or administration is tested by the call itself.
 PING_LEVELS = ("DC_NOP", "READ", "ALLOW")
+PING_TIMEOUT = 30.0  # seconds a ping waits for the daemon's answer
 
 
 def ping(location: Any, authz: str | None = None, security: Any = None) -> ClassAd:
@@ -195,7 +196,7 @@ def ping(location: Any, authz: str | None = None, security: Any = None) -> Class
             f"ping: gridbus authorizes each method call by the caller's broker account, not by HTCondor's "
             f"authorization levels; only {', '.join(PING_LEVELS)} can be tested (the daemon answers), not {level!r}")
     with _session() as session:
-        result = session.call(address, "RemoteParam", {"Names": ["DAEMON_NAME"]}, timeout=30)
+        result = session.call(address, "RemoteParam", {"Names": ["DAEMON_NAME"]}, timeout=PING_TIMEOUT)
         user = session.user
         encrypted = session.url is not None and session.url.parts.scheme == "amqps"
     _check(result, f"ping of {address}")
