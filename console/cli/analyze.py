@@ -57,9 +57,10 @@ def _referenced(job: Mapping[str, Any], requirements: str) -> list[str]:
 
 
 def _rows(answer: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The condition table's rows; from a negotiator that sends only the per-clause counts, one
-    row per top-level clause."""
-    if answer.get("Conditions") is not None:
+    """The condition table's rows; where the negotiator sent none (an expression of more
+    conditions than it analyzes one by one, or a negotiator that sends only the per-clause
+    counts), one row per top-level clause."""
+    if answer.get("Conditions"):  # none: too many conditions to analyze one by one
         return list(answer["Conditions"])
     slots = int(answer.get("Slots", 0))
     return [{"Step": i, "Matched": slots - int(c.get("Rejects", 0)), "Condition": str(c.get("Clause", ""))}

@@ -35,6 +35,15 @@ _TRUTH = {0: "F", 1: "T", -1: ""}
 _TIME = re.compile(r"\bCurrentTime\b|\btime\s*\(", re.IGNORECASE)  # what makes a value change with time
 
 
+# The most steps analyzed: each is evaluated against every slot, so an expression of thousands of
+# conditions (a generated disjunction) is not analyzed step by step.
+MAX_STEPS = 256
+
+
+class TooManySteps(ValueError):
+    pass
+
+
 class Step:
     """One numbered sub-expression."""
 
@@ -65,17 +74,6 @@ class Step:
         return self.label or self.make_label() or self.text
 
 
-def _nested(node: N.Node) -> N.Node:
-    """A flat chain ``a && b && c`` as HTCondor's parser builds it: ``(a && b) && c``."""
-    if type(node) is N.Chain:
-        ops = node.operands
-        out = ops[0]
-        for o in ops[1:]:
-            out = N.Binary(node.op, out, o)
-        return out
-    return node
-
-
 def _is_my_ref(node: N.Node, my: ClassAd) -> bool:
     """A reference to an attribute of the request ad (MY.x, or x that the ad defines)."""
     while type(node) is N.Paren:
@@ -90,10 +88,22 @@ class _Builder:
         self.my = my
         self.steps: list[Step] = []
 
+    def append(self, step: Step) -> int:
+        if len(self.steps) >= MAX_STEPS:
+            raise TooManySteps(f"the expression has more than {MAX_STEPS} conditions to analyze")
+        self.steps.append(step)
+        return len(self.steps) - 1
+
     def add(self, node: N.Node, must_store: bool) -> int:
         """The step of ``node`` (-1 if it makes none), after its operands' steps."""
-        node = _nested(node)
         t = type(node)
+        if t is N.Chain:  # `a && b && c` is HTCondor's `(a && b) && c`: one step per operator
+            logic = AND if node.op == "&&" else OR
+            acc = self.add(node.operands[0], True)
+            for k in range(1, len(node.operands)):
+                right_ix = self.add(node.operands[k], True)
+                acc = self.append(Step(N.Chain(node.op, node.operands[:k + 1]), "", logic, acc, right_ix, -1))
+            return acc
         logic, store, children_logical = 0, must_store, False
         left: N.Node | None = None
         right: N.Node | None = None
@@ -105,7 +115,7 @@ class _Builder:
             left, right = node.left, node.right
             if node.op in COMPARISONS:
                 store = True
-            elif node.op in ("&&", "||"):
+            elif node.op in ("&&", "||"):  # the parser makes chains; a tree built by hand may not
                 logic, store, children_logical = (AND if node.op == "&&" else OR), True, True
         elif t is N.Unary:
             left = node.operand
@@ -142,8 +152,7 @@ class _Builder:
                     if last.label:
                         last.label = "! " + last.label
                 return ix_left
-            self.steps.append(Step(node, label, logic, ix_left, ix_right, ix_grip))
-            return len(self.steps) - 1
+            return self.append(Step(node, label, logic, ix_left, ix_right, ix_grip))
         if left is not None and right is None and grip is None:
             return ix_left
         return -1
@@ -158,8 +167,12 @@ def _steps(my: ClassAd, requirements: str) -> list[Step]:
 def numbered_steps(my: Mapping[str, Any], requirements: str) -> list[str]:
     """The steps as condor_q lists them under the expression: ``[N]    : condition``."""
     ad = my if isinstance(my, ClassAd) else ClassAd(dict(my))
+    try:
+        steps = _steps(ad, requirements)
+    except TooManySteps:
+        return []
     lines = []
-    for i, s in enumerate(_steps(ad, requirements)):
+    for i, s in enumerate(steps):
         label = s.make_label()
         if not label:
             label = s.text if s.left < 0 else f"[{s.left}] {s.text}"
@@ -239,7 +252,10 @@ def condition_table(my: Mapping[str, Any], requirements: str,
     """The rows of condor_q's condition table for ``requirements`` of ``my`` over ``targets``:
     ``{"Step": n, "Matched": count (or always, never, now, not now), "Condition": text}``."""
     ad = my if isinstance(my, ClassAd) else ClassAd(dict(my))
-    steps = _steps(ad, requirements)
+    try:
+        steps = _steps(ad, requirements)
+    except TooManySteps:
+        return []  # the caller shows the top-level clauses instead
     _constants(ad, steps)
     for s in steps:  # logical steps name what their operands reduced to
         _relabel(s, steps)

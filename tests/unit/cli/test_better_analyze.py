@@ -119,3 +119,12 @@ def test_every_slot_counted_when_none_fails() -> None:
     job["Requirements"] = ExprTree("TARGET.Memory >= RequestMemory || TARGET.Disk > 1000000000")
     assert _steps(analyze_job(job, [_slot("slot1@a", 8192), _slot("slot2@a", 8192)])) == [
         (0, 2, "TARGET.Memory >= RequestMemory")]
+
+
+def test_an_expression_of_thousands_of_conditions_shows_its_top_level_clauses() -> None:
+    job = _job()
+    names = " || ".join(f'TARGET.Name == "n{i}"' for i in range(3000))
+    job["Requirements"] = ExprTree(f"TARGET.Memory >= RequestMemory && ({names})")
+    text = analyze_job(job, [_slot("slot1@a", 8192), _slot("n5", 8192)])
+    steps = _steps(text)
+    assert [(s, m) for s, m, _ in steps] == [(0, 2), (1, 1)] and steps[1][2].startswith('(TARGET.Name == "n0"')
