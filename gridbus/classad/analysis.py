@@ -164,11 +164,22 @@ def _steps(my: ClassAd, requirements: str) -> list[Step]:
     return builder.steps
 
 
+def _as_ad(my: Mapping[str, Any]) -> ClassAd | None:
+    """The request as a ClassAd; None where it holds what no ad can (values off the wire that are
+    not ClassAd values): the analysis is then left out, not the whole answer."""
+    if isinstance(my, ClassAd):
+        return my
+    try:
+        return ClassAd(dict(my))
+    except (TypeError, ValueError):
+        return None
+
+
 def numbered_steps(my: Mapping[str, Any], requirements: str) -> list[str]:
     """The steps as condor_q lists them under the expression: ``[N]    : condition``."""
-    ad = my if isinstance(my, ClassAd) else ClassAd(dict(my))
+    ad = _as_ad(my)
     try:
-        steps = _steps(ad, requirements)
+        steps = _steps(ad, requirements) if ad is not None else []
     except TooManySteps:
         return []
     lines = []
@@ -251,7 +262,9 @@ def condition_table(my: Mapping[str, Any], requirements: str,
                     targets: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The rows of condor_q's condition table for ``requirements`` of ``my`` over ``targets``:
     ``{"Step": n, "Matched": count (or always, never, now, not now), "Condition": text}``."""
-    ad = my if isinstance(my, ClassAd) else ClassAd(dict(my))
+    ad = _as_ad(my)
+    if ad is None:
+        return []
     try:
         steps = _steps(ad, requirements)
     except TooManySteps:
