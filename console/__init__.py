@@ -1,79 +1,71 @@
 """The console side of gridbus (synchronous, pika): the QMF-style Session, the HTCondor-style API
 (Schedd, Collector, ...) and the `gridbus` command line.
 
-Names mirror `qmf.console` and `htcondor2`, so scripts switch with a changed import.
+Names mirror `qmf.console` and `htcondor2`, so scripts switch with a changed import. Every name is
+imported here (none is loaded behind a module __getattr__), so editors and type checkers see them;
+docs/compat.md says, for each of htcondor2's names, what gridbus does with it.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import Optional  # htcondor2 exports typing.Optional too
 
+from gridbus import classad
+from gridbus.console import dags, personal
+from gridbus.console.collector import AdType, AdTypes, Collector, DaemonType, DaemonTypes
+from gridbus.console.configuration import (
+    disable_debug,
+    enable_debug,
+    enable_log,
+    param,
+    reload_config,
+    set_subsystem,
+)
+from gridbus.console.daemons import DaemonCommand, DaemonCommands, RemoteParam, ping, send_command
+from gridbus.console.dagman import DAGMan
+from gridbus.console.dprintf import LogLevel, log
+from gridbus.console.enums import (
+    CommonFilesEventType,
+    CredType,
+    CredTypes,
+    FileTransferEventType,
+    HistorySrc,
+    SubmitMethod,
+    SubsystemType,
+    TransactionFlag,
+    TransactionFlags,
+)
+from gridbus.console.negotiator import Negotiator
+from gridbus.console.schedd import JobAction, JobStatus, QueryOpt, QueryOpts, Schedd, SubmitResult
 from gridbus.console.session import Agent, BrokerUnreachable, ObjectProxy, Session
+from gridbus.console.startd import CompletionType, DrainType, DrainTypes, Startd, VacateType
+from gridbus.console.unsupported import (
+    CredCheck,
+    Credd,
+    Placementd,
+    SecurityContext,
+    load_a_config_usermap_file,
+    reload_config_usermaps,
+    send_alive,
+    set_ready_state,
+)
+from gridbus.console.version import platform, version
 from gridbus.errors import HTCondorException
+from gridbus.eventlog import JobEvent, JobEventLog, JobEventType
 from gridbus.rpc import CallFailed, CallTimeout, MethodResult
+from gridbus.submit import Submit
 
-# Loaded on first use so `from gridbus.console import Session` stays light.
-_LAZY = {
-    "Schedd": "gridbus.console.schedd",
-    "SubmitResult": "gridbus.console.schedd",
-    "JobAction": "gridbus.console.schedd",
-    "JobStatus": "gridbus.console.schedd",
-    "QueryOpt": "gridbus.console.schedd",
-    "Collector": "gridbus.console.collector",
-    "AdType": "gridbus.console.collector",
-    "DaemonType": "gridbus.console.collector",
-    "Negotiator": "gridbus.console.negotiator",
-    "Startd": "gridbus.console.startd",
-    "Submit": "gridbus.submit",
-    "JobEventLog": "gridbus.eventlog",
-    "JobEvent": "gridbus.eventlog",
-    "JobEventType": "gridbus.eventlog",
-    # htcondor2's other names
-    "AdTypes": "gridbus.console.collector",
-    "DaemonTypes": "gridbus.console.collector",
-    "DaemonCommand": "gridbus.console.daemons",
-    "DaemonCommands": "gridbus.console.daemons",
-    "send_command": "gridbus.console.daemons",
-    "RemoteParam": "gridbus.console.daemons",
-    "param": "gridbus.console.configuration",
-    "reload_config": "gridbus.console.configuration",
-    "set_subsystem": "gridbus.console.configuration",
-    "enable_debug": "gridbus.console.configuration",
-    "disable_debug": "gridbus.console.configuration",
-    "enable_log": "gridbus.console.configuration",
-    "personal": "gridbus.console.personal",
-    "classad": "gridbus.classad",
-    "dags": "gridbus.console.dags",
-}
-
-_SUBMODULES = {"personal", "classad", "dags"}
-
-__all__ = ["Agent", "BrokerUnreachable", "CallFailed", "CallTimeout", "HTCondorException", "MethodResult",
-           "ObjectProxy", "Session", "platform", "version", *_LAZY]
-
-
-def version() -> str:
-    """htcondor2.version(): the version line, in HTCondor's `$CondorVersion: ... $` form."""
-    import datetime
-
-    from gridbus import __version__
-
-    day = datetime.date.today().strftime("%b %d %Y")
-    return f"$CondorVersion: {__version__} {day} gridbus $"
-
-
-def platform() -> str:
-    """htcondor2.platform(): the `$CondorPlatform: ... $` line (architecture and operating system)."""
-    import platform as host
-
-    return f"$CondorPlatform: {host.machine()}_{host.system()} $"
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gridbus.console' has no attribute {name!r}")
-    if name in _SUBMODULES:  # htcondor2.personal, htcondor2.classad, htcondor2.dags
-        return importlib.import_module(module)
-    return getattr(importlib.import_module(module), name)
+__all__ = [
+    # the QMF-style console
+    "Agent", "BrokerUnreachable", "CallFailed", "CallTimeout", "MethodResult", "ObjectProxy", "Session",
+    # htcondor2's names
+    "AdType", "AdTypes", "Collector", "CommonFilesEventType", "CompletionType", "CredCheck", "CredType",
+    "CredTypes", "Credd", "DAGMan", "DaemonCommand", "DaemonCommands", "DaemonType", "DaemonTypes", "DrainType",
+    "DrainTypes", "FileTransferEventType", "HTCondorException", "HistorySrc", "JobAction", "JobEvent",
+    "JobEventLog", "JobEventType", "JobStatus", "LogLevel", "Negotiator", "Optional", "Placementd", "QueryOpt",
+    "QueryOpts", "RemoteParam", "Schedd", "SecurityContext", "Startd", "Submit", "SubmitMethod", "SubmitResult",
+    "SubsystemType", "TransactionFlag", "TransactionFlags", "VacateType", "classad", "dags", "disable_debug",
+    "enable_debug", "enable_log", "load_a_config_usermap_file", "log", "param", "personal", "ping", "platform",
+    "reload_config", "reload_config_usermaps", "send_alive", "send_command", "set_ready_state", "set_subsystem",
+    "version",
+]

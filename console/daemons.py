@@ -16,6 +16,9 @@ Reconfig                                    Reconfig
 
 Sent to another daemon's ad, the off and restart commands act on that daemon through the master
 of its host (found in the collector by Machine); Reconfig reconfigures that host.
+
+``ping(location)`` asks the daemon for one knob (a method every agent serves) and answers with
+condor_ping's ad: whom the daemon authenticated and whether the call was authorized.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ import enum
 from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
+from gridbus.classad import ClassAd
 from gridbus.console.session import Session
+from gridbus.console.unsupported import NO_SECURITY_CONTEXT
 from gridbus.errors import (
     HTCondorLookupError,
     HTCondorNotImplementedError,
@@ -163,6 +168,40 @@ def send_command(ad: Any, dc: DaemonCommand, target: str | None = None) -> None:
         log.info("sending %s to %s: %s(%s)", command.name, master, method,
                  ", ".join(f"{k}={v}" for k, v in args.items()))
         _check(session.call(master, method, args, timeout=120), f"{command.name} to {master}")
+
+
+# The authorization levels a ping can test: a gridbus daemon authorizes each method call by the
+# caller's broker account (daemon accounts are administrators), so what a ping shows is that the
+# daemon answered a reading call; a level of writing or administration is tested by the call itself.
+PING_LEVELS = ("DC_NOP", "READ", "ALLOW")
+PING_TIMEOUT = 30.0  # seconds a ping waits for the daemon's answer
+
+
+def ping(location: Any, authz: str | None = None, security: Any = None) -> ClassAd:
+    """htcondor2.ping: reach the daemon at ``location`` (its address or its ad) and answer
+    condor_ping's ad (AuthorizationSucceeded, Authentication, MyRemoteUserName, ...)."""
+    if security is not None:
+        raise HTCondorNotImplementedError(f"ping: {NO_SECURITY_CONTEXT}")
+    if isinstance(location, str):
+        address = location
+        if "@" not in address:
+            raise HTCondorValueError(f"{address!r} is not a gridbus agent address (kind@name)")
+    else:
+        address = _address(location)
+    level = "DC_NOP" if authz is None else authz
+    if not isinstance(level, str):
+        raise HTCondorValueError(f"authz must be an authorization level such as READ, not {authz!r}")
+    if level.upper() not in PING_LEVELS:
+        raise HTCondorNotImplementedError(
+            f"ping: gridbus authorizes each method call by the caller's broker account, not by HTCondor's "
+            f"authorization levels; only {', '.join(PING_LEVELS)} can be tested (the daemon answers), not {level!r}")
+    with _session() as session:
+        result = session.call(address, "RemoteParam", {"Names": ["DAEMON_NAME"]}, timeout=PING_TIMEOUT)
+        user = session.user
+        encrypted = session.url is not None and session.url.parts.scheme == "amqps"
+    _check(result, f"ping of {address}")
+    return ClassAd({"MyAddress": address, "AuthorizationSucceeded": True, "Authentication": "YES",
+                    "AuthMethods": "AMQP", "Encryption": "YES" if encrypted else "NO", "MyRemoteUserName": user})
 
 
 class RemoteParam(MutableMapping):

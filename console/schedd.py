@@ -23,6 +23,7 @@ from typing import Any
 
 from gridbus.classad import ClassAd, ExprTree
 from gridbus.console.client import DaemonClient
+from gridbus.console.enums import TransactionFlag
 from gridbus.console.session import Session
 from gridbus.errors import (
     HTCondorNotImplementedError,
@@ -59,6 +60,9 @@ class QueryOpt(IntFlag):
     SummaryOnly = 8
     IncludeClusterAd = 16
     IncludeJobsetAds = 32
+
+
+QueryOpts = QueryOpt
 
 
 # The schedd's method for each action it carries out.
@@ -306,8 +310,11 @@ class Schedd(DaemonClient):
         args = {**_spec_args(job_spec), "Reason": text or ""}
         return ClassAd(self._call(method, args).Totals)
 
-    def edit(self, job_spec: Any, attr: str, value: Any, flags: int = 0) -> int:
-        """Set ``attr`` of the jobs to ``value`` (ClassAd text or an ExprTree); returns jobs changed."""
+    def edit(self, job_spec: Any, attr: str, value: Any, flags: TransactionFlag | int = TransactionFlag.Default) -> int:
+        """Set ``attr`` of the jobs to ``value`` (ClassAd text or an ExprTree); returns jobs changed.
+        ``flags`` are accepted as htcondor2's; every edit is journaled (see TransactionFlag)."""
+        if isinstance(flags, bool) or not isinstance(flags, int):
+            raise HTCondorTypeError("flags must be a TransactionFlag")
         if isinstance(value, ExprTree):
             wire_value: Any = value
         elif isinstance(value, str):

@@ -1,4 +1,4 @@
-"""The htcondor2-style startd client: `Startd`, `DrainType`, `CompletionType`.
+"""The htcondor2-style startd client: `Startd`, `DrainType`, `CompletionType`, `VacateType`.
 
     from gridbus.console import Startd
     startd = Startd("startd@node7")                   # an address, a Machine ad, or a name
@@ -18,16 +18,19 @@ from typing import Any
 
 from gridbus.console.client import DaemonClient
 from gridbus.console.session import Session
-from gridbus.errors import HTCondorLookupError, HTCondorValueError
+from gridbus.errors import HTCondorLookupError, HTCondorNotImplementedError, HTCondorValueError
 from gridbus.rpc import MethodResult
 
 
 class DrainType(enum.IntEnum):
-    """How fast to drain; values are htcondor2's."""
+    """How fast to drain; values are htcondor2's (HTCondor's DRAIN_GRACEFUL, _QUICK, _FAST)."""
 
     Graceful = 0
-    Quick = 1
-    Fast = 2
+    Quick = 10
+    Fast = 20
+
+
+DrainTypes = DrainType
 
 
 class CompletionType(enum.IntEnum):
@@ -37,6 +40,14 @@ class CompletionType(enum.IntEnum):
     Resume = 1
     Exit = 2
     Restart = 3
+    Reconfig = 4
+
+
+class VacateType(enum.IntEnum):
+    """How to evict a slot's job (Startd.vacate, vacateSlot); values are htcondor2's."""
+
+    Graceful = 0
+    Fast = 1
 
 
 class Startd(DaemonClient):
@@ -53,8 +64,16 @@ class Startd(DaemonClient):
         )
 
     def drainJobs(self, how_fast: str | DrainType = "graceful", on_completion: str | CompletionType = "nothing",
-                  reason: str | None = None, *, drain_type: DrainType | None = None) -> str:
-        """Start draining; returns the request id. ``how_fast``: graceful, quick or fast."""
+                  reason: str | None = None, *, drain_type: DrainType | None = None,
+                  check_expr: str | None = None, start_expr: str | None = None) -> str:
+        """Start draining; returns the request id. ``how_fast``: graceful, quick or fast.
+
+        htcondor2's ``check_expr`` and ``start_expr`` are accepted only as None: a gridbus startd
+        drains every slot and starts nothing while it drains."""
+        for name, value in (("check_expr", check_expr), ("start_expr", start_expr)):
+            if value is not None:
+                raise HTCondorNotImplementedError(
+                    f"drainJobs: {name} is not supported by gridbus (a startd drains every slot and starts nothing while draining)")
         how = _choice(drain_type if drain_type is not None else how_fast, DrainType, "how_fast")
         done = _choice(on_completion, CompletionType, "on_completion")
         if done not in ("nothing", "resume"):
@@ -65,9 +84,21 @@ class Startd(DaemonClient):
         """Stop draining (the drain ``request_id``, or whichever is in effect)."""
         self._call("CancelDrain", {"RequestId": request_id or ""})
 
-    def vacate(self, slot: str | None = None, graceful: bool = True) -> int:
-        """Vacate one slot's claims (or every slot's); returns how many claims ended."""
+    def vacate(self, slot: str | VacateType | None = None, graceful: bool = True) -> int:
+        """Vacate one slot's claims (or every slot's); returns how many claims ended. As in
+        htcondor2, ``vacate(VacateType.Fast)`` evicts every slot's job fast."""
+        if isinstance(slot, VacateType):  # htcondor2's vacate(vacate_fast)
+            slot, graceful = None, slot is VacateType.Graceful
+        if slot is not None and not isinstance(slot, str):
+            raise HTCondorValueError(f"slot must be a slot name or a VacateType, not {slot!r}")
         return int(self._call("Vacate", {"Slot": slot or "", "Graceful": graceful}).Count)
+
+    def vacateSlot(self, slot_name: str | None = None, vacate_fast: VacateType | None = VacateType.Graceful) -> int:
+        """htcondor2's vacateSlot: evict the job of slot ``slot_name``, fast if VacateType.Fast."""
+        if not slot_name or not isinstance(slot_name, str):
+            raise HTCondorValueError("slot_name must be a non-empty string")
+        fast = vacate_fast is not None and _choice(vacate_fast, VacateType, "vacate_fast") == "fast"
+        return self.vacate(slot_name, graceful=not fast)
 
     def slots(self) -> list[dict[str, Any]]:
         """The slots' public ads, as the startd advertises them."""

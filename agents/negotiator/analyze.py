@@ -4,7 +4,8 @@
 Requirements reject the job, the slots that match both ways (how many of them are free, busy with the owner's jobs or with
 others'), and
 for each top-level ``&&`` clause of the job's Requirements how many slots it rejects, so the clause
-that fails most is named.
+that fails most is named; and condor_q's condition table (gridbus.classad.analysis): each step of
+the Requirements that decides the match, with the number of slots it matches.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from gridbus import classad
 from gridbus.agents.negotiator.matchmaker import get, test_expr
+from gridbus.classad.analysis import condition_table
 
 
 def split_conjuncts(text: str) -> list[str]:
@@ -117,6 +119,7 @@ def analyze(job: dict[str, Any], machines: list[dict[str, Any]]) -> dict[str, An
         "RunningYours": running_yours,
         "ServingOthers": serving_others,
         "Clauses": table,
+        "Conditions": condition_table(job, str(requirements), machines) if requirements is not None else [],
         "WorstClause": worst["Clause"] if worst and worst["Rejects"] else "",
         "Summary": summary,
     }

@@ -3,6 +3,9 @@
     gridbus [--pool URL] submit job.sub | q [-nobatch|-totals|-af A B|-l|-json ...] | status | rm |
             hold | release | edit | history | wait | userprio | drain | analyze | pool ...
 
+`gridbus -version` (or --version), and -version on any command (`gridbus q -version`), prints the
+version lines as condor_version and every condor tool print them, and does nothing else.
+
 The pool is `--pool`, else GRIDBUS_URL, else the configuration file's GRIDBUS_URL. Exit status 0 on
 success; otherwise one line on stderr that says what failed (an unreachable broker names its URL, a
 refusal says who may not do what).
@@ -16,6 +19,9 @@ import sys
 from collections.abc import Sequence
 
 from gridbus.console.cli import dag, jobs, pool_view
+from gridbus.console.version import version_lines
+
+VERSION_FLAGS = ("-version", "--version")
 
 
 class CliError(Exception):
@@ -47,7 +53,32 @@ def build_parser() -> argparse.ArgumentParser:
         pool_commands = None  # type: ignore[assignment]
     if pool_commands is not None and hasattr(pool_commands, "register"):
         pool_commands.register(sub)
+    _add_version(parser)
+    for command in {id(p): p for p in sub.choices.values()}.values():  # aliases share a parser
+        _add_version(command)
     return parser
+
+
+class _PrintVersion(argparse.Action):
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        sys.stdout.write(version_lines())
+        parser.exit(0)
+
+
+def _add_version(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(*VERSION_FLAGS, nargs=0, action=_PrintVersion,
+                        help="print the version lines ($CondorVersion, $CondorPlatform) and exit")
+
+
+def asks_version(argv: Sequence[str]) -> bool:
+    """Whether -version is among the options (before any `--`), wherever it stands: condor's tools
+    print their version for it whatever else is on the line, and so does every gridbus command."""
+    for token in argv:
+        if token == "--":
+            return False
+        if token in VERSION_FLAGS:
+            return True
+    return False
 
 
 def _autoformat_options(argv: Sequence[str]) -> tuple[list[str], str]:
@@ -64,8 +95,12 @@ def _autoformat_options(argv: Sequence[str]) -> tuple[list[str], str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if asks_version(argv):  # before parsing: `gridbus pool up -version` needs no pool and no other argument
+        sys.stdout.write(version_lines())
+        return 0
     parser = build_parser()
-    argv, af_options = _autoformat_options(sys.argv[1:] if argv is None else argv)
+    argv, af_options = _autoformat_options(argv)
     args = parser.parse_args(argv)
     args.af_options = af_options
     prog = f"gridbus {args.command}"

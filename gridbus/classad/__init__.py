@@ -6,6 +6,7 @@ is looked up in TARGET, ``==`` on strings ignores case, the HTCondor extension f
 The daemons' hot path is :func:`compile` (cached by text) and :func:`symmetric_match`.
 """
 
+from gridbus import __version__
 from gridbus.classad.adparse import ParserType, parseAds, parseNext, parseOne, quote, unquote
 from gridbus.classad.classad import ClassAd, symmetric_match
 from gridbus.classad.errors import ClassAdException, ClassAdParseError
@@ -14,6 +15,18 @@ from gridbus.classad.limits import EvaluationLimitExceeded
 from gridbus.classad.values import Value
 
 Parser = ParserType  # classad2 keeps the version-1 name too
+
+
+def version() -> str:
+    """classad2.version(): the version of the ClassAd library, here gridbus's own."""
+    return __version__
+
+
+def lastError() -> str:  # noqa: N802 - classad2's name
+    """classad2.lastError(): always empty here, as classad2's is after its Python calls: every
+    error is raised, with its sentence, by the call that met it (ClassAdParseError, ...)."""
+    return ""
+
 
 __all__ = [
     "ClassAd",
@@ -26,10 +39,12 @@ __all__ = [
     "ParserType",
     "Value",
     "compile",
+    "lastError",
     "parseAds",
     "parseNext",
     "parseOne",
     "quote",
     "symmetric_match",
     "unquote",
+    "version",
 ]
