@@ -568,22 +568,24 @@ class DAG:
             yield node
 
     def describe(self) -> str:
-        """A table of the logical nodes: type, name, nodes, children, parents and their edges."""
-        rows = [("Type", "Name", "# Nodes", "# Children", "Parents")]
+        """A table of the logical nodes: type, name, nodes, children, parents and their edges, laid
+        out as htcondor2's: columns two spaces apart, Type and Parents left-aligned and the others
+        centred, no rule under the header, an empty cell for what is None (a SubDAG's node count,
+        a root's parents); only the header line is stripped on the right."""
+        headers = ("Type", "Name", "# Nodes", "# Children", "Parents")
+        rows = []
         for n in self.walk(WalkOrder.BREADTH_FIRST):
             kind = "Layer" if isinstance(n, NodeLayer) else "SubDAG"
-            size = str(len(n.vars)) if isinstance(n, NodeLayer) else "None"
-            parents = ", ".join(f"{p.name}[{self._edges.get(p, n)}]" for p in n.parents) or "None"
+            size = str(len(n.vars)) if isinstance(n, NodeLayer) else ""
+            parents = ", ".join(f"{p.name}[{self._edges.get(p, n)}]" for p in n.parents)
             rows.append((kind, n.name, size, str(len(n.children)), parents))
-        widths = [max(len(r[i]) for r in rows) for i in range(5)]
-        lines = []
-        for i, r in enumerate(rows):
-            cells = [r[0].ljust(widths[0]), r[1].center(widths[1]), r[2].center(widths[2]),
-                     r[3].center(widths[3]), r[4].ljust(widths[4])]
-            lines.append("   ".join(cells).rstrip())
-            if i == 0:
-                lines.append("   ".join("-" * w for w in widths))
-        return "\n".join(lines)
+        widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+
+        def line(cells: tuple[str, ...]) -> str:
+            return "  ".join(c.ljust(w) if i in (0, 4) else c.center(w)
+                             for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
+
+        return "\n".join([line(headers).rstrip(), *(line(r) for r in rows)])
 
 
 # ------------------------------------------------------------------ writing

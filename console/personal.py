@@ -4,10 +4,13 @@
     with PersonalPool(local_dir=Path.cwd() / "personal") as pool:
         pool.schedd.submit(Submit(executable="/bin/true"))
 
-The pool is what `gridbus pool up` runs (a master and its collector, negotiator, schedd and
-startd), with LOCAL_DIR ``local_dir``: its configuration file ``local_dir/gridbus.toml`` holds
-LOCAL_DIR and the ``config`` given, then ``raw_config`` (TOML) verbatim. The broker is GRIDBUS_URL's
-unless ``url`` names another; two personal pools on one broker need vhosts of their own.
+The pool is what `gridbus pool up --local-dir` runs (a master and its collector, negotiator, schedd
+and startd), with LOCAL_DIR ``local_dir``: its configuration file ``local_dir/gridbus.toml`` holds
+LOCAL_DIR and the ``config`` given, then ``raw_config`` (TOML) verbatim. The broker is GRIDBUS_URL's,
+and the pool runs in a vhost of its own (gridbus.personal.open_own_pool), so it is independent of
+every other pool on the machine, as HTCondor's personal pools are: the user's own `gridbus pool up`,
+another PersonalPool. stop() (or leaving the ``with`` block) stops it and removes its vhost. Given
+``url``, the pool runs in that URL's vhost instead, as it is.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 
 from gridbus.config import Config
 from gridbus.errors import HTCondorRuntimeError, HTCondorValueError
+from gridbus.personal import own_pool_url
 
 
 class PersonalPoolState(str, enum.Enum):  # noqa: UP042 - htcondor2's own spelling of the states
@@ -69,6 +73,7 @@ class PersonalPool:
         self.use_config = use_config  # htcondor2 makes the pool's the process's configuration
         self.timeout = timeout
         self.url = url or os.environ.get("GRIDBUS_URL") or str(Config.load().get("GRIDBUS_URL"))
+        self.own_vhost = url is None  # a vhost of its own, made at start() (gridbus pool up --local-dir)
         self.state = PersonalPoolState.UNINITIALIZED
         self._schedd: Any = None
         self._collector: Any = None
@@ -108,12 +113,15 @@ class PersonalPool:
         if self.state is PersonalPoolState.READY:
             return self
         self.state = PersonalPoolState.STARTING
-        done = self._gridbus("pool", "up", "--detach", "--timeout", str(self.timeout), timeout=self.timeout + 30)
+        own = ["--local-dir", str(self.local_dir)] if self.own_vhost else []
+        done = self._gridbus("pool", "up", "--detach", "--timeout", str(self.timeout), *own, timeout=self.timeout + 30)
         if done.returncode != 0:
             self.state = PersonalPoolState.STOPPED
-            self._gridbus("pool", "down", timeout=90)
+            self._gridbus("pool", "down", *own, timeout=90)
             raise HTCondorRuntimeError(f"the personal pool in {self.local_dir} did not start: "
                                        f"{(done.stderr or done.stdout).strip()}")
+        if self.own_vhost:
+            self.url = own_pool_url(self.local_dir) or self.url
         self.state = PersonalPoolState.READY
         if self.use_config:
             self._use_config()
@@ -131,7 +139,8 @@ class PersonalPool:
             if client is not None:
                 client.close()
         self._schedd = self._collector = None
-        done = self._gridbus("pool", "down", timeout=120)
+        done = self._gridbus("pool", "down", *(["--local-dir", str(self.local_dir)] if self.own_vhost else []),
+                             timeout=120)
         self._restore_config()
         if done.returncode != 0:
             raise HTCondorRuntimeError(f"stopping the personal pool in {self.local_dir} failed: "

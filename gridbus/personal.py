@@ -12,12 +12,20 @@ Unix user, and run as that user (or, in a pool started by root, as nobody).
 The password is made once per Unix user and broker and kept in the user's own file
 (`~/.config/gridbus/accounts/<host>_<port>_<user>`, mode 0600; in LOCAL_DIR when there is no home
 to write to), so every personal pool of that user on that broker shares the account.
+
+A pool of its own directory (`gridbus pool up --local-dir DIR`, `PersonalPool(local_dir=DIR)`) is
+independent of every other pool on the machine, as HTCondor's personal pools are: it runs in a
+vhost of its own, ``personal-<user>-<digest of DIR>`` (two directories never share one; the same
+directory always gets the same one back), made through the management API with the URL's
+credentials and recorded in ``DIR/personal-pool.json`` so the commands run with that LOCAL_DIR
+find it. Stopping the pool removes the vhost.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import pwd
@@ -28,6 +36,7 @@ from pathlib import Path
 from gridbus.bus import BrokerURL
 
 RECORD = "personal-account.json"
+POOL_RECORD = "personal-pool.json"  # a pool of its own directory: its URL (in its own vhost)
 
 
 def unix_user() -> str:
@@ -98,18 +107,26 @@ def ensure(url: str, local_dir: Path, say: Callable[[str], None] = print) -> str
     return me
 
 
+def _same_login(a: BrokerURL, b: BrokerURL) -> bool:
+    return (a.host, a.port, a.user) == (b.host, b.port, b.user)
+
+
 def _key(broker: BrokerURL) -> list:
     return [broker.host, broker.port, broker.vhost, broker.user]
 
 
 def console_url(url: str, local_dir: Path | None = None) -> str:
-    """The URL a console should log in with: the personal account's when ``url`` is the URL of the
-    personal pool recorded in LOCAL_DIR, else ``url`` itself."""
+    """The URL a console should log in with: the pool of LOCAL_DIR's own vhost when it has one on
+    ``url``'s broker as ``url``'s user (``gridbus pool up --local-dir``), and as the personal
+    account when that is recorded for the pool; else ``url`` itself."""
     try:
         if local_dir is None:
             from gridbus.config import Config
 
             local_dir = Config.load().path_of("LOCAL_DIR")
+        own = own_pool_url(local_dir)
+        if own is not None and _same_login(BrokerURL(own), BrokerURL(url)):
+            url = own
         data = json.loads(_record_path(local_dir).read_text())
         broker = BrokerURL(url)
         if data.get("pool") == _key(broker):
@@ -117,3 +134,56 @@ def console_url(url: str, local_dir: Path | None = None) -> str:
     except (OSError, ValueError, KeyError, TypeError):
         pass
     return url
+
+
+# ---------------------------------------------------------------------- a pool of its own directory
+def own_vhost(local_dir: Path) -> str:
+    """The vhost of the pool whose LOCAL_DIR is ``local_dir``: the user's name and a digest of the
+    directory's absolute path, so two directories (or two users) never share one."""
+    where = str(Path(local_dir).expanduser().resolve())
+    return f"personal-{unix_user()}-{hashlib.sha256(where.encode()).hexdigest()[:12]}"
+
+
+def open_own_pool(url: str, local_dir: Path) -> str:
+    """Make (or keep) the vhost of ``local_dir``'s pool, with the rights of ``url``'s user in it and
+    the exchanges every agent declares, and record it; the URL of the pool's daemons (``url`` in
+    that vhost). Needs the management API and an administrator's credentials in ``url``."""
+    from gridbus import accounts
+    from gridbus.mgmt import Management
+
+    broker = BrokerURL(url)
+    vhost = own_vhost(local_dir)
+    mgmt = Management.for_broker(broker)
+    mgmt.put_vhost(vhost)
+    accounts.apply_permissions(mgmt, vhost, broker.user, accounts.daemon_permissions())
+    accounts.declare_topology(mgmt, vhost, quorum=broker.is_cluster)
+    pool = broker.with_vhost(vhost).url
+    Path(local_dir).mkdir(parents=True, exist_ok=True)
+    fd = os.open(Path(local_dir) / POOL_RECORD, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump({"url": pool, "vhost": vhost}, f)
+    return pool
+
+
+def own_pool_url(local_dir: Path) -> str | None:
+    """The URL recorded by open_own_pool for ``local_dir``, or None when it has no pool of its own."""
+    try:
+        return str(json.loads((Path(local_dir) / POOL_RECORD).read_text())["url"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def close_own_pool(local_dir: Path) -> str | None:
+    """Remove ``local_dir``'s vhost and its record (the pool is stopped); the vhost's name, or None
+    when the directory had no pool of its own."""
+    from gridbus.mgmt import Management, ManagementError
+
+    url = own_pool_url(local_dir)
+    if url is None:
+        return None
+    broker = BrokerURL(url)
+    with contextlib.suppress(ManagementError):  # (already gone)
+        Management.for_broker(broker).delete_vhost(broker.vhost)
+    with contextlib.suppress(FileNotFoundError):
+        (Path(local_dir) / POOL_RECORD).unlink()
+    return broker.vhost

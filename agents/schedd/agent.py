@@ -158,6 +158,7 @@ class Schedd(Agent):
         # File transfer and spooling.
         self.spooling = Spooling(self.address, self.queue, self.state, self.commits, self.users, settings,
                                  lambda: self._connection, self.spawn, self.ads_changed)
+        self.user_logs.schedd_owned = self.spooling.owns_log  # a spooled job's log is in the spool
         self.transfers = Transfers(self.queue, self.claims, self.owner_shadows, self.spooling, settings)
         self.queue.on_materialized.append(self.submission.log_submit)
         self.add_parts(self.submission, self.queries, self.actions, self.job_objects, self.negotiation, self.reports,

@@ -46,6 +46,8 @@ knob("OWNER_SHADOW_CHECK_INTERVAL", 30.0, "seconds between the schedd's checks f
      "(owners without running jobs or file transfers)")
 knob("SPOOL_SWEEP_INTERVAL", 60.0, "seconds between the schedd's removals of the spool directories of jobs "
      "no longer in its queue (a spooled job removed before its output was retrieved)")
+knob("MAX_SPOOL_MB_PER_OWNER", 0, "MiB of the spool one owner's spooled jobs may take (condor_submit -spool "
+     "input); a job whose input would go over is held (0: no bound)")
 knob("SUBMIT_REQUIREMENT_NAMES", [], "names of SUBMIT_REQUIREMENT_<NAME> expressions a submitted job must satisfy")
 
 
@@ -83,6 +85,7 @@ class ScheddSettings:
     local_kill_timeout: float = 10.0  # SCHEDD_LOCAL_KILL_TIMEOUT
     shadow_check_interval: float = 30.0  # OWNER_SHADOW_CHECK_INTERVAL
     spool_sweep_interval: float = 60.0  # SPOOL_SWEEP_INTERVAL
+    spool_quota_mb: int = 0  # MAX_SPOOL_MB_PER_OWNER (0: no bound)
     transfer_stall: float = STALL_TIMEOUT  # TRANSFER_STALL_TIMEOUT, given to the owners' shadows' transfers
 
     @classmethod
@@ -118,6 +121,7 @@ class ScheddSettings:
             "shadow_check_interval": float(cfg.get("OWNER_SHADOW_CHECK_INTERVAL")),
             "transfer_stall": float(cfg.get("TRANSFER_STALL_TIMEOUT")),
             "spool_sweep_interval": float(cfg.get("SPOOL_SWEEP_INTERVAL")),
+            "spool_quota_mb": int(cfg.get("MAX_SPOOL_MB_PER_OWNER")),
         }
         values.update(overrides)
         return cls(**values)

@@ -9,6 +9,16 @@ job. Its transfers are then served by the schedd itself (never by the owner's sh
 schedd's files, not the owner's), its output lands in the spool, and the completed job stays in
 the queue until the client fetches the output (``ListSpool``, ``RetrieveSpool``) and lets it go
 (``RetrieveDone``): the job leaves for the history and its spool directory goes.
+
+As HTCondor's schedd rewrites a spooled job's UserLog (SUBMIT_UserLog keeps the submitter's), the
+job's events from SpoolDone on go to a log in its spool (the name is the log's base name), kept
+there until the client retrieves it with the output and appends it to its own log; the schedd
+writes it itself, as it serves these jobs' transfers (``owns_log``, the user-log writer's hook).
+
+MAX_SPOOL_MB_PER_OWNER bounds what one owner's spooled input may take of the spool (0: no bound,
+HTCondor's MAX_*_PER_OWNER style): a chunk that would go over is refused with a sentence saying
+how much the owner's jobs use, and the job is held with HTCondor's HoldReasonCode 32
+(MaxTransferInputSizeExceeded) instead of waiting for the rest of its input.
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ from gridbus.transfer.serve import serve
 log = logging.getLogger("gridbus.schedd.spooling")
 
 HOLD_SPOOLING_INPUT = int(HoldCode.SPOOLING_INPUT)
+HOLD_INPUT_TOO_BIG = 32  # HTCondor's HoldReasonCode MaxTransferInputSizeExceeded
 CHUNK_MAX = 4 << 20  # bytes of one SpoolInput or RetrieveSpool call
 SPOOLED = "SpooledInputFiles"  # the names the client spooled (its input), as HTCondor lists them
 
@@ -88,6 +99,32 @@ class Spooling:
     def is_spooled(self, ad: dict[str, Any]) -> bool:
         return ad.get("SUBMIT_Iwd") is not None and str(ad.get("Iwd", "")).startswith(str(self._spool_root() / "jobs") + "/")
 
+    def owns_log(self, path: str) -> bool:
+        """Whether a user log is a spooled job's, in the schedd's spool: the schedd writes it itself
+        (the owner's shadow may not reach the spool; these are the schedd's files)."""
+        return os.path.normpath(path).startswith(str(self._spool_root() / "jobs") + "/")
+
+    def _owner_usage(self, owner: str) -> int:
+        """Bytes the spool directories of ``owner``'s jobs in the queue take (read in a worker)."""
+        dirs = [self.spool_dir(c.id, pid) for c in list(self.queue.by_owner.get(owner, {}).values())
+                for pid in list(c.procs)]
+        return sum(_tree_size(d) for d in dirs)
+
+    async def _check_quota(self, p: Proc, owner: str, job: str, name: str, adding: int) -> None:
+        limit = self.settings.spool_quota_mb
+        if limit <= 0:
+            return
+        used = await asyncio.get_running_loop().run_in_executor(None, self._owner_usage, owner)
+        if used + adding <= limit << 20:
+            return
+        sentence = (f"SpoolInput: {name} of job {job} would bring the spool used by {owner}'s jobs to "
+                    f"{(used + adding) / (1 << 20):.1f} MiB, over MAX_SPOOL_MB_PER_OWNER = {limit} MiB; "
+                    "remove or retrieve jobs spooled before, or ask the administrator for more")
+        self.queue.update(p, {"HoldReason": sentence.removeprefix("SpoolInput: "),
+                              "HoldReasonCode": HOLD_INPUT_TOO_BIG, "HoldReasonSubCode": 0})
+        await self._committed()
+        raise app_error(2, sentence)
+
     def _own_job(self, call: Call, job: str, method_name: str) -> tuple[Proc, dict[str, Any]]:
         user = call.require_user()
         try:
@@ -127,6 +164,7 @@ class Spooling:
             raise invalid(f"SpoolInput: Kind must be file or dir, not {Kind[:20]!r}")
         if not isinstance(Data, bytes | bytearray) or len(Data) > CHUNK_MAX:
             raise invalid(f"SpoolInput: Data must be bytes, at most {CHUNK_MAX} of them")
+        await self._check_quota(p, str(ad.get("Owner")), Id, name, len(Data) if Offset else len(Data) - _size(path))
         size = await loop.run_in_executor(None, _append_at, path, Offset, bytes(Data), Mode & 0o777 or 0o644)
         return {"Size": size}
 
@@ -147,11 +185,11 @@ class Spooling:
         cmd = str(ad.get("Cmd") or "")
         if ad.get("TransferExecutable") is not False and os.path.basename(cmd) in names:
             attrs.update(SUBMIT_Cmd=cmd, Cmd=str(where / os.path.basename(cmd)))
-        for std in ("In", "Out", "Err"):
+        for std in ("In", "Out", "Err", "UserLog"):
             value = ad.get(std)
             if isinstance(value, str) and value and value != os.devnull:
-                # The job's streams live in the spool; the client puts stdout/stderr back itself.
-                attrs[f"SUBMIT_{std}"] = value
+                # The job's streams and its log live in the spool; the client puts them back itself.
+                attrs[f"SUBMIT_{std}"] = value if std != "UserLog" else os.path.join(str(ad.get("Iwd") or ""), value)
                 attrs[std] = os.path.basename(value)
         self.queue.update(p, attrs)
         self.state.release_job(p, "Input data spooled", time.time())
@@ -250,6 +288,21 @@ def _append_at(path: Path, offset: int, data: bytes, mode: int) -> int:
         return os.fstat(fd).st_size
     finally:
         os.close(fd)
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.lstat(path).st_size
+    except OSError:
+        return 0
+
+
+def _tree_size(root: Path) -> int:
+    total = 0
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for name in filenames:
+            total += _size(Path(dirpath) / name)
+    return total
 
 
 def _read_at(path: Path, offset: int, most: int) -> bytes:

@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 
 from gridbus.agents.schedd.owner_shadow import OwnerShadows, ShadowRefused
+from gridbus.eventlog import writer
 
 log = logging.getLogger("gridbus.schedd.userlogs")
 
@@ -32,6 +33,8 @@ class UserLogs:
         self._pending: dict[str, deque[tuple[str, str]]] = {}  # owner -> (path, text) in order
         self._writers: dict[str, asyncio.Task[None]] = {}
         self.errors = 0
+        # Logs the schedd writes itself (a spooled job's, in its spool: spooling.Spooling.owns_log).
+        self.schedd_owned: Callable[[str], bool] = lambda path: False
 
     def write(self, texts: Iterable[tuple[str, str, str]]) -> None:
         """Queue (owner, path, text) appends; each owner's are written in this order."""
@@ -56,7 +59,13 @@ class UserLogs:
                     parts.append(pending.popleft()[1])
                 text = "".join(parts)
             try:
-                await self.shadows.append(owner, path, text)
+                if self.schedd_owned(path):
+                    await asyncio.get_running_loop().run_in_executor(None, writer.append, path, text)
+                else:
+                    await self.shadows.append(owner, path, text)
+            except OSError as exc:  # (a spooled job's log, written by the schedd)
+                self.errors += 1
+                self.on_error(owner, path, f"{path}: {exc.strerror}")
             except ShadowRefused as exc:
                 self.errors += 1
                 log.warning("user log %s: %s", path, exc.sentence)

@@ -5,6 +5,12 @@ startd (DAEMON_LIST). Its state lives under LOCAL_DIR (``./var`` in a checkout, 
 ``~/.local/share/gridbus``; ``GRIDBUS_LOCAL_DIR`` moves it): the pid files in ``$(RUN)``, the
 logs in ``$(LOG)``, the job queue in ``$(SPOOL)``.
 
+``--local-dir DIR`` makes a pool of that directory, independent of every other on the machine: its
+LOCAL_DIR is DIR and it runs in a vhost of its own (gridbus.personal.open_own_pool), removed again
+by ``gridbus pool down --local-dir DIR``. The console reaches it with ``GRIDBUS_LOCAL_DIR=DIR``.
+Without it, pools share the URL's vhost and names: a second ``pool up`` from another directory
+says where the first runs and how to reach it.
+
 `register(subparsers)` adds the commands; each sets ``handler(args) -> exit status`` and reads
 the broker URL from ``args.url`` (the `gridbus` command fills it in from --pool, GRIDBUS_URL or
 the configuration file).
@@ -48,6 +54,10 @@ def register(subparsers: Any) -> None:
     down = actions.add_parser("down", help="stop the personal pool; no process is left behind")
     down.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a graceful stop before killing")
     down.set_defaults(handler=cmd_down)
+    for command in (up, status, down):
+        command.add_argument("--local-dir", metavar="DIR",
+                             help="the pool of this directory (its LOCAL_DIR), in a vhost of its own: "
+                                  "independent of every other pool on this machine")
 
     broker = subparsers.add_parser("broker", help="set up the broker for a pool")
     bactions = broker.add_subparsers(dest="broker_command", metavar="ACTION")
@@ -156,11 +166,40 @@ def check_broker(url: str, master: str) -> None:
         if conn.is_open:
             conn.close()
     if serving:
+        where = _local_dir_of(url, master)
         raise RuntimeError(
-            f"a pool whose master is {master} already serves on {broker.redacted()} (another personal "
-            "pool on this machine: another user's, or one started from another directory); stop it with "
-            "`gridbus pool down` where it was started, or run this one on a vhost of its own (GRIDBUS_URL) or "
-            "with names of its own (MASTER_NAME, COLLECTOR_NAME, NEGOTIATOR_NAME, SCHEDD_NAME, STARTD_NAME)")
+            f"a personal pool already runs on {broker.redacted()} (master {master}"
+            + (f", LOCAL_DIR {where}" if where else "") + "): the console reaches it as it is "
+            "(gridbus q, gridbus status, htcondor2's Schedd()), and `gridbus pool down` "
+            + (f"with GRIDBUS_LOCAL_DIR={where} " if where else "where it was started ")
+            + "stops it; to run another pool beside it, independent of it, start that one with "
+            "`gridbus pool up --local-dir DIR` (a vhost of its own)")
+
+
+def _local_dir_of(url: str, master: str) -> str | None:
+    """The LOCAL_DIR the master ``master`` advertises (its ad's LocalDir), or None."""
+    from gridbus.console.collector import AdType, Collector
+
+    name = master.partition("@")[2]
+    try:
+        ads = Collector(url).query(AdType.Master, constraint=f'Name == "{name}" || Name == "{master}"',
+                                   projection=["LocalDir"])
+    except Exception:  # no collector answers: the sentence does without
+        return None
+    return next((str(ad["LocalDir"]) for ad in ads if ad.get("LocalDir")), None)
+
+
+def use_local_dir(args: argparse.Namespace) -> None:
+    """``--local-dir DIR``: this command's LOCAL_DIR is DIR (the configuration's paths follow it)."""
+    if getattr(args, "local_dir", None):
+        os.environ["GRIDBUS_LOCAL_DIR"] = str(Path(args.local_dir).expanduser().resolve())
+
+
+def pool_url_of(cfg: Config, url: str) -> str:
+    """The URL of the pool of this LOCAL_DIR: its own vhost's when it has one, else ``url``."""
+    from gridbus import personal
+
+    return personal.own_pool_url(cfg.path_of("LOCAL_DIR")) or url
 
 
 # ---------------------------------------------------------------------- the personal pool
@@ -221,6 +260,9 @@ def unprivileged_account(cfg: Config) -> str | None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
+    from gridbus import personal
+
+    use_local_dir(args)
     cfg = pool_config()
     url = args.url
     running = master_pid(cfg)
@@ -228,9 +270,11 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(f"the personal pool already runs (master pid {running}); `gridbus pool status` shows it")
         return 0
     ensure_broker(url)
+    if getattr(args, "local_dir", None):
+        url = personal.open_own_pool(url, cfg.path_of("LOCAL_DIR"))
+        print(f"gridbus: the pool of {cfg.path_of('LOCAL_DIR')} runs in a vhost of its own, "
+              f"{BrokerURL(url).vhost}; reach it with GRIDBUS_LOCAL_DIR={cfg.path_of('LOCAL_DIR')}", flush=True)
     check_broker(url, f"master@{cfg.daemon_name('master')}")
-    from gridbus import personal
-
     me = personal.ensure(url, cfg.path_of("LOCAL_DIR"))
     if me is not None:
         print(f"gridbus: your jobs are owned by {me}: the console logs in to this pool as the broker account "
@@ -274,7 +318,9 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    use_local_dir(args)
     cfg = pool_config()
+    args.url = pool_url_of(cfg, args.url)
     pid = master_pid(cfg)
     if pid is None:
         print(f"no personal pool runs here (LOCAL_DIR {cfg.path_of('LOCAL_DIR')}); start one with `gridbus pool up`")
@@ -317,6 +363,9 @@ def _duration(seconds: float) -> str:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
+    from gridbus import personal
+
+    use_local_dir(args)
     cfg = pool_config()
     run_dir = cfg.path_of("RUN")
     # The daemons' pids are read before the master goes, as the master removes their pid files.
@@ -343,6 +392,9 @@ def cmd_down(args: argparse.Namespace) -> int:
     remaining = [p for p in [pid or 0, *daemon_pids.values()] if p and pidfile.alive(p)]
     if remaining:
         raise RuntimeError(f"processes {remaining} are still running; end them by hand (kill -9)")
+    vhost = personal.close_own_pool(cfg.path_of("LOCAL_DIR"))
+    if vhost is not None:
+        print(f"the pool's vhost {vhost} is removed")
     print("the personal pool is down" if pid or daemon_pids else "no personal pool runs here")
     return 0
 

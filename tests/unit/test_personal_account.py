@@ -34,3 +34,17 @@ def test_no_management_api_is_said_and_leaves_the_pools_user(tmp_path: Path, mon
     assert personal.ensure("amqp://someone:pw@127.0.0.1:5672/x", tmp_path, say=said.append) is None
     assert "owned by the broker user 'someone'" in said[0]
     assert personal.console_url("amqp://someone:pw@127.0.0.1:5672/x", tmp_path).startswith("amqp://someone:")
+
+
+def test_a_pool_of_its_own_directory_has_a_vhost_of_its_own_that_the_console_takes(tmp_path: Path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert personal.own_vhost(one) != personal.own_vhost(two)  # two directories never share one
+    assert personal.own_vhost(one) == personal.own_vhost(tmp_path / "x" / ".." / "one")  # the same one again
+    assert personal.own_vhost(one).startswith(f"personal-{personal.unix_user()}-")
+    one.mkdir()
+    own = f"amqp://guest:guest@127.0.0.1:5672/{personal.own_vhost(one)}"
+    (one / personal.POOL_RECORD).write_text(json.dumps({"url": own, "vhost": personal.own_vhost(one)}))
+    assert personal.own_pool_url(one) == own and personal.own_pool_url(two) is None
+    assert personal.console_url(POOL, one) == own  # GRIDBUS_LOCAL_DIR=one reaches that pool
+    other_broker = "amqp://guest:guest@broker.example.org:5672/mine"
+    assert personal.console_url(other_broker, one) == other_broker  # a URL of another broker stays

@@ -82,7 +82,8 @@ def test_pool_up_status_kill_restart_and_down(tmp_path: Path, amqp_url: str, mgm
         other = env_for(tmp_path / "other", amqp_url)
         second = gridbus(other, tmp_path, "pool", "up", "--detach", "--timeout", "60")
         assert second.returncode == 1, second.stdout + second.stderr
-        assert "already serves" in second.stderr and "gridbus pool down" in second.stderr, second.stderr
+        assert "a personal pool already runs" in second.stderr and "gridbus pool down" in second.stderr, second.stderr
+        assert f"LOCAL_DIR {local}" in second.stderr and "--local-dir DIR" in second.stderr, second.stderr
         assert not (tmp_path / "other" / "run" / "master.pid").exists()
 
         # kill -9 the schedd: the master starts a new one, and it connects again.

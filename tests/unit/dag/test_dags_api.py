@@ -59,6 +59,12 @@ def test_write_dag_writes_what_htcondor2_writes(tmp_path: Path, build):
         assert (tmp_path / "g" / p.name).read_text() == p.read_text(), p.name
 
 
+@pytest.mark.parametrize("build", [tutorial, everything])
+def test_describe_lays_out_the_table_as_htcondor2_does(build):
+    # The tutorial prints it: the same columns, alignment, empty cells and no rule under the header.
+    assert build(gdags, GSubmit).describe() == build(hdags, htcondor2.Submit).describe()
+
+
 def test_htcondor2s_dag_files_parse_in_gridbus(tmp_path: Path):
     path = hdags.write_dag(tutorial(hdags, htcondor2.Submit), tmp_path)
     dag = parse_file(path)
