@@ -98,6 +98,11 @@ class SlotAds:
                     ad["JobId"] = f"{cluster}.{proc}"
                 if lookup(job_ad, "GlobalJobId") is not None:
                     ad["GlobalJobId"] = lookup(job_ad, "GlobalJobId")
+                group = lookup(job_ad, "AcctGroup")
+                if isinstance(group, str) and group:
+                    # HTCondor's slot attribute: whom the negotiator charges the running job to.
+                    user = lookup(job_ad, "AcctGroupUser")
+                    ad["AccountingGroup"] = f"{group}.{user if isinstance(user, str) and user else claim.owner}"
         if self.table.drain is not None:
             ad["DrainReason"] = self.table.drain.reason
         return ad
@@ -108,7 +113,7 @@ class SlotAds:
         ad = self.slot_ad(slot)
         ad["Activity"] = sl.IDLE
         ad["EnteredCurrentActivity"] = int(time.time())
-        for attr in ("JobStart", "JobId", "GlobalJobId"):
+        for attr in ("JobStart", "JobId", "GlobalJobId", "AccountingGroup"):
             ad.pop(attr, None)
         return ad
 
