@@ -32,6 +32,7 @@ from gridbus.agents.negotiator.cycle_stats import CycleStats
 from gridbus.agents.negotiator.groups import GroupConfig
 from gridbus.agents.negotiator.matchmaker import HOSTILE_STRIKES, REQUEST_SECONDS, get
 from gridbus.agents.negotiator.pending import PendingMatches
+from gridbus.agents.negotiator.preemption import PreemptionPolicy
 from gridbus.agents.negotiator.submitters import ScheddCalls
 from gridbus.rpc import CallTimeout, MethodResult
 from gridbus.status import MethodError, Status, invalid
@@ -62,6 +63,7 @@ class Negotiator(Agent):
         match_strikes: int = HOSTILE_STRIKES,
         match_request_seconds: float = REQUEST_SECONDS,
         groups: GroupConfig | None = None,
+        preemption: PreemptionPolicy | None = None,
         **kw: Any,
     ):
         super().__init__(name, url, **kw)
@@ -83,6 +85,7 @@ class Negotiator(Agent):
             self.accountant, ScheddCalls(self._call, int(request_list_size), schedd_timeout, self.log),
             PendingMatches(match_hold), self.accountant_calls.save, self.log, prefetch=prefetch,
             match_strikes=match_strikes, match_request_seconds=match_request_seconds, name=self.name, groups=self.groups,
+            preemption=preemption,
         )
         self._wake: asyncio.Event | None = None
         self._cycle_lock = asyncio.Lock()

@@ -30,6 +30,7 @@ from gridbus.agents.negotiator.matchmaker import (
     HOSTILE_STRIKES,
     REJECT_HOSTILE,
     REJECT_LIMIT,
+    REJECT_NO_MATCH,
     REJECT_PRIORITY,
     REQUEST_SECONDS,
     Matchmaker,
@@ -37,6 +38,7 @@ from gridbus.agents.negotiator.matchmaker import (
     get,
 )
 from gridbus.agents.negotiator.pending import PendingMatches
+from gridbus.agents.negotiator.preemption import REFUSALS, Preemption, PreemptionPolicy
 from gridbus.agents.negotiator.submitters import (
     MATCHES_PER_CALL,
     SETTLED,
@@ -49,6 +51,8 @@ from gridbus.classad.values import is_number
 MAX_ROUNDS = 6  # HTCondor gives up after a few pie spins too
 HOSTILE_REQUESTS = 2  # hostile requests of one submitter after which it is skipped for the cycle
 GROUP_JOB_ATTRS = frozenset({"acctgroup", "acctgroupuser"})
+# A request short of slots after the free ones looks for slots to preempt.
+_PREEMPT_AFTER = (REJECT_PRIORITY, REJECT_NO_MATCH)
 
 
 class Cycle:
@@ -59,6 +63,7 @@ class Cycle:
         self, accountant: Accountant, schedds: ScheddCalls, pending: PendingMatches, save: Callable[[], None],
         log: logging.Logger, *, prefetch: bool = True, match_strikes: int = HOSTILE_STRIKES,
         match_request_seconds: float = REQUEST_SECONDS, name: str = "", groups: GroupConfig | None = None,
+        preemption: PreemptionPolicy | None = None,
     ):
         if match_strikes < 1 or match_request_seconds <= 0:
             raise ValueError("a request's evaluation allowance must be at least 1 strike and a positive time")
@@ -73,6 +78,9 @@ class Cycle:
         self.match_request_seconds = float(match_request_seconds)
         self.name = name
         self.groups = groups if groups is not None else GroupConfig.none()
+        self.preemption = preemption if preemption is not None else PreemptionPolicy()
+        self._preempt: Preemption | None = None  # this cycle's preemption candidates
+        self._preempting = False  # whether the round being matched may preempt (within shares)
         self.last = CycleStats()
         self.cycles = 0
         self.total_matches = 0
@@ -84,6 +92,10 @@ class Cycle:
         if self._matcher is not None:
             self._matcher.shutdown(wait=False, cancel_futures=True)
             self._matcher = None
+
+    def _room(self, mm: Matchmaker) -> bool:
+        """Whether a slot is left to match: a free one, or one to preempt in this round."""
+        return mm.has_free() or (self._preempting and self._preempt is not None and self._preempt.mm.has_free())
 
     async def off_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` on the match thread. One thread: the cycle's steps stay in order, and the
@@ -110,7 +122,8 @@ class Cycle:
         stats.idle_jobs = sum(s.idle for s in subs)
         owners = sorted({s.owner for s in subs}, key=lambda o: (self.accountant.effective_priority(o), o))
         mark = stats.lap("accounting", mark)
-        if self.prefetch and mm.has_free():
+        self._preempting = self._preempt is not None
+        if self.prefetch and self._room(mm):
             # NEGOTIATOR_PREFETCH_REQUESTS: every submitter's first page at once, so a cycle
             # waits for the slowest schedd once instead of for each in turn. Not when no slot is
             # free (a pool filling up, its slots matched and not yet re-advertised): the rounds
@@ -156,8 +169,9 @@ class Cycle:
         first round and of what is left in later ones."""
         unlimited = False
         for round_no in range(MAX_ROUNDS):
+            self._preempting = not unlimited and self._preempt is not None
             active = [o for o in owners if any(s.wants() for s in subs if s.owner == o)]
-            if not active or not mm.has_free():
+            if not active or not self._room(mm):
                 break
             stats.rounds = round_no + 1
             eup = {o: self.accountant.effective_priority(o) for o in active}
@@ -171,7 +185,7 @@ class Cycle:
             for owner in active:
                 budget = shares[owner]
                 for sub in (s for s in subs if s.owner == owner):
-                    if budget <= 1e-9 or not mm.has_free():
+                    if budget <= 1e-9 or not self._room(mm):
                         break
                     got, weight = await self._negotiate_submitter(sub, mm, budget, limits_used, stats)
                     budget -= weight
@@ -241,9 +255,10 @@ class Cycle:
         names = sorted(set(names), key=lambda n: (self.accountant.effective_priority(n), n))
         unlimited = False
         for round_no in range(MAX_ROUNDS):
+            self._preempting = not unlimited and self._preempt is not None
             active = [n for n in names if any(r["Left"] > 0 and r.get("Reason") not in SETTLED and not s.failed
                                               for s, r in customers[n])]
-            if not active or not mm.has_free() or budget <= 1e-9:
+            if not active or not self._room(mm) or budget <= 1e-9:
                 break
             stats.rounds = max(stats.rounds, round_no + 1)
             eup = {n: self.accountant.effective_priority(n) for n in active}
@@ -256,7 +271,7 @@ class Cycle:
             matched_this_round = 0
             for name in active:
                 share = min(shares[name], budget)
-                if share <= 1e-9 or not mm.has_free():
+                if share <= 1e-9 or not self._room(mm):
                     continue
                 got, weight = await self._negotiate_customer(customers[name], mm, share, limits_used, stats)
                 budget -= weight
@@ -283,7 +298,7 @@ class Cycle:
             )
             self._send(sub, matches, stats)
             made += len(matches)
-            if out_of_budget or not mm.has_free() or spent >= budget - 1e-9:
+            if out_of_budget or not self._room(mm) or spent >= budget - 1e-9:
                 break
         return made, spent
 
@@ -318,6 +333,13 @@ class Cycle:
                 in_use[name] = in_use.get(name, 0.0) + weight
         mm = Matchmaker(ads, lows=ads_low, refs=refs, strikes=self.match_strikes,
                         request_seconds=self.match_request_seconds)
+        self._preempt = None
+        if self.preemption.enabled:  # NEGOTIATOR_CONSIDER_PREEMPTION
+            names = set(in_use)
+            self._preempt = Preemption.build(
+                self.preemption, ads, ads_low, now, {n: self.accountant.effective_priority(n) for n in names},
+                {n: self.groups.group_of(n).name for n in names} if self.groups.enabled else {},
+                self.match_strikes, self.match_request_seconds, by_group=self.groups.enabled)
         return in_use, limits_used, mm, pie
 
     async def _negotiate_submitter(
@@ -340,7 +362,7 @@ class Cycle:
             )
             self._send(sub, matches, stats)
             made += len(matches)
-            if out_of_budget or sub.failed or not mm.has_free() or spent >= budget - 1e-9:
+            if out_of_budget or sub.failed or not self._room(mm) or spent >= budget - 1e-9:
                 break
             batch = []
         return made, spent
@@ -365,6 +387,16 @@ class Cycle:
                     room = self.accountant.limit_max(n) - limits_used.get(n, 0.0)
                     cap = min(cap, max(0, math.floor(room / a + 1e-9)))
             found, reason = mm.match(job, cap, budget - spent) if cap > 0 else ([], None)
+            if self._preempting and self._preempt is not None and len(found) < cap and reason in _PREEMPT_AFTER:
+                # The free slots ran out or do not suit: slots to preempt, within the share.
+                customer = charged or accounting_name(job, sub.owner, get)
+                group = self.groups.group_of(get(job, "AcctGroup")).name
+                pjob = Preemption.job(job, self.accountant.effective_priority(customer), group)
+                room = budget - spent - sum(m.weight for m in found)
+                more, why = self._preempt.mm.match(pjob, cap - len(found), room, self._preempt.accept(pjob, customer),
+                                                   REFUSALS)
+                if more:
+                    found, reason = found + more, why
             if reason is None and cap < req["Left"]:
                 reason = REJECT_LIMIT
             for m in found:
@@ -398,7 +430,7 @@ class Cycle:
             if reason == REJECT_PRIORITY:
                 out_of_budget = True
                 break
-            if not mm.has_free():
+            if not self._room(mm):
                 break
         return matches, spent, out_of_budget
 

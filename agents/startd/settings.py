@@ -25,6 +25,7 @@ knob("ARCH", "", "Arch to advertise instead of the detected one")
 knob("OPSYS", "", "OpSys to advertise instead of the detected one")
 knob("OPSYSANDVER", "", "OpSysAndVer to advertise instead of the detected one")
 knob("RANK", "0", "the slots' Rank expression: which jobs the machine prefers")
+knob("MAXJOBRETIREMENTTIME", "0", "seconds (an expression, TARGET the job) a preempted job may run on before it is vacated")
 knob("KILLING_TIMEOUT", 30.0, "seconds between SIGTERM and SIGKILL when a job is stopped gracefully")
 knob("STARTER_UPDATE_INTERVAL", 300.0, "seconds between usage reports of a running job to its schedd")
 knob("STARTER_MEMORY_CHECK_INTERVAL", 1.0, "seconds between samples of a running job's memory and cpu use")
@@ -94,6 +95,7 @@ class StartdSettings:
     slot_share: SlotShare = field(default_factory=SlotShare)
     start: str = "TRUE"
     rank: str = "0"
+    max_job_retirement_time: str = "0"
     overrides: dict[str, Any] = field(default_factory=dict)  # NUM_CPUS, MEMORY, ... for detect()
     killing_timeout: float = 30.0
     update_interval: float = 300.0  # STARTER_UPDATE_INTERVAL
@@ -142,6 +144,7 @@ class StartdSettings:
             slot_share=SlotShare.parse(cfg.get("SLOT_TYPE_1")) if typed else SlotShare(),
             start=str(cfg.get("START")),
             rank=str(cfg.get("RANK")),
+            max_job_retirement_time=str(cfg.get("MAXJOBRETIREMENTTIME")),
             overrides=overrides,
             **cfg.pick(
                 killing_timeout="KILLING_TIMEOUT",
