@@ -50,7 +50,9 @@ class Negotiator(DaemonClient):
 
     # ------------------------------------------------------------------ htcondor2.Negotiator
     def getPriorities(self, rollup: bool = False) -> list[dict[str, Any]]:
-        """Every submitter's record, best effective priority first (``rollup`` is accepted, unused)."""
+        """Every submitter's record, best effective priority first, then (with GROUP_NAMES) every
+        accounting group's (``IsAccountingGroup``: quota, usage, surplus); ``rollup`` is accepted,
+        unused (a group's record already sums its members)."""
         return list(self._call("GetPriorities").Priorities)
 
     def getResourceUsage(self, user: str) -> list[dict[str, Any]]:
@@ -72,7 +74,8 @@ class Negotiator(DaemonClient):
 
     def resetAllUsage(self) -> None:
         for p in self.getPriorities():
-            self.setUsage(p["Name"], 0.0)
+            if not p.get("IsAccountingGroup"):
+                self.setUsage(p["Name"], 0.0)
 
     # ------------------------------------------------------------------ gridbus additions
     def getLimits(self) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 from gridbus.agent import Call, method
 from gridbus.agents.negotiator.accountant import Accountant
 from gridbus.agents.negotiator.accountant_store import AccountantStore
+from gridbus.agents.negotiator.groups import GroupConfig
 from gridbus.status import MethodError, Status, invalid
 
 
@@ -19,9 +20,10 @@ def user_name(name: str) -> str:
 
 
 class AccountantCalls:
-    def __init__(self, accountant: Accountant, store: AccountantStore):
+    def __init__(self, accountant: Accountant, store: AccountantStore, groups: GroupConfig):
         self.accountant = accountant
         self.store = store
+        self.groups = groups
 
     def save(self) -> None:
         """Persist the accountant (an OSError is the caller's)."""
@@ -35,7 +37,10 @@ class AccountantCalls:
 
     @method("negotiator")
     async def GetPriorities(self, call: Call) -> dict[str, Any]:
-        return {"Priorities": self.accountant.priorities()}
+        """Every submitter's record, then (with GROUP_NAMES) every group's: its quotas, usage and
+        surplus as the last cycle assigned them (``IsAccountingGroup`` true)."""
+        groups = [g.ad() for g in self.groups.groups()] if self.groups.enabled else []
+        return {"Priorities": self.accountant.priorities() + groups}
 
     @method("negotiator")
     async def SetPriority(self, call: Call, Name: str, Priority: float) -> dict[str, Any]:

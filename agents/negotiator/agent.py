@@ -29,8 +29,10 @@ from gridbus.agents.negotiator.analyze import analyze
 from gridbus.agents.negotiator.collector_ads import CollectorQuery, SubmitterWatch
 from gridbus.agents.negotiator.cycle import Cycle
 from gridbus.agents.negotiator.cycle_stats import CycleStats
+from gridbus.agents.negotiator.groups import GroupConfig
 from gridbus.agents.negotiator.matchmaker import HOSTILE_STRIKES, REQUEST_SECONDS, get
 from gridbus.agents.negotiator.pending import PendingMatches
+from gridbus.agents.negotiator.preemption import PreemptionPolicy
 from gridbus.agents.negotiator.submitters import ScheddCalls
 from gridbus.rpc import CallTimeout, MethodResult
 from gridbus.status import MethodError, Status, invalid
@@ -60,6 +62,8 @@ class Negotiator(Agent):
         prefetch: bool = True,
         match_strikes: int = HOSTILE_STRIKES,
         match_request_seconds: float = REQUEST_SECONDS,
+        groups: GroupConfig | None = None,
+        preemption: PreemptionPolicy | None = None,
         **kw: Any,
     ):
         super().__init__(name, url, **kw)
@@ -73,13 +77,15 @@ class Negotiator(Agent):
         self.accountant = store.load(halflife, default_limit)
         for lname, lmax in (limits or {}).items():
             self.accountant.limits.setdefault(lname.lower(), int(lmax))
-        self.accountant_calls = AccountantCalls(self.accountant, store)
+        self.groups = groups if groups is not None else GroupConfig.none()
+        self.accountant_calls = AccountantCalls(self.accountant, store, self.groups)
         self.collector = CollectorQuery(collector, self._locate, self._call)
         self.submitter_ads = SubmitterWatch(self.wake, self.log)
         self.cycle = Cycle(
             self.accountant, ScheddCalls(self._call, int(request_list_size), schedd_timeout, self.log),
             PendingMatches(match_hold), self.accountant_calls.save, self.log, prefetch=prefetch,
-            match_strikes=match_strikes, match_request_seconds=match_request_seconds, name=self.name,
+            match_strikes=match_strikes, match_request_seconds=match_request_seconds, name=self.name, groups=self.groups,
+            preemption=preemption,
         )
         self._wake: asyncio.Event | None = None
         self._cycle_lock = asyncio.Lock()

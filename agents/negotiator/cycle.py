@@ -25,10 +25,12 @@ from typing import Any
 from gridbus.adrefs import SlotRefs, lowered, slot_job_refs
 from gridbus.agents.negotiator.accountant import Accountant, parse_limits
 from gridbus.agents.negotiator.cycle_stats import CycleStats
+from gridbus.agents.negotiator.groups import GroupConfig, accounting_name
 from gridbus.agents.negotiator.matchmaker import (
     HOSTILE_STRIKES,
     REJECT_HOSTILE,
     REJECT_LIMIT,
+    REJECT_NO_MATCH,
     REJECT_PRIORITY,
     REQUEST_SECONDS,
     Matchmaker,
@@ -36,8 +38,10 @@ from gridbus.agents.negotiator.matchmaker import (
     get,
 )
 from gridbus.agents.negotiator.pending import PendingMatches
+from gridbus.agents.negotiator.preemption import REFUSALS, Preemption, PreemptionPolicy
 from gridbus.agents.negotiator.submitters import (
     MATCHES_PER_CALL,
+    SETTLED,
     ScheddCalls,
     Submitter,
     submitters_of,
@@ -46,6 +50,9 @@ from gridbus.classad.values import is_number
 
 MAX_ROUNDS = 6  # HTCondor gives up after a few pie spins too
 HOSTILE_REQUESTS = 2  # hostile requests of one submitter after which it is skipped for the cycle
+GROUP_JOB_ATTRS = frozenset({"acctgroup", "acctgroupuser"})
+# A request short of slots after the free ones looks for slots to preempt.
+_PREEMPT_AFTER = (REJECT_PRIORITY, REJECT_NO_MATCH)
 
 
 class Cycle:
@@ -55,7 +62,8 @@ class Cycle:
     def __init__(
         self, accountant: Accountant, schedds: ScheddCalls, pending: PendingMatches, save: Callable[[], None],
         log: logging.Logger, *, prefetch: bool = True, match_strikes: int = HOSTILE_STRIKES,
-        match_request_seconds: float = REQUEST_SECONDS, name: str = "",
+        match_request_seconds: float = REQUEST_SECONDS, name: str = "", groups: GroupConfig | None = None,
+        preemption: PreemptionPolicy | None = None,
     ):
         if match_strikes < 1 or match_request_seconds <= 0:
             raise ValueError("a request's evaluation allowance must be at least 1 strike and a positive time")
@@ -69,6 +77,10 @@ class Cycle:
         self.match_strikes = int(match_strikes)
         self.match_request_seconds = float(match_request_seconds)
         self.name = name
+        self.groups = groups if groups is not None else GroupConfig.none()
+        self.preemption = preemption if preemption is not None else PreemptionPolicy()
+        self._preempt: Preemption | None = None  # this cycle's preemption candidates
+        self._preempting = False  # whether the round being matched may preempt (within shares)
         self.last = CycleStats()
         self.cycles = 0
         self.total_matches = 0
@@ -80,6 +92,10 @@ class Cycle:
         if self._matcher is not None:
             self._matcher.shutdown(wait=False, cancel_futures=True)
             self._matcher = None
+
+    def _room(self, mm: Matchmaker) -> bool:
+        """Whether a slot is left to match: a free one, or one to preempt in this round."""
+        return mm.has_free() or (self._preempting and self._preempt is not None and self._preempt.mm.has_free())
 
     async def off_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` on the match thread. One thread: the cycle's steps stay in order, and the
@@ -106,7 +122,8 @@ class Cycle:
         stats.idle_jobs = sum(s.idle for s in subs)
         owners = sorted({s.owner for s in subs}, key=lambda o: (self.accountant.effective_priority(o), o))
         mark = stats.lap("accounting", mark)
-        if self.prefetch and mm.has_free():
+        self._preempting = self._preempt is not None
+        if self.prefetch and self._room(mm):
             # NEGOTIATOR_PREFETCH_REQUESTS: every submitter's first page at once, so a cycle
             # waits for the slowest schedd once instead of for each in turn. Not when no slot is
             # free (a pool filling up, its slots matched and not yet re-advertised): the rounds
@@ -114,33 +131,10 @@ class Cycle:
             await asyncio.gather(*(self.schedds.fetch(s, self._job_attrs, stats) for s in subs))
         mark = stats.lap("first_requests", mark)
         self._sends = []
-        unlimited = False
-        for round_no in range(MAX_ROUNDS):
-            active = [o for o in owners if any(s.wants() for s in subs if s.owner == o)]
-            if not active or not mm.has_free():
-                break
-            stats.rounds = round_no + 1
-            eup = {o: self.accountant.effective_priority(o) for o in active}
-            if unlimited:
-                shares = {o: math.inf for o in active}
-            elif round_no == 0:
-                shares = fair_shares(pie, eup, in_use)
-            else:
-                shares = fair_shares(await self.off_loop(lambda: mm.free_weight), eup, {})
-            matched_this_round = 0
-            for owner in active:
-                budget = shares[owner]
-                for sub in (s for s in subs if s.owner == owner):
-                    if budget <= 1e-9 or not mm.has_free():
-                        break
-                    got, weight = await self._negotiate_submitter(sub, mm, budget, limits_used, stats)
-                    budget -= weight
-                    matched_this_round += got
-            if matched_this_round == 0:
-                if unlimited:
-                    break
-                # Shares too small for a whole slot: hand the rest out in priority order.
-                unlimited = True
+        if self.groups.enabled:
+            await self._negotiate_groups(subs, mm, pie, in_use, limits_used, stats)
+        else:
+            await self._negotiate_owners(subs, owners, mm, pie, in_use, limits_used, stats)
         mark = stats.lap("matching", mark)
         stats.matches = sum(await asyncio.gather(*self._sends))
         stats.lap("answers", mark)
@@ -167,23 +161,185 @@ class Cycle:
         )
         return stats
 
+    async def _negotiate_owners(
+        self, subs: list[Submitter], owners: list[str], mm: Matchmaker, pie: float, in_use: dict[str, float],
+        limits_used: dict[str, float], stats: CycleStats,
+    ) -> None:
+        """Without groups: the submitters by owner, each owner's fair share of the pool in the
+        first round and of what is left in later ones."""
+        unlimited = False
+        for round_no in range(MAX_ROUNDS):
+            self._preempting = not unlimited and self._preempt is not None
+            active = [o for o in owners if any(s.wants() for s in subs if s.owner == o)]
+            if not active or not self._room(mm):
+                break
+            stats.rounds = round_no + 1
+            eup = {o: self.accountant.effective_priority(o) for o in active}
+            if unlimited:
+                shares = {o: math.inf for o in active}
+            elif round_no == 0:
+                shares = fair_shares(pie, eup, in_use)
+            else:
+                shares = fair_shares(await self.off_loop(lambda: mm.free_weight), eup, {})
+            matched_this_round = 0
+            for owner in active:
+                budget = shares[owner]
+                for sub in (s for s in subs if s.owner == owner):
+                    if budget <= 1e-9 or not self._room(mm):
+                        break
+                    got, weight = await self._negotiate_submitter(sub, mm, budget, limits_used, stats)
+                    budget -= weight
+                    matched_this_round += got
+            if matched_this_round == 0:
+                if unlimited:
+                    break
+                # Shares too small for a whole slot: hand the rest out in priority order.
+                unlimited = True
+
+    # ------------------------------------------------------------------ with accounting groups
+    async def _negotiate_groups(
+        self, subs: list[Submitter], mm: Matchmaker, pie: float, in_use: dict[str, float],
+        limits_used: dict[str, float], stats: CycleStats,
+    ) -> None:
+        """With GROUP_NAMES: every request fetched first (its AcctGroup says which group it is
+        negotiated in), the groups' quotas and allocations assigned, then each group in turn,
+        the most starving first, its customers by user priority within its allocation; last, the
+        customers of groups that autoregroup with the <none> group's, in what is left."""
+        for sub in subs:  # every page: a group's turn needs its requests, wherever they are paged
+            while not sub.exhausted and not sub.failed:
+                if not await self.schedds.fetch(sub, self._job_attrs, stats):
+                    break
+        customers: dict[str, list[tuple[Submitter, dict[str, Any]]]] = {}
+        group_of: dict[str, str] = {}  # customer -> lower-cased group name
+        demand: dict[str, float] = {}
+        for sub in subs:
+            for req in sub.open_requests():
+                job = req["Ad"]
+                name = accounting_name(job, sub.owner, get)
+                group = self.groups.group_of(get(job, "AcctGroup")).name.lower()
+                customers.setdefault(name, []).append((sub, req))
+                group_of[name] = group
+                cpus = get(job, "RequestCpus", 1)
+                demand[group] = demand.get(group, 0.0) + req["Left"] * (float(cpus) if is_number(cpus) and cpus > 0 else 1.0)
+        usage: dict[str, float] = {}
+        for name, held in in_use.items():
+            key = self.groups.group_of(name).name.lower()
+            usage[key] = usage.get(key, 0.0) + held
+            demand[key] = demand.get(key, 0.0) + held
+        self.groups.assign(pie, usage, demand)
+        regroup: list[str] = []
+        for group in self.groups.order():
+            members = [c for c, g in group_of.items() if g == group.name.lower()]
+            if group.autoregroup and group.parent is not None:
+                regroup += members
+            if group.parent is None:  # <none>: last, with the autoregrouped customers
+                break
+            budget = group.allocated - group.usage
+            if members and budget > 1e-9:
+                await self._negotiate_customers(members, customers, mm, group.allocated, budget, in_use, limits_used, stats)
+        none_members = [c for c, g in group_of.items() if g == self.groups.root.name.lower()]
+        root = self.groups.root
+        budget = root.allocated - root.usage
+        if regroup:  # HTCondor's autoregroup: the rest of the pool, shared with the <none> group
+            budget = math.inf
+        if none_members or regroup:
+            await self._negotiate_customers(none_members + regroup, customers, mm, root.allocated, budget, in_use,
+                                            limits_used, stats)
+
+    async def _negotiate_customers(
+        self, names: list[str], customers: dict[str, list[tuple[Submitter, dict[str, Any]]]], mm: Matchmaker,
+        pie: float, budget: float, in_use: dict[str, float], limits_used: dict[str, float], stats: CycleStats,
+    ) -> None:
+        """One group's turn: its customers' fair shares of the group's ``pie`` in the first round,
+        of what is left of its ``budget`` in later ones, then the rest in priority order."""
+        names = sorted(set(names), key=lambda n: (self.accountant.effective_priority(n), n))
+        unlimited = False
+        for round_no in range(MAX_ROUNDS):
+            self._preempting = not unlimited and self._preempt is not None
+            active = [n for n in names if any(r["Left"] > 0 and r.get("Reason") not in SETTLED and not s.failed
+                                              for s, r in customers[n])]
+            if not active or not self._room(mm) or budget <= 1e-9:
+                break
+            stats.rounds = max(stats.rounds, round_no + 1)
+            eup = {n: self.accountant.effective_priority(n) for n in active}
+            if unlimited:
+                shares = {n: budget for n in active}
+            elif round_no == 0:
+                shares = fair_shares(pie, eup, in_use)
+            else:
+                shares = fair_shares(min(budget, await self.off_loop(lambda: mm.free_weight)), eup, {})
+            matched_this_round = 0
+            for name in active:
+                share = min(shares[name], budget)
+                if share <= 1e-9 or not self._room(mm):
+                    continue
+                got, weight = await self._negotiate_customer(customers[name], mm, share, limits_used, stats)
+                budget -= weight
+                matched_this_round += got
+            if matched_this_round == 0:
+                if unlimited:
+                    break
+                unlimited = True
+
+    async def _negotiate_customer(
+        self, entries: list[tuple[Submitter, dict[str, Any]]], mm: Matchmaker, budget: float,
+        limits_used: dict[str, float], stats: CycleStats,
+    ) -> tuple[int, float]:
+        """Match one customer's requests (from any of its schedds) within ``budget``."""
+        by_sub: dict[int, tuple[Submitter, list[dict[str, Any]]]] = {}
+        for sub, req in entries:
+            if req["Left"] > 0 and req.get("Reason") not in SETTLED and not sub.failed:
+                by_sub.setdefault(id(sub), (sub, []))[1].append(req)
+        spent = 0.0
+        made = 0
+        for sub, batch in by_sub.values():
+            matches, spent, out_of_budget = await self.off_loop(
+                self._match_batch, sub, batch, mm, budget, spent, limits_used
+            )
+            self._send(sub, matches, stats)
+            made += len(matches)
+            if out_of_budget or not self._room(mm) or spent >= budget - 1e-9:
+                break
+        return made, spent
+
+    def _send(self, sub: Submitter, matches: list[dict[str, Any]], stats: CycleStats) -> None:
+        """Send ``matches`` to the submitter's schedd, not awaited here: the schedd takes its
+        matches while the cycle goes on with the next submitter (the slots are taken either way);
+        the cycle gathers the answers."""
+        for i in range(0, len(matches), MATCHES_PER_CALL):
+            chunk = matches[i : i + MATCHES_PER_CALL]
+            self._sends.append(asyncio.ensure_future(self.schedds.send_matches(sub, chunk, stats)))
+
     def _prepare(
         self, machines: list[dict[str, Any]], now: float
     ) -> tuple[dict[str, float], dict[str, float], Matchmaker, float]:
         """The cycle's work over every Machine ad (on the match thread): usage, the job attributes
         slots read, the matchmaker, and the pie."""
         lows = [lowered(m) for m in machines]  # once for the cycle: the usage, the refs, the matchmaker
-        in_use, limits_used = usage(lows)
+        in_use, limits_used = usage(lows, self.groups.enabled)
         # What the schedds' requests must carry besides the significant attributes: every job
         # attribute a slot may read (all Machine ads, claimed ones too, so the list, and with it
         # the schedds' autoclusters, does not change with what is busy). The matchmaker groups
         # its slots by the same names (a superset of what its unclaimed slots read).
         refs = SlotRefs(lows)
         self._job_attrs = slot_job_refs(refs)
+        if self.groups.enabled and self._job_attrs is not None:
+            # A request says which group it is negotiated in and who is charged for it.
+            self._job_attrs = self._job_attrs | GROUP_JOB_ATTRS
         pie = sum(float(m.get("cpus", 1) or 0) for m in lows if m.get("state") in ("Unclaimed", "Claimed", None))
         ads, ads_low = self.pending.hide(machines, lows, now)
+        if self.groups.enabled:  # a group's quota counts what it was matched and not shown yet
+            for name, weight in self.pending.usage().items():
+                in_use[name] = in_use.get(name, 0.0) + weight
         mm = Matchmaker(ads, lows=ads_low, refs=refs, strikes=self.match_strikes,
                         request_seconds=self.match_request_seconds)
+        self._preempt = None
+        if self.preemption.enabled:  # NEGOTIATOR_CONSIDER_PREEMPTION
+            names = set(in_use)
+            self._preempt = Preemption.build(
+                self.preemption, ads, ads_low, now, {n: self.accountant.effective_priority(n) for n in names},
+                {n: self.groups.group_of(n).name for n in names} if self.groups.enabled else {},
+                self.match_strikes, self.match_request_seconds, by_group=self.groups.enabled)
         return in_use, limits_used, mm, pie
 
     async def _negotiate_submitter(
@@ -204,14 +360,9 @@ class Cycle:
             matches, spent, out_of_budget = await self.off_loop(
                 self._match_batch, sub, batch, mm, budget, spent, limits_used
             )
-            if matches:
-                # Not awaited here: the schedd takes its matches while the cycle goes on with the
-                # next submitter (the slots are taken either way); the cycle gathers the answers.
-                for i in range(0, len(matches), MATCHES_PER_CALL):
-                    chunk = matches[i : i + MATCHES_PER_CALL]
-                    self._sends.append(asyncio.ensure_future(self.schedds.send_matches(sub, chunk, stats)))
-                made += len(matches)
-            if out_of_budget or sub.failed or not mm.has_free() or spent >= budget - 1e-9:
+            self._send(sub, matches, stats)
+            made += len(matches)
+            if out_of_budget or sub.failed or not self._room(mm) or spent >= budget - 1e-9:
                 break
             batch = []
         return made, spent
@@ -227,6 +378,7 @@ class Cycle:
         now = time.time()
         for req in batch:
             job = req["Ad"]
+            charged = accounting_name(job, sub.owner, get) if self.groups.enabled else ""
             wanted = parse_limits(get(job, "ConcurrencyLimits"))
             # How many more jobs of this request the concurrency limits let run.
             cap = req["Left"]
@@ -235,6 +387,16 @@ class Cycle:
                     room = self.accountant.limit_max(n) - limits_used.get(n, 0.0)
                     cap = min(cap, max(0, math.floor(room / a + 1e-9)))
             found, reason = mm.match(job, cap, budget - spent) if cap > 0 else ([], None)
+            if self._preempting and self._preempt is not None and len(found) < cap and reason in _PREEMPT_AFTER:
+                # The free slots ran out or do not suit: slots to preempt, within the share.
+                customer = charged or accounting_name(job, sub.owner, get)
+                group = self.groups.group_of(get(job, "AcctGroup")).name
+                pjob = Preemption.job(job, self.accountant.effective_priority(customer), group)
+                room = budget - spent - sum(m.weight for m in found)
+                more, why = self._preempt.mm.match(pjob, cap - len(found), room, self._preempt.accept(pjob, customer),
+                                                   REFUSALS)
+                if more:
+                    found, reason = found + more, why
             if reason is None and cap < req["Left"]:
                 reason = REJECT_LIMIT
             for m in found:
@@ -252,7 +414,7 @@ class Cycle:
                         "Startd": m.slot.startd,
                     }
                 )
-                self.pending.remember(m.slot, m.slot_ad, job, now)
+                self.pending.remember(m.slot, m.slot_ad, job, now, charged, m.weight)
             req["Left"] -= len(found)
             req["Reason"] = reason
             if reason == REJECT_HOSTILE:
@@ -268,20 +430,24 @@ class Cycle:
             if reason == REJECT_PRIORITY:
                 out_of_budget = True
                 break
-            if not mm.has_free():
+            if not self._room(mm):
                 break
         return matches, spent, out_of_budget
 
 
-def usage(lows: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
-    """Slot weight held per owner, and concurrency-limit use, from the claimed slots (the Machine
-    ads keyed by lower-case names)."""
+def usage(lows: list[dict[str, Any]], by_group: bool = False) -> tuple[dict[str, float], dict[str, float]]:
+    """Slot weight held per owner (``by_group``: per accounting name, the running job's
+    AccountingGroup where it has one), and concurrency-limit use, from the claimed slots (the
+    Machine ads keyed by lower-case names)."""
     in_use: dict[str, float] = {}
     limits: dict[str, float] = {}
     for m in lows:
         if m.get("state") != "Claimed" or m.get("partitionableslot", False):
             continue
         owner = m.get("remoteowner")
+        charged = m.get("accountinggroup") if by_group else None
+        if isinstance(charged, str) and charged:
+            owner = charged
         if isinstance(owner, str) and owner:
             owner = owner.split("@", 1)[0]
             cpus = m.get("cpus", 1)

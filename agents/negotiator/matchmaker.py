@@ -37,7 +37,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,16 +145,17 @@ def _weight(cpus: Any) -> float:
     return float(cpus) if is_number(cpus) and cpus > 0 else 1.0
 
 
-def slot_from_ad(ad: dict[str, Any], low: dict[str, Any] | None = None) -> Slot | None:
+def slot_from_ad(ad: dict[str, Any], low: dict[str, Any] | None = None, claimed: bool = False) -> Slot | None:
     """The matchable slot an (ad + private ClaimId) describes, or None when it is not matchable
-    (``low``: the ad keyed by lower-case names, when the caller has it)."""
+    (``low``: the ad keyed by lower-case names, when the caller has it; ``claimed``: a claimed
+    slot to preempt, whose ClaimId is the preempting claim's)."""
     if low is None:
         low = lowered(ad)
     state = low.get("state")
     claim = low.get("claimid")
     name = low.get("name")
     startd = low.get("myaddress")
-    if state not in (None, "Unclaimed") or not isinstance(claim, str) or not claim:
+    if (state != "Claimed" if claimed else state not in (None, "Unclaimed")) or not isinstance(claim, str) or not claim:
         return None
     if not isinstance(name, str) or not isinstance(startd, str):
         return None
@@ -202,7 +203,7 @@ class Matchmaker:
     def __init__(
         self, slot_ads: Iterable[dict[str, Any]], *, strikes: int = HOSTILE_STRIKES,
         request_seconds: float = REQUEST_SECONDS, lows: Iterable[dict[str, Any]] | None = None,
-        refs: SlotRefs | None = None,
+        refs: SlotRefs | None = None, claimed: bool = False,
     ):
         """``lows``: the ads keyed by lower-case names, in the order of ``slot_ads``, when the
         caller has them; ``refs``: what the slots' expressions reach, when the caller made it over
@@ -217,9 +218,9 @@ class Matchmaker:
         self._spent = 0.0
         self.hostile: str | None = None
         if lows is None:
-            made = (slot_from_ad(a) for a in slot_ads)
+            made = (slot_from_ad(a, None, claimed) for a in slot_ads)
         else:
-            made = (slot_from_ad(a, low) for a, low in zip(slot_ads, lows, strict=True))
+            made = (slot_from_ad(a, low, claimed) for a, low in zip(slot_ads, lows, strict=True))
         self.slots = [s for s in made if s is not None]
         for i, s in enumerate(self.slots):
             s.index = i
@@ -503,27 +504,32 @@ class Matchmaker:
         job: dict[str, Any],
         count: int,
         budget: float = math.inf,
+        accept: Callable[[Slot], bool] | None = None,
+        refusals: int = 0,
     ) -> tuple[list[SlotMatch], str | None]:
         """Up to ``count`` slots for the request ``job`` within ``budget`` slot weight.
 
         Returns the matches and, if fewer than ``count`` were made, the reason why; for
         :data:`REJECT_HOSTILE` :attr:`hostile` holds the sentence (the matches made before the
-        request was found hostile stand: they match).
+        request was found hostile stand: they match). ``accept``: a last test of each static
+        slot found (left free when it says no); after ``refusals`` of them the request stops.
         """
         matches: list[SlotMatch] = []
         self._begin()
         if not self.has_free():
             return matches, REJECT_PRIORITY  # the pool is busy: others hold every slot
         try:
-            return self._match(job, count, budget, matches)
+            return self._match(job, count, budget, matches, accept, refusals)
         except _Hostile as exc:
             self.hostile = str(exc)
             return matches, REJECT_HOSTILE
 
     def _match(
-        self, job: dict[str, Any], count: int, budget: float, matches: list[SlotMatch]
+        self, job: dict[str, Any], count: int, budget: float, matches: list[SlotMatch],
+        accept: Callable[[Slot], bool] | None = None, refusals: int = 0,
     ) -> tuple[list[SlotMatch], str | None]:
         spent = 0.0
+        refused = 0
         # Lazy: a source tests and ranks only as far as the request reads.
         stream = heapq.merge(*self._sources(job))
         while len(matches) < count:
@@ -546,6 +552,11 @@ class Matchmaker:
             weight = slot.weight
             if spent + weight > budget + 1e-9:
                 return matches, REJECT_PRIORITY
+            if accept is not None and not accept(slot):
+                refused += 1
+                if refused > refusals:
+                    return matches, REJECT_NO_MATCH
+                continue
             matches.append(SlotMatch(slot, slot.ad, weight))  # a static slot's ad never changes
             spent += weight
             self._take(slot)

@@ -18,6 +18,9 @@ class PendingMatches:
         self.match_hold = match_hold
         # claim id -> (UpdateSequenceNumber of the ad matched, when, cpus/memory/disk carved)
         self.claims: dict[str, tuple[Any, float, tuple[float, float, float] | None]] = {}
+        # claim id -> {accounting name: slot weight matched to it}: usage the collector's ads do
+        # not show yet, counted against the name's share and its group's quota.
+        self.charged: dict[str, dict[str, float]] = {}
 
     def hide(
         self, machines: list[dict[str, Any]], lows: list[dict[str, Any]], now: float
@@ -26,7 +29,7 @@ class PendingMatches:
         names)."""
         for cid, (_seq, when, _carved) in list(self.claims.items()):
             if now - when > self.match_hold:
-                del self.claims[cid]
+                self._forget(cid)
         if not self.claims:
             return machines, lows
         out, out_low = [], []
@@ -35,7 +38,7 @@ class PendingMatches:
             pending = self.claims.get(cid) if isinstance(cid, str) else None
             if pending is None or low.get("updatesequencenumber") != pending[0]:
                 if pending is not None:
-                    del self.claims[cid]
+                    self._forget(cid)
                 out.append(m)
                 out_low.append(low)
             elif pending[2] is not None:  # a partitionable slot: take off what was carved
@@ -47,11 +50,28 @@ class PendingMatches:
                 out_low.append(lowered(m))
         return out, out_low
 
-    def remember(self, slot: Slot, slot_ad: dict[str, Any], job: dict[str, Any], now: float) -> None:
-        """A match made on ``slot`` (``slot_ad`` as the matchmaker saw it)."""
+    def _forget(self, cid: str) -> None:
+        del self.claims[cid]
+        self.charged.pop(cid, None)
+
+    def usage(self) -> dict[str, float]:
+        """Slot weight matched per accounting name on the slots still pending."""
+        out: dict[str, float] = {}
+        for charges in self.charged.values():
+            for name, weight in charges.items():
+                out[name] = out.get(name, 0.0) + weight
+        return out
+
+    def remember(self, slot: Slot, slot_ad: dict[str, Any], job: dict[str, Any], now: float,
+                 charged: str = "", weight: float = 0.0) -> None:
+        """A match made on ``slot`` (``slot_ad`` as the matchmaker saw it), of ``weight`` charged
+        to the accounting name ``charged``."""
         carved = None
         if slot.partitionable:
             before = self.claims.get(slot.claim_id)
             need = requested(job, slot_ad)
             carved = need if before is None or before[2] is None else tuple(a + b for a, b in zip(before[2], need, strict=True))
         self.claims[slot.claim_id] = (slot.low.get("updatesequencenumber"), now, carved)
+        if charged:
+            charges = self.charged.setdefault(slot.claim_id, {})
+            charges[charged] = charges.get(charged, 0.0) + weight

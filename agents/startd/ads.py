@@ -50,6 +50,8 @@ class SlotAds:
             "Requirements": classad.ExprTree(sl.REQUIREMENTS),
             "Rank": classad.ExprTree(settings.rank),
         }
+        self.retirement = classad.compile(settings.max_job_retirement_time)
+        self.rank = classad.compile(settings.rank)
         self.defaults = sl.Request(settings.default_request_cpus, settings.default_request_memory,
                                    settings.default_request_disk)
         self.configured = dict(settings.startd_attrs)
@@ -112,6 +114,15 @@ class SlotAds:
                     ad["JobId"] = f"{cluster}.{proc}"
                 if lookup(job_ad, "GlobalJobId") is not None:
                     ad["GlobalJobId"] = lookup(job_ad, "GlobalJobId")
+                # For a negotiator weighing preemption (HTCondor's attributes): the RANK of the
+                # job it runs, and the seconds it may run on once preempted.
+                ad["CurrentRank"] = self.rank_of(ad, job_ad)
+                ad["MaxJobRetirementTime"] = self.retirement_of(ad, job_ad)
+                group = lookup(job_ad, "AcctGroup")
+                if isinstance(group, str) and group:
+                    # HTCondor's slot attribute: whom the negotiator charges the running job to.
+                    user = lookup(job_ad, "AcctGroupUser")
+                    ad["AccountingGroup"] = f"{group}.{user if isinstance(user, str) and user else claim.owner}"
         if self.table.drain is not None:
             ad["DrainReason"] = self.table.drain.reason
         return ad
@@ -122,7 +133,7 @@ class SlotAds:
         ad = self.slot_ad(slot)
         ad["Activity"] = sl.IDLE
         ad["EnteredCurrentActivity"] = int(time.time())
-        for attr in ("JobStart", "JobId", "GlobalJobId"):
+        for attr in ("JobStart", "JobId", "GlobalJobId", "AccountingGroup", "CurrentRank", "MaxJobRetirementTime"):
             ad.pop(attr, None)
         return ad
 
@@ -135,15 +146,33 @@ class SlotAds:
         return {"Slots": self.ads()}
 
     def private_ads(self, slots: Iterable[sl.Slot] | None = None) -> list[dict[str, Any]]:
-        # Only claim ids the negotiator may hand out: unclaimed static slots and partitionable
-        # slots, and none while draining. A claimed slot's id stays between startd and schedd.
+        # Only claim ids the negotiator may hand out: unclaimed static slots, partitionable
+        # slots, and the preempting claim id of a claimed static slot; none while draining. A
+        # claim's own id stays between startd and schedd.
         if self.table.drain is not None:
             return []
         return [
             {"MyType": "Machine", "Name": s.name, "ClaimId": s.claim_id}
             for s in (self.table.slots.values() if slots is None else slots)
-            if s.kind == sl.PARTITIONABLE or (s.kind == sl.STATIC and s.claim is None and s.state == sl.UNCLAIMED)
+            if s.kind == sl.PARTITIONABLE or (s.kind == sl.STATIC and (
+                (s.claim is None and s.state == sl.UNCLAIMED)
+                or (s.claim is not None and s.state == sl.CLAIMED and not s.claim.retiring)))
         ]
+
+    def rank_of(self, slot_ad: Mapping[str, Any], job: Mapping[str, Any]) -> float:
+        """The slot's RANK of ``job`` (0 when it is not a number)."""
+        return _number(self.rank.eval(slot_ad, job))
+
+    def retirement_of(self, slot_ad: Mapping[str, Any], job: Mapping[str, Any]) -> float:
+        """Seconds a preempted job may run on: MAXJOBRETIREMENTTIME, or the job's own
+        MaxJobRetirementTime when that is shorter (HTCondor takes the smaller)."""
+        machine = _number(self.retirement.eval(slot_ad, job))
+        own = lookup(job, "MaxJobRetirementTime")
+        if own is None:
+            return machine
+        if not isinstance(own, int | float) or isinstance(own, bool):
+            own = classad.compile(str(own)).eval(job, slot_ad)
+        return min(machine, _number(own))
 
     def ads_named(self, names: set[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The public and private ads of the slots named, for a round of only the slots that
@@ -181,3 +210,7 @@ class SlotAds:
         if not compiled.test(job, slot_ad):
             return f"the job's Requirements ({req}) are false for {slot_ad['Name']}"
         return None
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else 0.0

@@ -45,7 +45,7 @@ log = logging.getLogger("gridbus.startd")
 
 # Knob -> the setting it makes, for the knobs a reconfig applies to a running startd.
 LIVE_KNOBS = {
-    "START": "start", "RANK": "rank", "KILLING_TIMEOUT": "killing_timeout",
+    "START": "start", "RANK": "rank", "MAXJOBRETIREMENTTIME": "max_job_retirement_time", "KILLING_TIMEOUT": "killing_timeout",
     "STARTER_UPDATE_INTERVAL": "update_interval", "STARTER_MEMORY_CHECK_INTERVAL": "memory_check_interval",
     "STARTER_ENFORCE_MEMORY_LIMIT": "enforce_memory", "STARTER_ALLOW_RUNAS_OWNER": "allow_runas_owner",
     "STARTER_UNPRIVILEGED_USER": "unprivileged_user", "STARTER_ALLOW_ROOT_JOBS": "allow_root_jobs",

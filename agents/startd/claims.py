@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import logging
+import math
 import secrets
 import time
 from collections.abc import Callable
@@ -121,6 +122,11 @@ class Claims:
             why = self.ads.mismatch(ad, job)
             if why:
                 raise app_error(CLAIM_REFUSED, f"RequestClaim refused: {why}")
+            if slot.claim is not None:  # the preempting claim id: the running claim goes first
+                await self._preempt(slot, slot.claim, ad, job)
+                if slot.claim is not None or slot.state != sl.UNCLAIMED:
+                    raise app_error(CLAIM_REFUSED, f"RequestClaim: {slot.name} was claimed by another meanwhile")
+                self.table.rekey(slot, ClaimId)
             claim = self.table.claim(slot, Schedd, float(LeaseDuration), JobAd)
         else:  # partitionable: carve a dynamic slot of the request
             retried = self._carved_for(slot, Schedd, gid)
@@ -145,6 +151,27 @@ class Claims:
         log.info("%s claimed by %s for %s (lease %d s)", claim.slot.name, Schedd, claim.owner or "?", LeaseDuration)
         self.ads_changed(sl.ad_names(claim.slot))
         return self._granted(claim)
+
+    async def _preempt(self, slot: sl.Slot, current: sl.Claim, ad: dict[str, Any], job: dict[str, Any]) -> None:
+        """End ``current`` for a preempting claim, as HTCondor's startd does: never for a job its
+        RANK likes less than the one it runs, nor before the running job's MaxJobRetirementTime
+        (counted from its start) is over; then the job is vacated (evicted: its schedd runs it
+        again)."""
+        if current.id in self._ending or current.retiring:
+            raise app_error(CLAIM_REFUSED, f"RequestClaim: the claim on {slot.name} is being ended")
+        running = current.job.ad if current.job is not None else current.last_ad
+        if running is not None:
+            new_rank, current_rank = self.ads.rank_of(ad, job), self.ads.rank_of(ad, running)
+            if new_rank < current_rank:
+                raise app_error(CLAIM_REFUSED, f"RequestClaim: {slot.name}'s RANK prefers the job it runs "
+                                               f"({current_rank:g}) to this one ({new_rank:g})")
+        if current.job is not None:
+            left = current.job.started + self.ads.retirement_of(ad, current.job.ad) - time.time()
+            if left > 0:
+                raise app_error(CLAIM_REFUSED, f"RequestClaim: the job on {slot.name} is retiring "
+                                               f"(MaxJobRetirementTime): {math.ceil(left)} s left")
+        log.info("%s: claim of %s preempted", slot.name, current.owner or "?")
+        await self.end(current, graceful=True, reason="preempted")
 
     def _granted(self, claim: sl.Claim) -> dict:
         # ReportActivations: this startd takes the claim's next activations in the answers to its

@@ -28,6 +28,7 @@ knob("ARCH", "", "Arch to advertise instead of the detected one")
 knob("OPSYS", "", "OpSys to advertise instead of the detected one")
 knob("OPSYSANDVER", "", "OpSysAndVer to advertise instead of the detected one")
 knob("RANK", "0", "the slots' Rank expression: which jobs the machine prefers")
+knob("MAXJOBRETIREMENTTIME", "0", "seconds (an expression, TARGET the job) a preempted job may run on before it is vacated")
 knob("KILLING_TIMEOUT", 30.0, "seconds between SIGTERM and SIGKILL when a job is stopped gracefully")
 knob("STARTER_UPDATE_INTERVAL", 300.0, "seconds between usage reports of a running job to its schedd")
 knob("STARTER_MEMORY_CHECK_INTERVAL", 1.0, "seconds between samples of a running job's memory and cpu use")
@@ -100,6 +101,7 @@ class StartdSettings:
     slot_share: SlotShare = field(default_factory=SlotShare)
     start: str = "TRUE"
     rank: str = "0"
+    max_job_retirement_time: str = "0"
     overrides: dict[str, Any] = field(default_factory=dict)  # NUM_CPUS, MEMORY, ... for detect()
     gpu_discovery_extra: str = ""  # GPU_DISCOVERY_EXTRA
     killing_timeout: float = 30.0
@@ -154,6 +156,7 @@ class StartdSettings:
             slot_share=SlotShare.parse(cfg.get("SLOT_TYPE_1")) if typed else SlotShare(),
             start=str(cfg.get("START")),
             rank=str(cfg.get("RANK")),
+            max_job_retirement_time=str(cfg.get("MAXJOBRETIREMENTTIME")),
             overrides=overrides,
             gpu_discovery_extra=str(cfg.get("GPU_DISCOVERY_EXTRA")),
             startd_attrs=cron.configured_attrs(cfg),

@@ -213,10 +213,11 @@ class SlotTable:
     def claims(self) -> list[Claim]:
         return [s.claim for s in self.slots.values() if s.claim is not None]
 
-    def rekey(self, slot: Slot) -> None:
-        """Give a slot a fresh claim id; the old one is stale from now on."""
+    def rekey(self, slot: Slot, claim_id: str = "") -> None:
+        """Give a slot a fresh claim id (``claim_id``: the preempting claim's, taking the slot its
+        preemption freed); the old one is stale from now on."""
         self._by_claim.pop(slot.claim_id, None)
-        slot.claim_id = new_claim_id()
+        slot.claim_id = claim_id or new_claim_id()
         self._by_claim[slot.claim_id] = slot
 
     def claim(self, slot: Slot, schedd: str, lease: float, job_ad: Mapping[str, Any]) -> Claim:
@@ -224,6 +225,10 @@ class SlotTable:
                       str(lookup(job_ad, "User") or lookup(job_ad, "Owner") or ""))
         slot.claim = claim
         slot.set(CLAIMED, IDLE)
+        if slot.kind == STATIC:
+            # A claimed static slot advertises a fresh id: the preempting claim's (HTCondor's),
+            # which a negotiator hands out to preempt the claim, never the claim's own.
+            self.rekey(slot)
         return claim
 
     def carve(self, parent: Slot, req: Request) -> Slot:

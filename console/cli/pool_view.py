@@ -67,6 +67,8 @@ def cmd_userprio(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(formats.json_form(rows))
         return 0
+    groups = [r for r in rows if r.get("IsAccountingGroup")]
+    rows = [r for r in rows if not r.get("IsAccountingGroup")]
     print(f"{'User Name':<30} {'Effective Priority':>18} {'Priority Factor':>15} {'In Use':>7} {'Usage (wghted-hrs)':>19}")
     print(f"{'-' * 30} {'-' * 18} {'-' * 15} {'-' * 7} {'-' * 19}")
     for r in rows:
@@ -77,7 +79,27 @@ def cmd_userprio(args: argparse.Namespace) -> int:
         )
     print(f"{'-' * 30} {'-' * 18} {'-' * 15} {'-' * 7} {'-' * 19}")
     print(f"{'Number of users: ' + str(len(rows)):<30}")
+    if groups:
+        print()
+        sys.stdout.write(_quota_table(groups))
     return 0
+
+
+def _quota_table(groups: list[dict[str, Any]]) -> str:
+    """The groups as condor_userprio -quotas shows them, with the slot weight each uses."""
+    rule = f"{'-' * 24} {'-' * 9} {'-' * 9} {'-' * 7} {'-' * 9} {'-' * 9} {'-' * 10}\n"
+    out = [f"{'Group':<24} {'Effective':>9} {'Config':>9} {'Use':<7} {'Subtree':>9} {'In Use':>9} {'Requested':>10}\n",
+           f"{'Name':<24} {'Quota':>9} {'Quota':>9} {'Surplus':<7} {'Quota':>9} {'':>9} {'Resources':>10}\n", rule]
+    for g in groups:
+        surplus = "yes" if g.get("AcceptSurplus") else "no"
+        out.append(
+            f"{str(g.get('Name', '?')):<24} {float(g.get('EffectiveQuota', 0)):>9.2f} "
+            f"{float(g.get('ConfigQuota', 0)):>9.2f} {surplus:<7} {float(g.get('SubtreeQuota', 0)):>9.2f} "
+            f"{float(g.get('ResourcesUsed', 0)):>9.2f} {float(g.get('Requested', 0)):>10.0f}\n"
+        )
+    out.append(rule)
+    out.append(f"{'Number of groups: ' + str(len(groups)):<50}ByQuota\n")
+    return "".join(out)
 
 
 def _number(text: str, option: str) -> float:

@@ -18,9 +18,9 @@ USED: frozenset[str] = frozenset(
     periodic_hold periodic_hold_reason periodic_hold_subcode periodic_release periodic_remove
     on_exit_hold on_exit_hold_reason on_exit_hold_subcode on_exit_remove max_retries
     success_exit_code concurrency_limits batch_name max_idle materialize_max_idle max_materialize
-    job_max_vacate_time kill_sig should_transfer_files when_to_transfer_output transfer_input_files
-    transfer_output_files transfer_executable transfer_output_remaps request_gpus require_gpus
-    gpus_minimum_capability gpus_maximum_capability gpus_minimum_memory gpus_minimum_runtime
+    job_max_vacate_time max_job_retirement_time kill_sig should_transfer_files when_to_transfer_output
+    transfer_input_files transfer_output_files transfer_executable transfer_output_remaps request_gpus
+    require_gpus gpus_minimum_capability gpus_maximum_capability gpus_minimum_memory gpus_minimum_runtime
     docker_image container_image
     """.split()
 )
@@ -39,7 +39,7 @@ KNOWN_UNUSED: frozenset[str] = frozenset(
     cron_month cron_day_of_week email_attributes hold_kill_sig remove_kill_sig rank_factor
     description job_ad_information_attrs dont_encrypt_input_files dont_encrypt_output_files
     encrypt_input_files encrypt_output_files load_profile run_as_owner want_remote_io
-    periodic_vacate request_swap request_virtualmemory retry_until max_job_retirement_time
+    periodic_vacate request_swap request_virtualmemory retry_until
     erase_output_and_error_on_restart preserve_relative_paths checkpoint_exit_code
     want_checkpoint_signal checkpoint_destination job_ad_file
     """.split()

@@ -462,6 +462,9 @@ def build_job_ad(
     vacate = get("job_max_vacate_time")
     if vacate:
         ad["JobMaxVacateTime"] = int(vacate) if _INT.match(vacate.strip()) else expr(vacate)
+    retirement = get("max_job_retirement_time")
+    if retirement:  # how long the job may run on once preempted (the startd's MAXJOBRETIREMENTTIME caps it)
+        ad["MaxJobRetirementTime"] = int(retirement) if _INT.match(retirement.strip()) else expr(retirement)
     kill_sig = get("kill_sig")
     if kill_sig:
         ad["KillSig"] = kill_sig.strip()

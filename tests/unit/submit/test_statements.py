@@ -111,3 +111,10 @@ def test_include_file_and_command_read_in_place(tmp_path: Path, monkeypatch: pyt
         Submit("executable = /bin/true\ninclude : broken.inc\nqueue\n")
     with pytest.raises(SubmitError, match="includes nest deeper than 20"):
         Submit("executable = /bin/true\ninclude : self.inc\nqueue\n")
+
+
+def test_max_job_retirement_time_is_the_jobs_maxjobretirementtime():
+    (job,) = _jobs("executable = /bin/true\nmax_job_retirement_time = 120\nqueue\n")
+    assert job["MaxJobRetirementTime"] == 120
+    (job,) = _jobs("executable = /bin/true\nmax_job_retirement_time = 60 * 2\nqueue\n")
+    assert str(job["MaxJobRetirementTime"]) == "60 * 2"
