@@ -14,17 +14,22 @@ from gridbus.rpc import CallTimeout, MethodResult
 
 
 class LateCollector:
-    """A client whose class.collector broadcasts go unheard until ``up_after`` seconds from now,
-    when the collector comes up: a locate waiting past then is answered then."""
+    """A client whose class.collector broadcasts go unheard until ``up_after`` seconds after the
+    first one, when the collector comes up: a locate waiting past then is answered then. (Counted
+    from the first call, not from the client's making: a loaded machine's start of the event loop
+    must not move the collector's start ahead of the negotiator's first ask.)"""
 
     def __init__(self, up_after: float):
-        self.up_at = time.monotonic() + up_after
+        self.up_after = up_after
+        self.up_at: float | None = None
         self.waits: list[float] = []
 
     async def get_objects(self, routing_key: str, class_name: str | None, filters=None, timeout: float = 5.0):
         assert routing_key == "class.collector"
         self.waits.append(timeout)
         now = time.monotonic()
+        if self.up_at is None:
+            self.up_at = now + self.up_after
         if now + timeout < self.up_at:
             await asyncio.sleep(timeout)
             raise CallTimeout(routing_key, "getObjects", timeout)
