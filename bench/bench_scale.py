@@ -280,6 +280,7 @@ def negotiator_only(slots: int, jobs: int, groups_preemption: bool = False, clai
                  Arch="X86_64", OpSys="LINUX", Memory=2048)
         if i < claimed * slots:
             m.update(State="Claimed", Activity="Busy", RemoteOwner="low", RemoteUser="low", JobStart=int(now - 7200),
+                     PreemptingClaimId=m["ClaimId"],
                      EnteredCurrentState=int(now - 7200), CurrentRank=0.0, MaxJobRetirementTime=0)
     per_cluster = max(1, jobs // (SCHEDDS * CLUSTERS_PER_SCHEDD))
     groups = list(BENCH_GROUPS)

@@ -35,8 +35,9 @@ def test_a_preempting_claim_waits_for_retirement_then_vacates(tmp_path):
             slot = next(sl for sl in s.table.slots.values() if sl.claim is not None and sl.claim.id == claims[0])
             ad = s.slot_ads.slot_ad(slot)
             assert (ad["MaxJobRetirementTime"], ad["CurrentRank"]) == (2.0, 0.0)
-            preempting = {a["Name"]: a["ClaimId"] for a in s.slot_ads.private_ads()}[slot.name]
-            assert preempting not in claims  # never the claim's own id
+            private = {a["Name"]: a for a in s.slot_ads.private_ads()}[slot.name]
+            preempting = private["PreemptingClaimId"]
+            assert private["ClaimId"] == claims[0] and preempting not in claims
             bob = job(5, Owner="bob", GlobalJobId="s2#1.0#1")
             with pytest.raises(MethodError, match="retiring"):
                 await s.claims.RequestClaim(DAEMON, ClaimId=preempting, JobAd=bob, Schedd="schedd@s2", LeaseDuration=60)
@@ -64,7 +65,7 @@ def test_the_slots_rank_keeps_the_job_it_prefers(tmp_path):
             await settled(lambda: s.starter.running)
             slot = next(sl for sl in s.table.slots.values() if sl.claim is not None and sl.claim.id == claims[0])
             with pytest.raises(MethodError, match="RANK prefers"):
-                await s.claims.RequestClaim(DAEMON, ClaimId=slot.claim_id, JobAd=job(5, Owner="bob"), Schedd=SCHEDD,
+                await s.claims.RequestClaim(DAEMON, ClaimId=slot.preempting_id, JobAd=job(5, Owner="bob"), Schedd=SCHEDD,
                                             LeaseDuration=60)
             assert slot.claim.id == claims[0] and s.starter.running
         finally:
