@@ -253,31 +253,55 @@ def run(quick: bool = False, slots: int | None = None, jobs: int | None = None, 
     return out
 
 
-def negotiator_only(slots: int, jobs: int) -> dict[str, Any]:
+# --groups-preemption: the ten submitters in three groups of 50/30/20% (dynamic quotas), half the
+# pool claimed by a user of a worse priority whom PREEMPTION_REQUIREMENTS lets them preempt.
+BENCH_GROUPS = {"group_a": 0.5, "group_b": 0.3, "group_c": 0.2}
+BENCH_PREEMPTION_REQUIREMENTS = "RemoteUserPrio > TARGET.SubmitterUserPrio * 1.2"
+
+
+def negotiator_only(slots: int, jobs: int, groups_preemption: bool = False, claimed: float = 0.0) -> dict[str, Any]:
     """One cycle of the negotiator alone over ``slots`` simulated Machine ads and 10 simulated
     schedds (in process, answering at once) with ``jobs`` idle jobs in 1,000 autoclusters: the
-    negotiator's own share of a cycle, apart from the schedds' and the broker's."""
+    negotiator's own share of a cycle, apart from the schedds' and the broker's. ``claimed``: the
+    fraction of the slots claimed by a user of a worse priority; ``groups_preemption``: with
+    accounting groups and preemption on (else, as before either existed: preemption off)."""
     import asyncio
 
     from gridbus.agents.negotiator.agent import Negotiator
+    from gridbus.agents.negotiator.groups import GroupConfig
+    from gridbus.agents.negotiator.preemption import PreemptionPolicy
     from gridbus.agents.negotiator.simulate import SimClient, SimSchedd, job_ads, machine_ads
 
     machines = machine_ads(slots, kinds=1)
+    now = time.time()
     for i, m in enumerate(machines):  # startds of SLOTS_PER_STARTD slots, as in the pool above
         host = f"sim{i // SLOTS_PER_STARTD}"
         m.update(Name=f"slot{i % SLOTS_PER_STARTD + 1}@{host}", Machine=host, MyAddress=f"startd@{host}",
                  Arch="X86_64", OpSys="LINUX", Memory=2048)
+        if i < claimed * slots:
+            m.update(State="Claimed", Activity="Busy", RemoteOwner="low", RemoteUser="low", JobStart=int(now - 7200),
+                     PreemptingClaimId=m["ClaimId"],
+                     EnteredCurrentState=int(now - 7200), CurrentRank=0.0, MaxJobRetirementTime=0)
     per_cluster = max(1, jobs // (SCHEDDS * CLUSTERS_PER_SCHEDD))
+    groups = list(BENCH_GROUPS)
     schedds = []
     for k in range(SCHEDDS):
         owner = f"u{k}"
         ads = job_ads(owner, CLUSTERS_PER_SCHEDD, per_cluster)
         for j in ads:
             j["RequestMemory"] = 16 + k * CLUSTERS_PER_SCHEDD + j["ClusterId"]
+            if groups_preemption:
+                j["AcctGroup"] = groups[0 if k < 5 else 1 if k < 8 else 2]
         schedds.append(SimSchedd(f"s{k}", {owner: ads}))
     spent: dict[str, float] = {}
+    config = GroupConfig.none()
+    if groups_preemption:
+        quotas = {f"GROUP_QUOTA_DYNAMIC_{g}": q for g, q in BENCH_GROUPS.items()}
+        config = GroupConfig.from_knobs(groups, quotas.get)
+    policy = PreemptionPolicy(groups_preemption, BENCH_PREEMPTION_REQUIREMENTS)
     with tempfile.TemporaryDirectory() as spool:
-        neg = Negotiator("bench", "amqp://unused", spool=spool)
+        neg = Negotiator("bench", "amqp://unused", spool=spool, groups=config, preemption=policy)
+        neg.accountant.set_priority("low", 1000.0)
         client = SimClient(schedds)
 
         async def timed_call(address: str, method: str, args: Any = None, **kw: Any) -> Any:
@@ -294,6 +318,8 @@ def negotiator_only(slots: int, jobs: int) -> dict[str, Any]:
         total, cpu = time.perf_counter() - started, time.process_time() - cpu0
     schedds_s = sum(spent.values())
     return {"slots": slots, "jobs": per_cluster * SCHEDDS * CLUSTERS_PER_SCHEDD, "matches": stats.matches,
+            "of which preempting": sum(1 for s in schedds for m in s.matched if int(m["ClaimId"].split("-")[1]) < claimed * slots)
+            if claimed else 0,
             "requests": stats.requests, "cycle_s": round(total, 2),
             "cycle_cpu_s (negotiator and simulated schedds, all threads)": round(cpu, 2),
             "negotiator_own_s (cycle less the simulated schedds' answers)": round(total - schedds_s, 2),
@@ -319,7 +345,18 @@ if __name__ == "__main__":
     p.add_argument("--workdir", default="", help="keep the daemons' logs here (default: a temporary directory)")
     p.add_argument("--negotiator-only", action="store_true",
                    help="one cycle of the negotiator alone, with simulated schedds in process")
+    p.add_argument("--groups-preemption", action="store_true",
+                   help="with --negotiator-only: a cycle with groups and preemption on beside one as before (half "
+                        "the pool claimed by a worse priority), and their ratio")
     a = p.parse_args()
+    if a.negotiator_only and a.groups_preemption:
+        n = a.slots or 200_000
+        before = negotiator_only(n, a.jobs or 2 * n, False, 0.5)
+        after = negotiator_only(n, a.jobs or 2 * n, True, 0.5)
+        for key in before:
+            print(f"{key:58} {before[key]}  |  groups+preemption: {after[key]}")
+        print(f"{'ratio of cycles, groups+preemption over as before':58} {after['cycle_s'] / before['cycle_s']:.2f}")
+        sys.exit(0)
     if a.negotiator_only:
         for key, value in negotiator_only(a.slots or 200_000, a.jobs or 2 * (a.slots or 200_000)).items():
             print(f"{key:58} {value}")

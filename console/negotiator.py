@@ -52,7 +52,7 @@ class Negotiator(DaemonClient):
     def getPriorities(self, rollup: bool = False) -> list[dict[str, Any]]:
         """Every submitter's record, best effective priority first, then (with GROUP_NAMES) every
         accounting group's (``IsAccountingGroup``: quota, usage, surplus); ``rollup`` is accepted,
-        unused (a group's record already sums its members)."""
+        unused."""
         return list(self._call("GetPriorities").Priorities)
 
     def getResourceUsage(self, user: str) -> list[dict[str, Any]]:

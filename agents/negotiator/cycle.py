@@ -79,7 +79,11 @@ class Cycle:
         self.name = name
         self.groups = groups if groups is not None else GroupConfig.none()
         self.preemption = preemption if preemption is not None else PreemptionPolicy()
-        self._preempt: Preemption | None = None  # this cycle's preemption candidates
+        # This cycle's preemption candidates, built on first need (a cycle in which every request
+        # finds a free slot never copies the claimed slots' ads), and whether there are any.
+        self._preempt: Preemption | None = None
+        self._build_preempt: Callable[[], Preemption] | None = None
+        self._may_preempt = False
         self._preempting = False  # whether the round being matched may preempt (within shares)
         self.last = CycleStats()
         self.cycles = 0
@@ -95,7 +99,17 @@ class Cycle:
 
     def _room(self, mm: Matchmaker) -> bool:
         """Whether a slot is left to match: a free one, or one to preempt in this round."""
-        return mm.has_free() or (self._preempting and self._preempt is not None and self._preempt.mm.has_free())
+        if mm.has_free():
+            return True
+        if not self._preempting:
+            return False
+        return self._preempt.mm.has_free() if self._preempt is not None else self._build_preempt is not None
+
+    def _candidates(self) -> Preemption | None:
+        """This cycle's preemption candidates (on the match thread: built there the first time)."""
+        if self._preempt is None and self._build_preempt is not None:
+            self._preempt, self._build_preempt = self._build_preempt(), None
+        return self._preempt
 
     async def off_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` on the match thread. One thread: the cycle's steps stay in order, and the
@@ -122,7 +136,7 @@ class Cycle:
         stats.idle_jobs = sum(s.idle for s in subs)
         owners = sorted({s.owner for s in subs}, key=lambda o: (self.accountant.effective_priority(o), o))
         mark = stats.lap("accounting", mark)
-        self._preempting = self._preempt is not None
+        self._preempting = self._may_preempt
         if self.prefetch and self._room(mm):
             # NEGOTIATOR_PREFETCH_REQUESTS: every submitter's first page at once, so a cycle
             # waits for the slowest schedd once instead of for each in turn. Not when no slot is
@@ -169,7 +183,7 @@ class Cycle:
         first round and of what is left in later ones."""
         unlimited = False
         for round_no in range(MAX_ROUNDS):
-            self._preempting = not unlimited and self._preempt is not None
+            self._preempting = not unlimited and self._may_preempt
             active = [o for o in owners if any(s.wants() for s in subs if s.owner == o)]
             if not active or not self._room(mm):
                 break
@@ -255,7 +269,7 @@ class Cycle:
         names = sorted(set(names), key=lambda n: (self.accountant.effective_priority(n), n))
         unlimited = False
         for round_no in range(MAX_ROUNDS):
-            self._preempting = not unlimited and self._preempt is not None
+            self._preempting = not unlimited and self._may_preempt
             active = [n for n in names if any(r["Left"] > 0 and r.get("Reason") not in SETTLED and not s.failed
                                               for s, r in customers[n])]
             if not active or not self._room(mm) or budget <= 1e-9:
@@ -333,11 +347,13 @@ class Cycle:
                 in_use[name] = in_use.get(name, 0.0) + weight
         mm = Matchmaker(ads, lows=ads_low, refs=refs, strikes=self.match_strikes,
                         request_seconds=self.match_request_seconds)
-        self._preempt = None
-        if self.preemption.enabled:  # NEGOTIATOR_CONSIDER_PREEMPTION
+        self._preempt, self._build_preempt = None, None
+        self._may_preempt = self.preemption.enabled and any(low.get("state") == "Claimed" for low in ads_low)
+        if self._may_preempt:  # NEGOTIATOR_CONSIDER_PREEMPTION, and claimed slots to consider
             names = set(in_use)
-            self._preempt = Preemption.build(
-                self.preemption, ads, ads_low, now, {n: self.accountant.effective_priority(n) for n in names},
+            self._build_preempt = functools.partial(
+                Preemption.build, self.preemption, ads, ads_low, now,
+                {n: self.accountant.effective_priority(n) for n in names},
                 {n: self.groups.group_of(n).name for n in names} if self.groups.enabled else {},
                 self.match_strikes, self.match_request_seconds, by_group=self.groups.enabled)
         return in_use, limits_used, mm, pie
@@ -387,14 +403,14 @@ class Cycle:
                     room = self.accountant.limit_max(n) - limits_used.get(n, 0.0)
                     cap = min(cap, max(0, math.floor(room / a + 1e-9)))
             found, reason = mm.match(job, cap, budget - spent) if cap > 0 else ([], None)
-            if self._preempting and self._preempt is not None and len(found) < cap and reason in _PREEMPT_AFTER:
+            pm = self._candidates() if self._preempting and len(found) < cap and reason in _PREEMPT_AFTER else None
+            if pm is not None:
                 # The free slots ran out or do not suit: slots to preempt, within the share.
                 customer = charged or accounting_name(job, sub.owner, get)
                 group = self.groups.group_of(get(job, "AcctGroup")).name
                 pjob = Preemption.job(job, self.accountant.effective_priority(customer), group)
                 room = budget - spent - sum(m.weight for m in found)
-                more, why = self._preempt.mm.match(pjob, cap - len(found), room, self._preempt.accept(pjob, customer),
-                                                   REFUSALS)
+                more, why = pm.mm.match(pjob, cap - len(found), room, pm.accept(pjob, customer), REFUSALS)
                 if more:
                     found, reason = found + more, why
             if reason is None and cap < req["Left"]:

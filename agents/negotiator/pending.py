@@ -36,6 +36,10 @@ class PendingMatches:
         for m, low in zip(machines, lows, strict=True):
             cid = low.get("claimid")
             pending = self.claims.get(cid) if isinstance(cid, str) else None
+            if pending is None:  # a claimed slot matched to preempt it
+                pcid = low.get("preemptingclaimid")
+                if isinstance(pcid, str) and pcid in self.claims:
+                    cid, pending = pcid, self.claims[pcid]
             if pending is None or low.get("updatesequencenumber") != pending[0]:
                 if pending is not None:
                     self._forget(cid)

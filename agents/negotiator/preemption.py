@@ -1,7 +1,8 @@
 """Preemption: claimed slots a request may take from the job running there, as HTCondor's negotiator
 weighs them.
 
-A claimed static slot advertises (privately) its preempting claim id. A request may take it:
+A claimed static slot advertises (privately) its preempting claim id (``PreemptingClaimId``,
+beside the claim's own ``ClaimId``). A request may take it:
 
 - by the startd's RANK: the slot ranks the request's job above the one it runs
   (``Rank > CurrentRank``); or
@@ -84,7 +85,7 @@ class Preemption:
         for m, low in zip(machines, lows, strict=True):
             if low.get("state") != "Claimed" or low.get("partitionableslot") or low.get("slottype") == "Dynamic":
                 continue
-            cid, owner = low.get("claimid"), low.get("remoteowner")
+            cid, owner = low.get("preemptingclaimid"), low.get("remoteowner")
             if not isinstance(cid, str) or not cid or not isinstance(owner, str) or not owner:
                 continue
             started = low.get("jobstart")
@@ -94,6 +95,7 @@ class Preemption:
             charged = low.get("accountinggroup") if by_group else None
             name = (charged if isinstance(charged, str) and charged else owner).split("@", 1)[0]
             ad = dict(m)
+            ad["ClaimId"] = cid  # what the match hands out: the preempting claim's id
             ad["StartdRank"] = get(m, "Rank", 0)
             ad["Rank"] = rank
             ad["Requirements"] = classad.ExprTree(f"({get(m, 'Requirements', True)}) && ({_MAY_PREEMPT})")

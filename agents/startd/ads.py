@@ -147,17 +147,19 @@ class SlotAds:
 
     def private_ads(self, slots: Iterable[sl.Slot] | None = None) -> list[dict[str, Any]]:
         # Only claim ids the negotiator may hand out: unclaimed static slots, partitionable
-        # slots, and the preempting claim id of a claimed static slot; none while draining. A
-        # claim's own id stays between startd and schedd.
+        # slots, and the preempting claim id of a claimed static slot; none while draining.
         if self.table.drain is not None:
             return []
-        return [
-            {"MyType": "Machine", "Name": s.name, "ClaimId": s.claim_id}
-            for s in (self.table.slots.values() if slots is None else slots)
-            if s.kind == sl.PARTITIONABLE or (s.kind == sl.STATIC and (
-                (s.claim is None and s.state == sl.UNCLAIMED)
-                or (s.claim is not None and s.state == sl.CLAIMED and not s.claim.retiring)))
-        ]
+        out = []
+        for s in self.table.slots.values() if slots is None else slots:
+            if s.kind == sl.PARTITIONABLE or (s.kind == sl.STATIC and s.claim is None and s.state == sl.UNCLAIMED):
+                out.append({"MyType": "Machine", "Name": s.name, "ClaimId": s.claim_id})
+            elif s.kind == sl.STATIC and s.claim is not None and s.preempting_id and not s.claim.retiring:
+                # ClaimId as the collector already had it (the claim's own, from before the
+                # claim), and the id a negotiator may hand out to preempt the claim.
+                out.append({"MyType": "Machine", "Name": s.name, "ClaimId": s.claim_id,
+                            "PreemptingClaimId": s.preempting_id})
+        return out
 
     def rank_of(self, slot_ad: Mapping[str, Any], job: Mapping[str, Any]) -> float:
         """The slot's RANK of ``job`` (0 when it is not a number)."""

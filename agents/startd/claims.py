@@ -122,11 +122,13 @@ class Claims:
             why = self.ads.mismatch(ad, job)
             if why:
                 raise app_error(CLAIM_REFUSED, f"RequestClaim refused: {why}")
-            if slot.claim is not None:  # the preempting claim id: the running claim goes first
+            if slot.claim is not None and ClaimId == slot.preempting_id:  # the running claim goes first
                 await self._preempt(slot, slot.claim, ad, job)
                 if slot.claim is not None or slot.state != sl.UNCLAIMED:
                     raise app_error(CLAIM_REFUSED, f"RequestClaim: {slot.name} was claimed by another meanwhile")
                 self.table.rekey(slot, ClaimId)
+            elif slot.claim is not None:
+                raise app_error(CLAIM_REFUSED, f"RequestClaim: {slot.name} is claimed")
             claim = self.table.claim(slot, Schedd, float(LeaseDuration), JobAd)
         else:  # partitionable: carve a dynamic slot of the request
             retried = self._carved_for(slot, Schedd, gid)

@@ -124,6 +124,8 @@ class Slot:
     machine_gpus: int = 0  # the machine's: a job given none on a machine with some is told so
     next_child: int = 1
     claim_id: str = field(default_factory=new_claim_id)
+    # A claimed static slot's preempting claim id: what a negotiator hands out to preempt its claim.
+    preempting_id: str = ""
     claim: Claim | None = None
     state: str = UNCLAIMED
     activity: str = IDLE
@@ -215,8 +217,11 @@ class SlotTable:
 
     def rekey(self, slot: Slot, claim_id: str = "") -> None:
         """Give a slot a fresh claim id (``claim_id``: the preempting claim's, taking the slot its
-        preemption freed); the old one is stale from now on."""
+        preemption freed); the old ones are stale from now on."""
         self._by_claim.pop(slot.claim_id, None)
+        if slot.preempting_id and slot.preempting_id != claim_id:
+            self._by_claim.pop(slot.preempting_id, None)
+        slot.preempting_id = ""
         slot.claim_id = claim_id or new_claim_id()
         self._by_claim[slot.claim_id] = slot
 
@@ -226,9 +231,11 @@ class SlotTable:
         slot.claim = claim
         slot.set(CLAIMED, IDLE)
         if slot.kind == STATIC:
-            # A claimed static slot advertises a fresh id: the preempting claim's (HTCondor's),
-            # which a negotiator hands out to preempt the claim, never the claim's own.
-            self.rekey(slot)
+            # A second id, the preempting claim's, which a negotiator hands out to preempt the
+            # claim. The slot's claim id stays the claim's own: an ad of the slot from before the
+            # claim, still in the collector, offers only that one, which RequestClaim refuses.
+            slot.preempting_id = new_claim_id()
+            self._by_claim[slot.preempting_id] = slot
         return claim
 
     def carve(self, parent: Slot, req: Request) -> Slot:

@@ -22,7 +22,8 @@ def claimed_by(owner: str, n: int, *, started_ago: float = 7200, retirement: flo
     for ad in machine_ads(n, kinds=1, seed=3):
         ad.update({"State": "Claimed", "Activity": "Busy", "RemoteOwner": owner, "RemoteUser": owner,
                    "JobStart": int(now - started_ago), "EnteredCurrentState": int(now - started_ago),
-                   "CurrentRank": 0.0, "MaxJobRetirementTime": retirement, "Rank": classad.ExprTree(rank)})
+                   "CurrentRank": 0.0, "MaxJobRetirementTime": retirement, "Rank": classad.ExprTree(rank),
+                   "PreemptingClaimId": "pre-" + ad["ClaimId"]})
         out.append(ad)
     return out
 
@@ -42,7 +43,7 @@ def test_a_better_priority_preempts_where_preemption_requirements_allows(tmp_pat
     machines = claimed_by("bob", 10)
     schedd, stats = cycle(tmp_path, machines, ALLOW)
     assert stats.matches == 10
-    assert {m["ClaimId"] for m in schedd.matched} == {m["ClaimId"] for m in machines}  # the preempting ids
+    assert {m["ClaimId"] for m in schedd.matched} == {m["PreemptingClaimId"] for m in machines}
 
 
 def test_htcondors_default_policy_waits_an_hour_of_the_claim(tmp_path):
@@ -62,7 +63,7 @@ def test_no_preemption_for_a_priority_not_better_nor_when_turned_off(tmp_path):
 def test_a_job_within_its_retirement_time_is_not_preempted(tmp_path):
     machines = claimed_by("bob", 6, started_ago=30, retirement=60) + claimed_by("bob", 4, started_ago=30, retirement=10)
     for i, ad in enumerate(machines):
-        ad["Name"], ad["ClaimId"] = f"slot{i}@sim", f"claim-{i}"
+        ad["Name"], ad["ClaimId"], ad["PreemptingClaimId"] = f"slot{i}@sim", f"claim-{i}", f"pre-{i}"
     schedd, _ = cycle(tmp_path, machines, ALLOW)
     assert sorted(m["Slot"] for m in schedd.matched) == [f"slot{i}@sim" for i in range(6, 10)]
 
@@ -82,7 +83,7 @@ def test_the_startds_rank_preempts_whatever_the_priorities(tmp_path):
 def test_preemption_rank_picks_the_worst_priority_first(tmp_path):
     machines = claimed_by("bob", 5) + claimed_by("carol", 5)
     for i, ad in enumerate(machines):
-        ad["Name"], ad["ClaimId"] = f"slot{i}@sim", f"claim-{i}"
+        ad["Name"], ad["ClaimId"], ad["PreemptingClaimId"] = f"slot{i}@sim", f"claim-{i}", f"pre-{i}"
     schedd = SimSchedd("s1", {"alice": job_ads("alice", 1, 3)})
     neg = Negotiator("test", "amqp://unused", spool=tmp_path, preemption=ALLOW)
     neg._client = SimClient([schedd])
