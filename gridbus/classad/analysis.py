@@ -18,12 +18,13 @@ so the table ends with the conditions that decide the match.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gridbus.classad import nodes as N
 from gridbus.classad.classad import ClassAd
-from gridbus.classad.exprtree import ExprTree, compile, parse_cached
+from gridbus.classad.exprtree import Compiled, ExprTree, parse_cached
 from gridbus.classad.unparse import PRETTY, unparse
 
 COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "=?=", "=!=", "is", "isnt"})
@@ -35,9 +36,13 @@ _TRUTH = {0: "F", 1: "T", -1: ""}
 _TIME = re.compile(r"\bCurrentTime\b|\btime\s*\(", re.IGNORECASE)  # what makes a value change with time
 
 
-# The most steps analyzed: each is evaluated against every slot, so an expression of thousands of
-# conditions (a generated disjunction) is not analyzed step by step.
+# The bounds of one analysis (its caller then shows the top-level clauses instead). Each step is
+# evaluated against every slot, so an expression of thousands of conditions (a generated
+# disjunction) is not analyzed step by step, nor one whose text is long (each step's text is kept),
+# and the whole analysis has a time budget, as one evaluation has (gridbus.classad.limits).
 MAX_STEPS = 256
+MAX_TEXT = 1 << 16  # characters of the Requirements
+MAX_SECONDS = 5.0
 
 
 class TooManySteps(ValueError):
@@ -62,6 +67,9 @@ class Step:
         self.dont_care = False  # does not change the result: left out of the table
         self.text = unparse(node, PRETTY)
         self.matched: set[int] = set()  # indexes of the target ads the step is true for
+
+    def compiled(self) -> Compiled:
+        return Compiled(self.text, self.node)  # not through compile()'s cache: these are one-off
 
     def make_label(self) -> str:
         if self.logic == NOT and self.left >= 0:
@@ -179,7 +187,7 @@ def numbered_steps(my: Mapping[str, Any], requirements: str) -> list[str]:
     """The steps as condor_q lists them under the expression: ``[N]    : condition``."""
     ad = _as_ad(my)
     try:
-        steps = _steps(ad, requirements) if ad is not None else []
+        steps = _steps(ad, requirements) if ad is not None and len(requirements) <= MAX_TEXT else []
     except TooManySteps:
         return []
     lines = []
@@ -198,13 +206,16 @@ def _mark_irrelevant(steps: list[Step], i: int) -> None:
             _mark_irrelevant(steps, j)
 
 
-def _constants(my: ClassAd, steps: list[Step]) -> None:
-    """Find the steps that read no target attribute, and reduce the logical steps over them."""
+def _constants(my: ClassAd, steps: list[Step], deadline: float) -> bool:
+    """Find the steps that read no target attribute, and reduce the logical steps over them
+    (False: the time budget ran out)."""
     for s in steps:
-        s.constant = not any(my.externalRefs(ExprTree(s.text)))  # classad2's answer for none is ['']
+        if time.monotonic() > deadline:
+            return False
+        s.constant = not any(my.externalRefs(ExprTree._from_node(s.node)))  # classad2's answer for none is ['']
         s.variable = bool(_TIME.search(s.text))
         if s.constant:
-            s.value = 1 if compile(s.text).test(my) else 0
+            s.value = 1 if s.compiled().test(my) else 0
     for s in steps:
         if s.logic == NOT and not s.label and s.left >= 0:
             operand = steps[s.left]
@@ -243,6 +254,7 @@ def _constants(my: ClassAd, steps: list[Step]) -> None:
                 effective = steps[effective].effective
             s.effective = effective
             _mark_irrelevant(steps, irrelevant)
+    return True
 
 
 def _relabel(s: Step, steps: list[Step]) -> None:
@@ -263,13 +275,15 @@ def condition_table(my: Mapping[str, Any], requirements: str,
     """The rows of condor_q's condition table for ``requirements`` of ``my`` over ``targets``:
     ``{"Step": n, "Matched": count (or always, never, now, not now), "Condition": text}``."""
     ad = _as_ad(my)
-    if ad is None:
+    if ad is None or len(requirements) > MAX_TEXT:
         return []
+    deadline = time.monotonic() + MAX_SECONDS
     try:
         steps = _steps(ad, requirements)
     except TooManySteps:
         return []  # the caller shows the top-level clauses instead
-    _constants(ad, steps)
+    if not _constants(ad, steps, deadline):
+        return []
     for s in steps:  # logical steps name what their operands reduced to
         _relabel(s, steps)
     everyone = len(targets)
@@ -294,8 +308,12 @@ def condition_table(my: Mapping[str, Any], requirements: str,
             if prune >= 0:
                 _mark_irrelevant(steps, prune)
             _reduce(s, steps, effective)
-        compiled = compile(s.text)
-        s.matched = {k for k, target in enumerate(targets) if compiled.test(ad, target)}
+        test = s.compiled().test
+        for k, target in enumerate(targets):
+            if test(ad, target):
+                s.matched.add(k)
+            if time.monotonic() > deadline:
+                return []
         if logical:  # an operand of && that passes the same targets as the whole decides it
             n, nl, nr = len(s.matched), len(steps[left].matched), len(steps[right].matched)
             effective = -1

@@ -3,7 +3,7 @@ which sub-expressions are numbered, and how the table reduces to the deciding co
 
 from __future__ import annotations
 
-from gridbus.classad import ClassAd
+from gridbus.classad import ClassAd, analysis
 from gridbus.classad.analysis import condition_table, numbered_steps, table_text
 
 JOB = ClassAd({"RequestMemory": 100, "Project": "x"})
@@ -47,3 +47,19 @@ def test_table_text_has_condor_qs_columns():
     text = table_text([{"Step": 0, "Matched": 12, "Condition": "A"}, {"Step": 10, "Matched": "never", "Condition": "B"}])
     assert text == ("        Slots\nStep   Matched  Condition\n----- --------- ---------\n"
                     "[0]          12  A\n[10]      never  B\n")
+
+
+def test_an_analysis_past_its_budget_gives_no_table(monkeypatch):
+    # Each step is evaluated against every slot: a slow condition (a backtracking regular
+    # expression, each match bounded on its own) stops the whole analysis at its budget.
+    monkeypatch.setattr(analysis, "MAX_SECONDS", 0.01)
+    slots = [{"S": "a" * 40 + "!"} for _ in range(50)]
+    assert condition_table(JOB, 'TARGET.S isnt undefined && regexp("(a|aa)+$", TARGET.S)', slots) == []
+    monkeypatch.setattr(analysis, "MAX_SECONDS", 60.0)
+    assert condition_table(JOB, "TARGET.S isnt undefined", slots) == [
+        {"Step": 0, "Matched": 50, "Condition": "TARGET.S isnt undefined"}]
+
+
+def test_a_long_expression_is_not_analyzed_step_by_step():
+    text = f'TARGET.S == "{"x" * analysis.MAX_TEXT}"'
+    assert condition_table(JOB, text, SLOTS) == [] and numbered_steps(JOB, text) == []
