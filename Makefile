@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 
 # test-fast: the unit tier (no broker, no pool), tests/unit/test_tiers.py keeps the markers true.
-.PHONY: demo test test-fast install broker bench docs lint cluster cluster-stop
+.PHONY: demo test test-fast install broker bench docs lint cluster cluster-stop tutorials-as-user
 
 $(BIN)/gridbus: pyproject.toml setup.py agents/startd/_spawn.c
 	$(PY) -m venv $(VENV)
@@ -45,3 +45,8 @@ cluster: install
 
 cluster-stop: install
 	$(BIN)/python -m tests.rabbit_cluster stop
+
+# HTCondor's tutorials run as a plain Unix user against that user's personal pools (as root:
+# `sudo make tutorials-as-user TUTORIAL_USER=alice`).
+tutorials-as-user: broker
+	TUTORIAL_USER=$(TUTORIAL_USER) bash scripts/tutorials-as-user.sh

@@ -1,6 +1,6 @@
 """Hostile requests against a pool of real daemons, in two floods of the same size (3,000 per agent
 each by default, the second drawn with another seed), sent without waiting for answers
-(tests/integration/security/fuzzing.py makes them from the schema).
+(tests/integration/security/fuzzing.py makes them from the schema), every one distinct.
 
 Prints, per agent and flood: requests sent, seconds to publish them, seconds until the agent
 answered a normal call again (its backlog worked through); then each daemon's resident memory
@@ -15,6 +15,7 @@ the job queue was unchanged. Its own vhost on the machine's broker.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -31,7 +32,12 @@ SECOND_FLOOD_SLACK = 1.10  # the second flood may add a tenth to the first's lev
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-agent", type=int, default=3_000, help="requests per agent in each flood")
+    parser.add_argument("--distinct", type=int, default=0,
+                        help="distinct requests drawn per agent and flood (default: every one of them distinct, "
+                             "so caches keyed by what callers send see as many keys as can be)")
     opts = parser.parse_args()
+    # (test_fuzz reads it on import: the floods' requests are drawn distinct, not a few hundred resent)
+    os.environ["GRIDBUS_FUZZ_DISTINCT"] = str(opts.distinct or opts.per_agent)
 
     from gridbus.bus import BrokerURL
     from gridbus.mgmt import Management

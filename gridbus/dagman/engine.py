@@ -1,6 +1,8 @@
 """DAGMan's engine: walks a parsed DAG, submitting node jobs to a schedd and following them in the
 nodes log, as HTCondor's condor_dagman does.
 
+(One module over 500 lines: the loop and every transition of a node's state read together.)
+
 One loop, one thread: read the new events of ``<dag>.nodes.log``, reap finished PRE/POST scripts,
 start what is ready within the throttles (-maxidle, -maxjobs, -maxpre, -maxpost, MAXJOBS per
 category), write the node status file when something changed, sleep a scan interval. A node goes
@@ -119,6 +121,7 @@ class Engine:
         self.premarked = 0
         self.submits = 0
         self._log: JobEventLog | None = None
+        self._recovering = False  # reading the nodes log of a DAGMan before this one
         self.jobstate = JobstateLog(self.workdir / dag.jobstate_log, clock) if dag.jobstate_log else None
 
     # ------------------------------------------------------------------ throttles
@@ -160,7 +163,9 @@ class Engine:
             self.out.write("Running in RECOVERY mode... >>>>>>>>>>")
             if self.jobstate is not None:
                 self.jobstate.recovery_started()
+            self._recovering = True
             self._recover()
+            self._recovering = False
             if self.jobstate is not None:
                 self.jobstate.recovery_finished()
             self.out.write("...done with RECOVERY mode <<<<<<<<")
@@ -495,7 +500,7 @@ class Engine:
     def _post_event(self, run: NodeRun, event: Any) -> bool:
         """A POST script's end read from the nodes log. Only recovery acts on it: the node's job
         had ended and its POST ran, so the node is done (or failed) without running POST again."""
-        if run.state != POSTRUN or run.script is not None:
+        if not self._recovering or run.state != POSTRUN or run.script is not None:
             return False  # this DAGMan ran it and has handled it already
         code = int(event.get("ReturnValue", 0)) if event.get("TerminatedNormally", True) \
             else 128 + int(event.get("TerminatedBySignal", 1))

@@ -116,3 +116,11 @@ def test_script_output_goes_where_htcondor_puts_it(tmp_path: Path, capfd):
     # Without DEBUG: DAGMan's own output and error (its job's <dag>.lib.out and .lib.err).
     out, err = capfd.readouterr()
     assert "pre out B" in out and "pre err" in err and "pre out A" not in out and "post" not in out + err
+
+
+def test_a_deferred_post_script_s_end_in_the_log_is_not_acted_on_twice(tmp_path: Path):
+    _script(tmp_path / "post.sh", 'n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n\n[ "$n" -ge 1 ] || exit 4\n')
+    eng, fake = engine_for(tmp_path, "JOB A x.sub\nSCRIPT DEFER 4 0 POST A post.sh\n")
+    assert drive(eng, fake) == EXIT_OKAY
+    assert (tmp_path / "n").read_text().strip() == "2"  # once deferred, then done
+    assert (tmp_path / "t.dag.dagman.out").read_text().count("Deferring POST script") == 1
