@@ -4,8 +4,9 @@
 // queue of its own bound to gridbus.events, dropping a repeated EventId (the message_id).
 //
 // Driven by tests/node/test_node_consumer.py: settings in the environment, one JSON line per step
-// on stdout; on stdin, "away" closes its connection (its queue keeps the events meanwhile) and
-// "back" connects again. A connection the broker drops is connected again too.
+// on stdout; on stdin, "away" closes its connection (its queue keeps the events meanwhile),
+// "back" connects again, "report" tells what it has seen so far. A connection the broker drops
+// is connected again too.
 //
 //   GRIDBUS_URL   amqp://user:password@host:port/vhost
 //   JOBS          procs to submit (default 3)
@@ -131,8 +132,12 @@ async function follow() {
   say("following", { queue });
 }
 
+function report(step) {
+  say(step, { events: Object.fromEntries(perProc), duplicates, messages, unique: seen.size });
+}
+
 async function finish() {
-  say("done", { events: Object.fromEntries(perProc), duplicates, messages, unique: seen.size });
+  report("done");
   const c = connection;
   connection = null;
   away = true;
@@ -177,6 +182,8 @@ async function main() {
       connection = null;
       await c.close().catch(() => {});
       say("away");
+    } else if (line.trim() === "report") {
+      report("report");
     } else if (line.trim() === "back") {
       away = false;
       await follow();
