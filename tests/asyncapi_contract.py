@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 from referencing import Registry
 from referencing.jsonschema import DRAFT7
 
 from gridbus import wire
+from gridbus.asyncapi import load_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENT = ROOT / "docs" / "asyncapi.yaml"
@@ -22,7 +22,7 @@ URN = "urn:gridbus:asyncapi"
 
 @functools.cache
 def document() -> dict[str, Any]:
-    return yaml.safe_load(DOCUMENT.read_text())
+    return load_yaml(DOCUMENT.read_text())
 
 
 def payload_validator(message: str, doc: dict[str, Any] | None = None) -> jsonschema.Draft7Validator:

@@ -11,10 +11,9 @@ from typing import Any
 
 import jsonschema
 import pytest
-import yaml
 
 from gridbus import bus
-from gridbus.asyncapi import document, render_yaml
+from gridbus.asyncapi import document, load_yaml, render_yaml
 from gridbus.classad import ExprTree, Value
 from gridbus.schema import Schema, builtin
 from tests.asyncapi_contract import as_json, payload_validator
@@ -27,7 +26,7 @@ NO_SPEC = ("the AsyncAPI 3.0.0 JSON schema (npm package @asyncapi/specs) is not 
 
 @pytest.fixture(scope="module")
 def doc() -> dict[str, Any]:
-    return yaml.safe_load((ROOT / "docs" / "asyncapi.yaml").read_text())
+    return load_yaml((ROOT / "docs" / "asyncapi.yaml").read_text())
 
 
 @pytest.fixture(scope="module")
