@@ -253,6 +253,8 @@ def document(schema: Schema) -> dict[str, Any]:
             where = "on every agent's own object" if c.name == "daemon" else f"on a {c.name} object"
             operations[f"{c.name}.{m.name}"] = _operation(
                 "send", "requests", [req], f"{m.name} {where}; who may call it: {who}.", desc=m.desc, reply=[rep])
+            # Machine-readable: the access rule (gridbus/schema.py ACCESS) and the largest request.
+            operations[f"{c.name}.{m.name}"].update({"x-access": m.rule, "x-max-bytes": m.max_bytes})
     q_req, q_rep = schema.messages["query_request"], schema.messages["query_response"]
     messages["getObjects.request"] = _message("getObjects.request", "getObjects", q_req.desc,
                                               object_schema(q_req.fields), bus.T_QUERY_REQUEST, correlated=True)

@@ -434,7 +434,7 @@ def type_text(item: Arg | Field | Property) -> str:
 def _field_rows(fields: tuple[Field, ...]) -> list[str]:
     rows = ["| field | type | description |", "|---|---|---|"]
     for f in fields:
-        notes = [f.desc]
+        notes = [f"{f.desc}." if f.desc and not f.desc.endswith(".") else f.desc]
         if f.optional:
             notes.append("Optional.")
         if f.nullable:

@@ -64,9 +64,10 @@ class Consumer:
         self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
         self.seen: list[dict[str, Any]] = []
         self.stderr = workdir / "consumer.stderr"
-        self.proc = subprocess.Popen(["node", str(SCRIPT)], cwd=str(HERE), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.stderr.open("wb"), text=True,
-                                     env={"PATH": "/usr/bin:/bin", "GRIDBUS_URL": url, **env})
+        with self.stderr.open("wb") as err:
+            self.proc = subprocess.Popen(["node", str(SCRIPT)], cwd=str(HERE), stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=err, text=True,
+                                         env={"PATH": "/usr/bin:/bin", "GRIDBUS_URL": url, **env})
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
