@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 
 # test-fast: the unit tier (no broker, no pool), tests/unit/test_tiers.py keeps the markers true.
-.PHONY: demo test test-fast install broker bench docs lint cluster cluster-stop tutorials-as-user
+.PHONY: demo test test-fast install broker node-deps bench docs lint cluster cluster-stop tutorials-as-user
 
 $(BIN)/gridbus: pyproject.toml setup.py agents/startd/_spawn.c
 	$(PY) -m venv $(VENV)
@@ -21,7 +21,12 @@ broker:
 demo: install broker
 	$(BIN)/python scripts/demo.py
 
-test: install broker
+# The npm packages of tests/node (amqplib, @msgpack/msgpack, @asyncapi/specs); skipped, saying so,
+# where node or npm is missing.
+node-deps:
+	bash scripts/ensure-node-deps.sh
+
+test: install broker node-deps
 	$(BIN)/python -m pytest -q
 
 test-fast: install
@@ -35,8 +40,10 @@ bench: install broker
 	$(BIN)/pip install -q -e '.[test,bench]'
 	$(BIN)/python bench/run_all.py
 
+# Both references of the bus, generated from schemas/*.toml.
 docs: install
 	$(BIN)/python -m gridbus.schema > docs/schema.md
+	$(BIN)/python -m gridbus.asyncapi > docs/asyncapi.yaml
 
 # A 3-node RabbitMQ cluster on this machine (ports 5781-5783, management 15781-15783), apart from
 # the default node; it prints the GRIDBUS_URL that lists its nodes.

@@ -1,8 +1,14 @@
-"""The management schema: classes, properties, statistics and methods, read from `schemas/`.
+"""The management schema: classes, properties, statistics and methods, read from `schemas/`, and
+the rest of the wire: exchanges, message envelopes, job and daemon events, published ads.
 
 `schemas/*.toml` is the single source of truth: agents validate every call's arguments against it,
-consoles learn method signatures from it, and `docs/schema.md` is generated from it
-(`python -m gridbus.schema > docs/schema.md`).
+consoles learn method signatures from it, and both references are generated from it:
+`docs/schema.md` (`python -m gridbus.schema > docs/schema.md`) and the AsyncAPI document
+`docs/asyncapi.yaml` (`python -m gridbus.asyncapi > docs/asyncapi.yaml`).
+
+A value whose structure is more than its type says names it: ``items`` (the type or shape of a
+list's elements), ``values`` (of a map's values) or ``shape`` (a map with named fields, declared
+under ``[shapes.<Name>]``), so that no field of the wire is described in prose only.
 """
 
 from __future__ import annotations
@@ -53,7 +59,8 @@ ACCESS: dict[str, str] = {
     "admin": "only administrators (ALLOW_ADMINISTRATOR) may",
     "daemon": "only daemons of the pool may",
 }
-UNDECLARED_ACCESS = "admin"  # a method without a rule is closed to all but administrators
+UNDECLARED_ACCESS = "admin"
+EVENT_BODY = "<event>"  # a batch's list of event bodies (EventFamily.batch)  # a method without a rule is closed to all but administrators
 
 # The largest request a method takes, in bytes, unless it declares ``max_bytes``: the body is
 # measured before it is decoded, so a 10 MB argument costs a daemon nothing but its receipt.
@@ -68,7 +75,79 @@ class Arg:
     desc: str = ""
     optional: bool = False
     default: Any = None
+    items: str = ""  # a list's elements: a type or a shape
+    values: str = ""  # a map's values: a type or a shape
+    shape: str = ""  # a map with named fields: a shape
 
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a message, an event, an ad or a shape. ``nullable``: it may be null (an
+    absent value); ``enum``: the values it takes."""
+
+    name: str
+    type: str
+    desc: str = ""
+    optional: bool = False
+    items: str = ""
+    values: str = ""
+    shape: str = ""
+    nullable: bool = False
+    enum: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class Exchange:
+    name: str
+    type: str  # AMQP exchange type: topic, direct, fanout
+    desc: str
+    durable: bool = True
+
+
+@dataclass(frozen=True)
+class Message:
+    """A message kind (AMQP ``type`` property): its exchange, routing key and body's fields."""
+
+    name: str
+    desc: str
+    exchange: str
+    routing_key: str = ""
+    fields: tuple[Field, ...] = ()
+
+
+@dataclass(frozen=True)
+class Event:
+    """One event of a family (``job`` or ``daemon``): its fields beside the family's common ones."""
+
+    family: str
+    name: str
+    desc: str
+    fields: tuple[Field, ...] = ()
+
+
+@dataclass
+class EventFamily:
+    name: str
+    desc: str
+    routing_key: str
+    fields: tuple[Field, ...] = ()
+    daemon: bool = False  # it is a daemon's own ad: it carries the daemon ad fields too  # every event of the family carries them
+    events: dict[str, Event] = field(default_factory=dict)
+    # The batched form's fields, if the family has one; a list whose items are "<event>" holds
+    # the bodies of events of the routing key's one event.
+    batch: tuple[Field, ...] = ()
+
+
+@dataclass(frozen=True)
+class AdType:
+    """An ad as it is published: its MyType, routing key and the attributes it carries (an ad is
+    an open ClassAd: these are the ones gridbus sets; a pool's configuration may add more)."""
+
+    name: str
+    desc: str
+    routing_key: str
+    fields: tuple[Field, ...] = ()
+    daemon: bool = False  # it is a daemon's own ad: it carries the daemon ad fields too
 
 @dataclass(frozen=True)
 class Method:
@@ -102,6 +181,9 @@ class Property:
     type: str
     desc: str = ""
     index: bool = False
+    items: str = ""
+    values: str = ""
+    shape: str = ""
 
 
 @dataclass
@@ -119,16 +201,58 @@ class Schema:
     package: str
     version: int
     classes: dict[str, ClassSchema] = field(default_factory=dict)
-    messages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    messages: dict[str, Message] = field(default_factory=dict)
+    exchanges: dict[str, Exchange] = field(default_factory=dict)
+    shapes: dict[str, tuple[Field, ...]] = field(default_factory=dict)
+    shape_descs: dict[str, str] = field(default_factory=dict)
+    events: dict[str, EventFamily] = field(default_factory=dict)
+    ad_fields: tuple[Field, ...] = ()  # every published ad carries them
+    daemon_ad_fields: tuple[Field, ...] = ()  # every daemon's own ad carries them too
+    ads: dict[str, AdType] = field(default_factory=dict)
 
     def cls(self, name: str) -> ClassSchema:
         return self.classes[name.lower()]
 
     def merge(self, other: Schema) -> Schema:
-        merged = Schema(self.package, max(self.version, other.version), dict(self.classes), dict(self.messages))
-        merged.classes.update(other.classes)
-        merged.messages.update(other.messages)
+        merged = Schema(self.package, max(self.version, other.version))
+        for part in ("classes", "messages", "exchanges", "shapes", "shape_descs", "events", "ads"):
+            getattr(merged, part).update(getattr(self, part))
+            getattr(merged, part).update(getattr(other, part))
+        merged.ad_fields = other.ad_fields or self.ad_fields
+        merged.daemon_ad_fields = other.daemon_ad_fields or self.daemon_ad_fields
         return merged
+
+    def unresolved(self) -> list[str]:
+        """References to shapes that no schema file declares, each with its place."""
+        missing = []
+
+        def check(where: str, item: Arg | Field) -> None:
+            for ref in (item.items, item.values, item.shape):
+                if ref and ref not in TYPES and ref not in self.shapes and ref != EVENT_BODY:
+                    missing.append(f"{where}: {ref}")
+
+        for c in self.classes.values():
+            for m in c.methods.values():
+                for a in m.args:
+                    check(f"{c.name}.{m.name}({a.name})", a)
+            for p in (*c.properties.values(), *c.statistics.values()):
+                check(f"{c.name}.{p.name}", p)
+        for where, fields in self.all_fields():
+            for f in fields:
+                check(f"{where}.{f.name}", f)
+        return missing
+
+    def all_fields(self) -> list[tuple[str, tuple[Field, ...]]]:
+        """Every field list with its place: messages, shapes, event families and events, ads."""
+        out = [(f"messages.{m.name}", m.fields) for m in self.messages.values()]
+        out += [(f"shapes.{n}", f) for n, f in self.shapes.items()]
+        for fam in self.events.values():
+            out.append((f"events.{fam.name}", fam.fields))
+            out += [(f"events.{fam.name}.{e.name}", e.fields) for e in fam.events.values()]
+            out.append((f"events.{fam.name}.batch", fam.batch))
+        out += [("ads", self.ad_fields), ("ads.daemon", self.daemon_ad_fields)]
+        out += [(f"ads.{a.name}", a.fields) for a in self.ads.values()]
+        return out
 
     @classmethod
     def from_toml(cls, text: str, source: str = "<schema>") -> Schema:
@@ -142,7 +266,8 @@ class Schema:
             for section, target in (("properties", c.properties), ("statistics", c.statistics)):
                 for pname, praw in craw.get(section, {}).items():
                     _check_type(praw["type"], f"{source}: {cname}.{pname}")
-                    target[pname] = Property(pname, praw["type"], praw.get("desc", ""), praw.get("index", False))
+                    target[pname] = Property(pname, praw["type"], praw.get("desc", ""), praw.get("index", False),
+                                             praw.get("items", ""), praw.get("values", ""), praw.get("shape", ""))
             for mname, mraw in craw.get("methods", {}).items():
                 args = []
                 for araw in mraw.get("args", []):
@@ -155,6 +280,9 @@ class Schema:
                             araw.get("desc", ""),
                             araw.get("optional", "default" in araw),
                             araw.get("default"),
+                            araw.get("items", ""),
+                            araw.get("values", ""),
+                            araw.get("shape", ""),
                         )
                     )
                 access = mraw.get("access", "admin" if mraw.get("admin") else "")
@@ -165,13 +293,52 @@ class Schema:
                 max_bytes = int(mraw.get("max_bytes", DEFAULT_MAX_BYTES))
                 c.methods[mname] = Method(mname, mraw.get("desc", ""), tuple(args), access, max_bytes)
             schema.classes[c.name] = c
-        schema.messages = raw.get("messages", {})
+        for xname, xraw in raw.get("exchanges", {}).items():
+            schema.exchanges[xname] = Exchange(xname, xraw["type"], xraw.get("desc", ""), xraw.get("durable", True))
+        for mname, mraw in raw.get("messages", {}).items():
+            schema.messages[mname] = Message(mname, mraw.get("desc", ""), mraw.get("exchange", ""),
+                                             mraw.get("routing_key", ""),
+                                             _fields(mraw.get("fields", {}), f"{source}: messages.{mname}"))
+        for sname, sraw in raw.get("shapes", {}).items():
+            sraw = dict(sraw)
+            schema.shape_descs[sname] = sraw.pop("desc", "")
+            schema.shapes[sname] = _fields(sraw, f"{source}: shapes.{sname}")
+        for fname, fraw in raw.get("events", {}).items():
+            where = f"{source}: events.{fname}"
+            fam = EventFamily(fname, fraw.get("desc", ""), fraw.get("routing_key", ""),
+                              _fields(fraw.get("fields", {}), where), batch=_fields(fraw.get("batch", {}), where))
+            for ename, eraw in fraw.get("events", {}).items():
+                fam.events[ename] = Event(fname, ename, eraw.get("desc", ""),
+                                          _fields(eraw.get("fields", {}), f"{where}.{ename}"))
+            schema.events[fname] = fam
+        ads = raw.get("ads", {})
+        schema.ad_fields = _fields(ads.get("fields", {}), f"{source}: ads")
+        schema.daemon_ad_fields = _fields(ads.get("daemon_fields", {}), f"{source}: ads.daemon_fields")
+        for aname, araw in ads.get("types", {}).items():
+            schema.ads[aname] = AdType(aname, araw.get("desc", ""), araw.get("routing_key", ""),
+                                       _fields(araw.get("fields", {}), f"{source}: ads.{aname}"),
+                                       araw.get("daemon", False))
         return schema
 
     @classmethod
     def from_file(cls, path: str | Path) -> Schema:
         path = Path(path)
         return cls.from_toml(path.read_text(), str(path))
+
+
+def _fields(raw: dict[str, Any], where: str) -> tuple[Field, ...]:
+    out = []
+    for name, spec in raw.items():
+        if not isinstance(spec, dict) or "type" not in spec:
+            raise ValueError(f"{where}.{name}: a field is a table with a type")
+        _check_type(spec["type"], f"{where}.{name}")
+        unknown = set(spec) - {"type", "desc", "optional", "items", "values", "shape", "nullable", "enum"}
+        if unknown:
+            raise ValueError(f"{where}.{name}: unknown keys {', '.join(sorted(unknown))}")
+        out.append(Field(name, spec["type"], spec.get("desc", ""), spec.get("optional", False), spec.get("items", ""),
+                         spec.get("values", ""), spec.get("shape", ""), spec.get("nullable", False),
+                         tuple(spec.get("enum", ()))))
+    return tuple(out)
 
 
 def _check_type(type_name: str, where: str) -> None:
@@ -253,12 +420,38 @@ def check_value(method: str, arg: Arg, value: Any) -> Any:
     return value
 
 
+def type_text(item: Arg | Field | Property) -> str:
+    """The type as the references print it: `list of Totals`, `map of int64`, `Totals`."""
+    if item.shape:
+        return item.shape
+    if item.items:
+        return f"{item.type} of {item.items}"
+    if item.values:
+        return f"{item.type} of {item.values}"
+    return item.type
+
+
+def _field_rows(fields: tuple[Field, ...]) -> list[str]:
+    rows = ["| field | type | description |", "|---|---|---|"]
+    for f in fields:
+        notes = [f"{f.desc}." if f.desc and not f.desc.endswith(".") else f.desc]
+        if f.optional:
+            notes.append("Optional.")
+        if f.nullable:
+            notes.append("May be null.")
+        if f.enum:
+            notes.append("One of " + ", ".join(f"`{v}`" for v in f.enum) + ".")
+        rows.append(f"| `{f.name}` | {type_text(f)} | {' '.join(n for n in notes if n)} |")
+    return [*rows, ""]
+
+
 def render_markdown(schema: Schema) -> str:
     """The reference page docs/schema.md, generated from the schema."""
     lines = [
         f"# gridbus management schema (package `{schema.package}`, version {schema.version})",
         "",
-        "Generated from `schemas/*.toml` by `python -m gridbus.schema > docs/schema.md`; do not edit.",
+        "Generated from `schemas/*.toml` by `python -m gridbus.schema > docs/schema.md`; do not edit. "
+        "The same contract as an AsyncAPI 3.0 document with JSON Schema payloads: `docs/asyncapi.yaml`.",
         "",
         "Argument types: " + "; ".join(f"`{k}` {v}" for k, v in TYPES.items()) + ".",
         "",
@@ -270,7 +463,7 @@ def render_markdown(schema: Schema) -> str:
                 lines += [f"### {title}", "", "| name | type | description |", "|---|---|---|"]
                 for p in props.values():
                     key = " (index)" if p.index else ""
-                    lines.append(f"| `{p.name}`{key} | {p.type} | {p.desc} |")
+                    lines.append(f"| `{p.name}`{key} | {type_text(p)} | {p.desc} |")
                 lines.append("")
         if c.methods:
             lines += ["### Methods", ""]
@@ -283,16 +476,40 @@ def render_markdown(schema: Schema) -> str:
                     lines += ["| argument | dir | type | description |", "|---|---|---|---|"]
                     for a in m.args:
                         opt = f" Optional, default `{a.default!r}`." if a.optional else ""
-                        lines.append(f"| `{a.name}` | {a.dir} | {a.type} | {a.desc}{opt} |")
+                        lines.append(f"| `{a.name}` | {a.dir} | {type_text(a)} | {a.desc}{opt} |")
                     lines.append("")
+    if schema.shapes:
+        lines += ["## Shapes", "", "Maps with named fields that arguments, events and ads refer to by name.", ""]
+        for name, fields in schema.shapes.items():
+            lines += [f"### `{name}`", "", schema.shape_descs.get(name, ""), "", *_field_rows(fields)]
+    if schema.exchanges:
+        lines += ["## Exchanges", "", "| exchange | type | what flows |", "|---|---|---|"]
+        lines += [f"| `{x.name}` | {x.type} | {x.desc} |" for x in schema.exchanges.values()]
+        lines.append("")
     if schema.messages:
-        lines += ["## Messages", ""]
-        for name, spec in schema.messages.items():
-            lines += [f"### `{name}`", "", spec.get("desc", ""), ""]
-            for k in ("exchange", "routing_key", "type", "body"):
-                if k in spec:
-                    lines.append(f"- {k}: `{spec[k]}`")
-            lines.append("")
+        lines += ["## Messages", "", "Each message's AMQP `type` property is its name here.", ""]
+        for msg in schema.messages.values():
+            lines += [f"### `{msg.name}`", "", msg.desc, "", f"- exchange: `{msg.exchange}`"]
+            if msg.routing_key:
+                lines.append(f"- routing key: `{msg.routing_key}`")
+            lines += ["", *_field_rows(msg.fields)]
+    for fam in schema.events.values():
+        lines += [f"## Events `{fam.name}`", "", fam.desc, "", f"Routing key: `{fam.routing_key}`. "
+                  "Every one carries these fields beside the envelope's (`event` message):", "",
+                  *_field_rows(fam.fields)]
+        if fam.batch:
+            lines += ["The batched form carries these instead of one event's fields:", "", *_field_rows(fam.batch)]
+        for e in fam.events.values():
+            lines += [f"### `{fam.name}.{e.name}`", "", e.desc, ""]
+            lines += _field_rows(e.fields) if e.fields else []
+    if schema.ads:
+        lines += ["## Ads", "", "Every published ad carries these attributes (an ad is an open ClassAd: "
+                  "a pool's configuration may add more):", "", *_field_rows(schema.ad_fields),
+                  "A daemon's own ad carries these too:", "", *_field_rows(schema.daemon_ad_fields)]
+        for ad in schema.ads.values():
+            own = " A daemon's own ad." if ad.daemon else ""
+            lines += [f"### `{ad.name}`", "", ad.desc + own, "", f"Routing key: `{ad.routing_key}`.", "",
+                      *_field_rows(ad.fields)]
     return "\n".join(lines).rstrip() + "\n"
 
 
