@@ -190,7 +190,9 @@ class ContainerTool:
 
     # ------------------------------------------------------------------ removal
     async def remove(self, name: str) -> None:
-        """Remove the container ``name``, running or not (gone already is fine)."""
+        """Remove the container ``name``, running or not (gone already is fine). A kill first:
+        podman's ``rm --force`` waits ten seconds for a container that ignores SIGTERM."""
+        await self._run("kill", name)
         rc, _, err = await self._run("rm", "--force", name)
         if rc != 0 and "no such container" not in err.lower() and "no container with name" not in err.lower():
             log.warning("cannot remove container %s: %s", name, err.strip()[-300:])
@@ -204,7 +206,9 @@ class ContainerTool:
                                     capture_output=True, text=True, timeout=TOOL_TIMEOUT)
             ids = listed.stdout.split()
             if ids:
-                subprocess.run([self.command, "rm", "--force", *ids], capture_output=True, timeout=TOOL_TIMEOUT)
+                for verb in ("kill", "rm"):  # (as `remove`)
+                    subprocess.run([self.command, verb, *(["--force"] if verb == "rm" else []), *ids],
+                                   capture_output=True, timeout=TOOL_TIMEOUT)
         except (OSError, subprocess.SubprocessError) as exc:
             log.warning("cannot list or remove a previous startd's containers: %s", exc)
             return 0
