@@ -1,7 +1,7 @@
 """Job cgroups: every process a job starts is found, measured, frozen and killed by the kernel.
 
 The startd owns a parent group ``<BASE_CGROUP>/<startd name>`` and the starter puts each job in a
-child of it before the job's first instruction runs (see `starter`: on v1 the job is forked by a
+child of it before the job's first instruction runs (see `launch`: on v1 the job is forked by a
 thread that is in the group for that moment, `JobCgroup.thread_joined`, so it is born there; on v2
 the child writes its own pid into the group's ``cgroup.procs`` before it execs the job, or, run as
 another account, stops itself and the startd moves it and lets it go on). Whatever the job does after
@@ -23,6 +23,9 @@ freezer, memory, cpu, cpuacct and pids. `probe` picks one at start-up (``CGROUP_
 prefers v2 when it has the memory controller, then v1 with a freezer, then a v2 tree without
 memory) and says why none could be used (not root, nothing mounted): the starter then falls back
 to its process scan (`proctree`).
+
+(Longer than the project's other modules, at about 870 lines: it is the one place that knows the
+kernel's cgroup files, and each operation's v1 and v2 halves are kept side by side.)
 """
 
 from __future__ import annotations
