@@ -155,6 +155,17 @@ def test_rm_leaves_no_container(cpool, subdir, image):
     wait_for("no container left", lambda: not _containers(cpool), 30)
 
 
+def test_hold_and_vacate_leave_no_container(cpool, subdir, image):
+    for method in ("Hold", "Vacate"):
+        cluster = _submit(cpool, subdir, image, "sleep 300")
+        first = set(wait_for(f"the job's container (before {method})", lambda: _containers(cpool), 60))
+        cpool.call("schedd@s", method, {"Constraint": f"ClusterId == {cluster}", "Reason": "test"}).check()
+        # (vacated, it runs again, in a container of its own)
+        wait_for(f"the container gone after {method}", lambda f=first: not f & set(_containers(cpool)), 30)
+        cpool.call("schedd@s", "Remove", {"Constraint": f"ClusterId == {cluster}", "Reason": "done"})
+        wait_for("no container left", lambda: not _containers(cpool), 30)
+
+
 def test_a_missing_image_holds_the_job_with_a_sentence(cpool, subdir):
     missing = f"localhost/gridbus-no-such-image:{uuid.uuid4().hex[:8]}"
     cluster = _submit(cpool, subdir, missing, "true")
