@@ -3,6 +3,7 @@ builds, the images it accepts (agents/startd/containers.py). Real containers: te
 
 from __future__ import annotations
 
+import asyncio
 import resource
 import subprocess
 
@@ -55,3 +56,35 @@ def test_the_run_command_runs_the_job_as_its_account_in_its_scratch_directory():
     nofile = argv[argv.index("--ulimit") + 1]  # within the startd's own hard limit
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     assert hard == resource.RLIM_INFINITY or nofile == f"nofile={soft}:{hard}"
+
+
+FAKE_TOOL = """#!/bin/sh
+# A Docker-compatible tool's image commands, on a directory of files named after their images.
+cd "$(dirname "$0")"
+echo "$*" >> calls.log
+case "$1 $2" in
+  "image inspect") [ -e "image.$5" ] && echo 2048 && exit 0; echo "Error: $5: image not known" >&2; exit 1;;
+  "pull "*) [ "$2" = missing ] && { echo "Error: initializing source $2: no such host" >&2; exit 125; }
+            touch "image.$2"; exit 0;;
+esac
+exit 2
+"""
+
+
+def test_an_image_is_pulled_only_when_absent_and_a_missing_one_holds_with_htcondors_sentence(tmp_path):
+    fake = tmp_path / "docker"
+    fake.write_text(FAKE_TOOL)
+    fake.chmod(0o755)
+    tool = ContainerTool(str(fake), "Docker version 0 (fake)", "vh/a")
+
+    async def main() -> tuple[int, int]:
+        return await tool.ensure_image("busybox"), await tool.ensure_image("busybox")
+
+    assert asyncio.run(main()) == (2, 2)  # KiB
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert [c.split()[0] for c in calls] == ["image", "pull", "image", "image"]  # pulled once, then present
+    with pytest.raises(StartFailed) as failed:
+        asyncio.run(tool.ensure_image("missing"))
+    assert failed.value.code == 6
+    assert failed.value.reason == ("Cannot start container: invalid image name: missing "
+                                   "(Error: initializing source missing: no such host)")
