@@ -7,8 +7,9 @@ it at start (`ContainerTool.find`) and advertises ``HasDocker``, ``DockerVersion
 ``HasContainer`` and ``HasDockerURL`` (all false where it is absent), so it matches only what it
 can run.
 
-The job's first process is the tool's ``run``, spawned as any job is (agents/startd/launch.py),
-in the job's own cgroup and as the startd's account; the container itself runs as the job's
+The job's first process is the tool's ``run``, spawned as any job is (agents/startd/launch.py)
+but as the startd's account and in the startd's own groups (its memory and cpu are not the
+job's); the container itself runs as the job's
 account (``--user``), with its scratch directory (and its Iwd) mounted at the same path and the
 working directory, its arguments and environment, and its groups made below the job's
 (``--cgroup-parent``), whose limits (the slot's memory and cpus) are the container's: a kill of the job's group, the kernel's

@@ -102,7 +102,8 @@ class Reaper:
         proctree.signal_group(job.pid, signal.SIGKILL)
         group_usage = None
         if job.cgroup is not None:
-            if job.cgroup.populated(unreaped=1):  # (the leader, a zombie until the wait below)
+            # (the leader, a zombie until the wait below; a container job's is not in the group)
+            if job.cgroup.populated(unreaped=0 if job.container is not None else 1):
                 if job.container is None:  # (a container's tool removes it first: `_remove_container`)
                     job.cgroup.kill()
                 group_usage = job.cgroup.usage()
@@ -113,6 +114,8 @@ class Reaper:
             user_cpu, sys_cpu, maxrss = ru.ru_utime, ru.ru_stime, ru.ru_maxrss
         except ChildProcessError:  # reaped elsewhere: the status is lost
             status, user_cpu, sys_cpu, maxrss = -1, 0.0, 0.0, 0
+        if job.container is not None:  # (the tool's run's own usage, not the container's)
+            user_cpu, sys_cpu, maxrss = 0.0, 0.0, 0
         job.proc.returncode = status  # Popen must never wait for it again
         if job.kill_timer is not None:
             job.kill_timer.cancel()

@@ -37,7 +37,7 @@ pytestmark = [
 SLOTS = {"GRIDBUS_NUM_SLOTS": "2", "GRIDBUS_NUM_CPUS": "2", "GRIDBUS_MEMORY": "2048", "GRIDBUS_DOCKER": "podman",
          "GRIDBUS_DOCKER_EXTRA_ARGUMENTS": "--runtime runc", "GRIDBUS_USER_MAP": "*=nobody",
          "GRIDBUS_STARTER_ALLOW_ROOT_JOBS": "false"}
-# The tool's own run process is in the job's cgroup, and counts to its memory (a few tens of MiB).
+# (The tool's monitor, podman's conmon, is in the job's cgroup with the container: a few MiB.)
 MEMORY = 128
 
 
