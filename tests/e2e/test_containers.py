@@ -95,6 +95,15 @@ def _containers(pool: Pool) -> list[str]:
     return _podman("ps", "--all", "--format", "{{.Names}}", "--filter", f"label={LABEL_STARTD}={_owned(pool)}").split()
 
 
+def _job_groups(pool: Pool) -> list[str]:
+    """The job cgroup directories of the pool's startd in every mounted hierarchy (the tool makes
+    its groups' paths in all of them, the startd's or not)."""
+    with open("/proc/self/mounts") as fh:
+        roots = [p[1] for line in fh if len(p := line.split()) >= 3 and p[2] in ("cgroup", "cgroup2")]
+    return [d for root in roots for d, _, _ in os.walk(os.path.join(root, pool.env["GRIDBUS_BASE_CGROUP"]))
+            if os.path.basename(d).startswith("job_")]
+
+
 def _submit(pool: Pool, subdir: Path, image: str, script: str, **attrs) -> int:
     ad = {"Iwd": str(subdir), "WantDocker": True, "DockerImage": image, "Out": "job.out", "Err": "job.err",
           "ShouldTransferFiles": "YES", "WhenToTransferOutput": "ON_EXIT", "TransferExecutable": False,
@@ -135,6 +144,7 @@ def test_a_docker_job_runs_in_its_image_as_its_account_and_its_files_come_back(c
     assert (subdir / "pwd.txt").read_text().strip().startswith(str(cpool.workdir / "startd-a" / "execute"))
     assert done["DiskUsage"] >= os.path.getsize(BUSYBOX) // 1024  # the image's size counts
     assert _containers(cpool) == []
+    wait_for("the job's groups gone from every hierarchy", lambda: not _job_groups(cpool), 30)
 
 
 def test_a_container_universe_job_with_a_docker_url_runs(cpool, subdir, image):
