@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 
 # test-fast: the unit tier (no broker, no pool), tests/unit/test_tiers.py keeps the markers true.
-.PHONY: demo test test-fast install broker node-deps bench docs lint cluster cluster-stop tutorials-as-user
+.PHONY: demo test test-fast install broker node-deps containers bench docs lint cluster cluster-stop tutorials-as-user
 
 $(BIN)/gridbus: pyproject.toml setup.py agents/startd/_spawn.c
 	$(PY) -m venv $(VENV)
@@ -18,6 +18,10 @@ install: $(BIN)/gridbus
 broker:
 	bash scripts/ensure-broker.sh
 
+# podman, runc and busybox-static for the docker and container universe tests (they skip without).
+containers:
+	bash scripts/ensure-containers.sh
+
 demo: install broker
 	$(BIN)/python scripts/demo.py
 
@@ -26,7 +30,7 @@ demo: install broker
 node-deps:
 	bash scripts/ensure-node-deps.sh
 
-test: install broker node-deps
+test: install broker node-deps containers
 	$(BIN)/python -m pytest -q
 
 test-fast: install

@@ -46,5 +46,5 @@ def main(argv: list[str] | None = None) -> None:
         lambda cfg, args: build(cfg, args.name, args.url),
         argv,
         check=lambda cfg: StartdSettings.from_config(cfg).validate(),
-        loop_thread=True,  # its loop thread forks jobs inside their cgroups (starter.py, _born_in)
+        loop_thread=True,  # its loop thread forks jobs inside their cgroups (launch.py, _born_in)
     )

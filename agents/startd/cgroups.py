@@ -1,7 +1,7 @@
 """Job cgroups: every process a job starts is found, measured, frozen and killed by the kernel.
 
 The startd owns a parent group ``<BASE_CGROUP>/<startd name>`` and the starter puts each job in a
-child of it before the job's first instruction runs (see `starter`: on v1 the job is forked by a
+child of it before the job's first instruction runs (see `launch`: on v1 the job is forked by a
 thread that is in the group for that moment, `JobCgroup.thread_joined`, so it is born there; on v2
 the child writes its own pid into the group's ``cgroup.procs`` before it execs the job, or, run as
 another account, stops itself and the startd moves it and lets it go on). Whatever the job does after
@@ -23,6 +23,9 @@ freezer, memory, cpu, cpuacct and pids. `probe` picks one at start-up (``CGROUP_
 prefers v2 when it has the memory controller, then v1 with a freezer, then a v2 tree without
 memory) and says why none could be used (not root, nothing mounted): the starter then falls back
 to its process scan (`proctree`).
+
+(Longer than the project's other modules, at about 870 lines: it is the one place that knows the
+kernel's cgroup files, and each operation's v1 and v2 halves are kept side by side.)
 """
 
 from __future__ import annotations
@@ -378,6 +381,11 @@ class JobCgroup:
                 for below in _below(d):
                     with contextlib.suppress(OSError):
                         os.rmdir(below)
+            # A container tool makes the job's path in every hierarchy, not only the startd's.
+            for root in self.h.other_roots():
+                for below in [*_below(os.path.join(root, self.rel)), os.path.join(root, self.rel)]:
+                    with contextlib.suppress(OSError):
+                        os.rmdir(below)
         self.created = False
         self.written.clear()
         self._limits = None
@@ -706,9 +714,17 @@ class Hierarchy:
         """Remove the startd's parent group and its empty parents (a stopping startd; tests)."""
         parts = self.base.split("/")
         for n in range(len(parts), 0, -1):
-            for d in self.dirs_of("/".join(parts[:n])):
+            rel = "/".join(parts[:n])
+            # (and where a container tool made it in the hierarchies the startd does not use)
+            for d in [*self.dirs_of(rel), *(os.path.join(root, rel) for root in self.other_roots())]:
                 with contextlib.suppress(OSError):
                     os.rmdir(d)
+
+    def other_roots(self) -> list[str]:
+        """The mounted cgroup hierarchies other than this one's (a container tool makes its
+        groups' paths in all of them, and leaves the empty directories)."""
+        mine = set(self.roots.values())
+        return [root for root in _cgroup_mounts() if root not in mine]
 
     def setup(self) -> None:
         """Make the parent group, enabling the v2 controllers on the way down to it."""
@@ -835,6 +851,15 @@ def _remove_when_empty(group: JobCgroup, path: str, timeout: float = 5.0) -> Non
             return
         except OSError:
             time.sleep(0.01)
+
+
+def _cgroup_mounts() -> list[str]:
+    """Every mounted cgroup hierarchy (v1, named ones included, and v2)."""
+    try:
+        with open("/proc/self/mounts") as fh:
+            return [parts[1] for line in fh if len(parts := line.split()) >= 3 and parts[2] in ("cgroup", "cgroup2")]
+    except OSError:
+        return []
 
 
 def _below(path: str) -> list[str]:

@@ -7,8 +7,9 @@ it at start (`ContainerTool.find`) and advertises ``HasDocker``, ``DockerVersion
 ``HasContainer`` and ``HasDockerURL`` (all false where it is absent), so it matches only what it
 can run.
 
-The job's first process is the tool's ``run``, spawned as any job is (agents/startd/launch.py),
-in the job's own cgroup and as the startd's account; the container itself runs as the job's
+The job's first process is the tool's ``run``, spawned as any job is (agents/startd/launch.py)
+but as the startd's account and in the startd's own groups (its memory and cpu are not the
+job's); the container itself runs as the job's
 account (``--user``), with its scratch directory (and its Iwd) mounted at the same path and the
 working directory, its arguments and environment, and its groups made below the job's
 (``--cgroup-parent``), whose limits (the slot's memory and cpus) are the container's: a kill of the job's group, the kernel's
@@ -190,7 +191,9 @@ class ContainerTool:
 
     # ------------------------------------------------------------------ removal
     async def remove(self, name: str) -> None:
-        """Remove the container ``name``, running or not (gone already is fine)."""
+        """Remove the container ``name``, running or not (gone already is fine). A kill first:
+        podman's ``rm --force`` waits ten seconds for a container that ignores SIGTERM."""
+        await self._run("kill", name)
         rc, _, err = await self._run("rm", "--force", name)
         if rc != 0 and "no such container" not in err.lower() and "no container with name" not in err.lower():
             log.warning("cannot remove container %s: %s", name, err.strip()[-300:])
@@ -204,7 +207,9 @@ class ContainerTool:
                                     capture_output=True, text=True, timeout=TOOL_TIMEOUT)
             ids = listed.stdout.split()
             if ids:
-                subprocess.run([self.command, "rm", "--force", *ids], capture_output=True, timeout=TOOL_TIMEOUT)
+                for verb in ("kill", "rm"):  # (as `remove`)
+                    subprocess.run([self.command, verb, *(["--force"] if verb == "rm" else []), *ids],
+                                   capture_output=True, timeout=TOOL_TIMEOUT)
         except (OSError, subprocess.SubprocessError) as exc:
             log.warning("cannot list or remove a previous startd's containers: %s", exc)
             return 0

@@ -151,6 +151,12 @@ class Prepared:
     def spawn_account(self) -> Account:
         return self.runs_as or self.account
 
+    @property
+    def spawn_group(self) -> cgroups.JobCgroup | None:
+        """The group the first process is born in: the job's, but for a container job, whose
+        tool's run stays in the startd's groups (the container's go below the job's)."""
+        return None if self.container is not None else self.group
+
 
 @dataclass
 class Beside:

@@ -85,7 +85,8 @@ class JobCgroups:
         then mark the job done."""
         group = job.cgroup
         assert group is not None
-        if group.final_raw is None and group.populated():  # (found empty at the exit: it stays so)
+        # (found empty at the exit, it stays so; not a container's, whose tool's monitor outlives it)
+        if (group.final_raw is None or group.nested) and group.populated():
             if time.monotonic() < deadline:
                 group.kill()
                 asyncio.get_running_loop().call_later(0.005, self.retire, job, deadline)

@@ -123,11 +123,11 @@ class Launcher:
     async def into_group_stopped(self, proc: Process, prep: Prepared, executable: str) -> None:
         """With Popen, a cgroup job of another account: its stopped first process moved into its
         group, the wait for its stop awaited, not blocked on. Nothing of it runs on if that fails."""
-        if not self.joins_stopped(prep.group, prep.spawn_account):
+        if not self.joins_stopped(prep.spawn_group, prep.spawn_account):
             return
-        assert prep.group is not None and isinstance(proc, subprocess.Popen)
+        assert prep.spawn_group is not None and isinstance(proc, subprocess.Popen)
         try:
-            _into_group(proc, prep.group, executable, await _stopped(proc.pid))
+            _into_group(proc, prep.spawn_group, executable, await _stopped(proc.pid))
         except BaseException:  # StartFailed, or cancelled: nothing of it may run on
             self.stop_unwatched(proc, prep.scratch, prep.group)
             raise
@@ -195,7 +195,7 @@ class Launcher:
     def _begin(prep: Prepared, after: Job | None = None) -> spawn.Launching:
         """The fast spawn of a prepared job (its outcome taken later, `spawn.Launching.result`)."""
         return spawn.begin(prep.argv, executable=prep.executable, cwd=prep.iwd, env=prep.env, fds=prep.streams,
-                           account=prep.spawn_account, group=prep.group,
+                           account=prep.spawn_account, group=prep.spawn_group,
                            after=after.pidfd if after is not None else None)
 
     # ------------------------------------------------------------------ before the spawn
@@ -256,7 +256,8 @@ class Launcher:
     def _in_container(self, prep: Prepared, ad: Mapping[str, Any], slot: str, memory_limit_mib: int | None,
                       seq: int) -> None:
         """A container job: its first process is the tool's run of the job prepared so far, as
-        the startd's account; the container's groups go below the job's."""
+        the startd's account and in the startd's groups (its memory and cpu are not the job's);
+        the container's groups go below the job's."""
         tool = self.containers
         if tool is None:
             raise StartFailed(NO_TOOL, HOLD_FAILED_TO_CREATE_PROCESS)
@@ -336,9 +337,9 @@ class Launcher:
                 ) from None
             except (subprocess.SubprocessError, ValueError) as exc:
                 raise StartFailed(f"cannot start {prep.executable}: {exc}", HOLD_FAILED_TO_CREATE_PROCESS) from None
-            if last and wait_stopped and self.joins_stopped(prep.group, prep.spawn_account):
-                assert prep.group is not None
-                _into_group(proc, prep.group, prep.executable)
+            if last and wait_stopped and self.joins_stopped(prep.spawn_group, prep.spawn_account):
+                assert prep.spawn_group is not None
+                _into_group(proc, prep.spawn_group, prep.executable)
         except StartFailed:
             self._unprepare(prep)
             raise
@@ -348,7 +349,7 @@ class Launcher:
 
     def _popen(self, prep: Prepared) -> subprocess.Popen:
         """The job started by ``subprocess.Popen`` (without the fast spawn)."""
-        argv, account, group = prep.argv, prep.spawn_account, prep.group
+        argv, account, group = prep.argv, prep.spawn_account, prep.spawn_group
         executable = argv[0]
         switch: dict[str, Any] = (
             {"user": account.uid, "group": account.gid, "extra_groups": list(account.groups)} if account.switch else {})

@@ -102,8 +102,10 @@ class Reaper:
         proctree.signal_group(job.pid, signal.SIGKILL)
         group_usage = None
         if job.cgroup is not None:
-            if job.cgroup.populated(unreaped=1):  # (the leader, a zombie until the wait below)
-                job.cgroup.kill()
+            # (the leader, a zombie until the wait below; a container job's is not in the group)
+            if job.cgroup.populated(unreaped=0 if job.container is not None else 1):
+                if job.container is None:  # (a container's tool removes it first: `_remove_container`)
+                    job.cgroup.kill()
                 group_usage = job.cgroup.usage()
             else:
                 group_usage = job.cgroup.final_usage()
@@ -112,6 +114,8 @@ class Reaper:
             user_cpu, sys_cpu, maxrss = ru.ru_utime, ru.ru_stime, ru.ru_maxrss
         except ChildProcessError:  # reaped elsewhere: the status is lost
             status, user_cpu, sys_cpu, maxrss = -1, 0.0, 0.0, 0
+        if job.container is not None:  # (the tool's run's own usage, not the container's)
+            user_cpu, sys_cpu, maxrss = 0.0, 0.0, 0
         job.proc.returncode = status  # Popen must never wait for it again
         if job.kill_timer is not None:
             job.kill_timer.cancel()
@@ -158,6 +162,7 @@ class Reaper:
                 await self.launcher.containers.remove(job.container)
         finally:
             if job.cgroup is not None:
+                job.cgroup.kill()  # (what the tool left: its monitor, or all of it if the tool failed)
                 self.groups.retire(job, time.monotonic() + GROUP_RETIRE)
             elif job.done is not None and not job.done.done():
                 job.done.set_result(None)
@@ -194,6 +199,11 @@ class Reaper:
     def _hard_kill(self, job: Job) -> None:
         job.kill_timer = None
         if job.exit is None:
+            if job.container is not None:
+                # The tool's run, killed, is reaped; the reap has the tool remove the container
+                # (a kill of the group would kill the tool's monitor, which the tool waits for).
+                kill_child(job.pid, signal.SIGKILL)
+                return
             if job.cgroup is not None:
                 kill_child(job.pid, signal.SIGKILL)  # not in its group yet, if it has just started
                 job.cgroup.kill()
