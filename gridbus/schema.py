@@ -113,6 +113,7 @@ class Message:
     exchange: str
     routing_key: str = ""
     fields: tuple[Field, ...] = ()
+    headers: tuple[Field, ...] = ()  # AMQP headers of its own (the properties are AMQP's)
 
 
 @dataclass(frozen=True)
@@ -245,6 +246,7 @@ class Schema:
     def all_fields(self) -> list[tuple[str, tuple[Field, ...]]]:
         """Every field list with its place: messages, shapes, event families and events, ads."""
         out = [(f"messages.{m.name}", m.fields) for m in self.messages.values()]
+        out += [(f"messages.{m.name}.headers", m.headers) for m in self.messages.values()]
         out += [(f"shapes.{n}", f) for n, f in self.shapes.items()]
         for fam in self.events.values():
             out.append((f"events.{fam.name}", fam.fields))
@@ -298,7 +300,8 @@ class Schema:
         for mname, mraw in raw.get("messages", {}).items():
             schema.messages[mname] = Message(mname, mraw.get("desc", ""), mraw.get("exchange", ""),
                                              mraw.get("routing_key", ""),
-                                             _fields(mraw.get("fields", {}), f"{source}: messages.{mname}"))
+                                             _fields(mraw.get("fields", {}), f"{source}: messages.{mname}"),
+                                             _fields(mraw.get("headers", {}), f"{source}: messages.{mname}.headers"))
         for sname, sraw in raw.get("shapes", {}).items():
             sraw = dict(sraw)
             schema.shape_descs[sname] = sraw.pop("desc", "")
@@ -493,6 +496,8 @@ def render_markdown(schema: Schema) -> str:
             if msg.routing_key:
                 lines.append(f"- routing key: `{msg.routing_key}`")
             lines += ["", *_field_rows(msg.fields)]
+            if msg.headers:
+                lines += ["Headers:", "", *_field_rows(msg.headers)]
     for fam in schema.events.values():
         lines += [f"## Events `{fam.name}`", "", fam.desc, "", f"Routing key: `{fam.routing_key}`. "
                   "Every one carries these fields beside the envelope's (`event` message):", "",
