@@ -22,9 +22,9 @@ import yaml
 
 from gridbus import bus
 from gridbus.schema import (
-    _INT_RANGES,
     ACCESS,
     EVENT_BODY,
+    INT_RANGES,
     AdType,
     Arg,
     EventFamily,
@@ -43,7 +43,7 @@ TYPE_SCHEMAS: dict[str, dict[str, Any]] = {
     "sstr": {"type": "string"},
     "lstr": {"type": "string"},
     "bool": {"type": "boolean"},
-    **{t: {"type": "integer", "minimum": lo, "maximum": hi} for t, (lo, hi) in _INT_RANGES.items()},
+    **{t: {"type": "integer", "minimum": lo, "maximum": hi} for t, (lo, hi) in INT_RANGES.items()},
     "double": {"type": "number"},
     "absTime": {"type": "number", "description": "seconds since the epoch"},
     "map": {"type": "object"},

@@ -41,7 +41,7 @@ TYPES: dict[str, str] = {
     "any": "any value",
 }
 
-_INT_RANGES = {
+INT_RANGES = {
     "int32": (-(2**31), 2**31 - 1),
     "uint32": (0, 2**32 - 1),
     "int64": (-(2**63), 2**63 - 1),
@@ -397,8 +397,8 @@ def check_value(method: str, arg: Arg, value: Any) -> Any:
     elif t == "bool":
         if not isinstance(value, bool):
             bad = "true or false"
-    elif t in _INT_RANGES:
-        lo, hi = _INT_RANGES[t]
+    elif t in INT_RANGES:
+        lo, hi = INT_RANGES[t]
         if isinstance(value, (bool, Value)) or not isinstance(value, int) or not lo <= value <= hi:
             bad = f"an integer in [{lo}, {hi}]"
     elif t in ("double", "absTime"):
