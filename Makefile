@@ -46,7 +46,7 @@ bench: install broker
 
 # Both references of the bus, generated from schemas/*.toml.
 docs: install
-	$(BIN)/python -m gridbus.schema > docs/schema.md
+	$(BIN)/python -m gridbus.schemadoc > docs/schema.md
 	$(BIN)/python -m gridbus.asyncapi > docs/asyncapi.yaml
 
 # A 3-node RabbitMQ cluster on this machine (ports 5781-5783, management 15781-15783), apart from

@@ -14,6 +14,7 @@ A documentation tool: it needs PyYAML (the test extras), which the daemons never
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
@@ -21,9 +22,9 @@ import yaml
 
 from gridbus import bus
 from gridbus.schema import (
-    _INT_RANGES,
     ACCESS,
     EVENT_BODY,
+    INT_RANGES,
     AdType,
     Arg,
     EventFamily,
@@ -42,7 +43,7 @@ TYPE_SCHEMAS: dict[str, dict[str, Any]] = {
     "sstr": {"type": "string"},
     "lstr": {"type": "string"},
     "bool": {"type": "boolean"},
-    **{t: {"type": "integer", "minimum": lo, "maximum": hi} for t, (lo, hi) in _INT_RANGES.items()},
+    **{t: {"type": "integer", "minimum": lo, "maximum": hi} for t, (lo, hi) in INT_RANGES.items()},
     "double": {"type": "number"},
     "absTime": {"type": "number", "description": "seconds since the epoch"},
     "map": {"type": "object"},
@@ -236,6 +237,7 @@ def document(schema: Schema) -> dict[str, Any]:
     operations: dict[str, Any] = {}
 
     requests, replies = [], []
+    request_headers = object_schema(schema.messages["method_request"].headers)
     for c in sorted(schema.classes.values(), key=lambda c: c.name):
         props = [Field(p.name, p.type, p.desc, True, p.items, p.values, p.shape)
                  for p in (*c.properties.values(), *c.statistics.values())]
@@ -245,7 +247,7 @@ def document(schema: Schema) -> dict[str, Any]:
             who = ACCESS[m.rule].removesuffix(" may")
             req, rep = f"{c.name}.{m.name}.request", f"{c.name}.{m.name}.reply"
             messages[req] = _message(req, f"{c.name}.{m.name}", m.desc, method_request_payload(schema, m),
-                                     bus.T_METHOD_REQUEST, correlated=True)
+                                     bus.T_METHOD_REQUEST, correlated=True, headers=request_headers)
             messages[rep] = _message(rep, f"{c.name}.{m.name} answer", f"The answer to {m.name}.",
                                      method_reply_payload(schema, m), bus.T_METHOD_RESPONSE, correlated=True)
             requests.append(req)
@@ -257,7 +259,8 @@ def document(schema: Schema) -> dict[str, Any]:
             operations[f"{c.name}.{m.name}"].update({"x-access": m.rule, "x-max-bytes": m.max_bytes})
     q_req, q_rep = schema.messages["query_request"], schema.messages["query_response"]
     messages["getObjects.request"] = _message("getObjects.request", "getObjects", q_req.desc,
-                                              object_schema(q_req.fields), bus.T_QUERY_REQUEST, correlated=True)
+                                              object_schema(q_req.fields), bus.T_QUERY_REQUEST, correlated=True,
+                                              headers=request_headers)
     messages["getObjects.reply"] = _message("getObjects.reply", "getObjects answer", q_rep.desc,
                                             object_schema(q_rep.fields), bus.T_QUERY_RESPONSE, correlated=True)
     rpc = xt[bus.RPC]
@@ -359,9 +362,12 @@ def document(schema: Schema) -> dict[str, Any]:
 
 
 def render_yaml(schema: Schema) -> str:
-    # libyaml's emitter where PyYAML has it (ten times faster); both write the same text.
+    # Through JSON first: a schema used twice becomes two objects, written twice, where PyYAML
+    # would write an anchor and an alias. libyaml's emitter where PyYAML has it (ten times faster
+    # than the pure one; both write the same text).
+    fresh = json.loads(json.dumps(document(schema)))
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return yaml.dump(document(schema), Dumper=dumper, sort_keys=False, width=120, allow_unicode=True)
+    return yaml.dump(fresh, Dumper=dumper, sort_keys=False, width=120, allow_unicode=True)
 
 
 def load_yaml(text: str) -> Any:

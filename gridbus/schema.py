@@ -2,9 +2,9 @@
 the rest of the wire: exchanges, message envelopes, job and daemon events, published ads.
 
 `schemas/*.toml` is the single source of truth: agents validate every call's arguments against it,
-consoles learn method signatures from it, and both references are generated from it:
-`docs/schema.md` (`python -m gridbus.schema > docs/schema.md`) and the AsyncAPI document
-`docs/asyncapi.yaml` (`python -m gridbus.asyncapi > docs/asyncapi.yaml`).
+consoles learn method signatures from it, and both references are generated from it (`make docs`):
+`docs/schema.md` (gridbus/schemadoc.py) and the AsyncAPI document `docs/asyncapi.yaml`
+(gridbus/asyncapi.py).
 
 A value whose structure is more than its type says names it: ``items`` (the type or shape of a
 list's elements), ``values`` (of a map's values) or ``shape`` (a map with named fields, declared
@@ -13,7 +13,6 @@ under ``[shapes.<Name>]``), so that no field of the wire is described in prose o
 
 from __future__ import annotations
 
-import sys
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -42,7 +41,7 @@ TYPES: dict[str, str] = {
     "any": "any value",
 }
 
-_INT_RANGES = {
+INT_RANGES = {
     "int32": (-(2**31), 2**31 - 1),
     "uint32": (0, 2**32 - 1),
     "int64": (-(2**63), 2**63 - 1),
@@ -113,6 +112,7 @@ class Message:
     exchange: str
     routing_key: str = ""
     fields: tuple[Field, ...] = ()
+    headers: tuple[Field, ...] = ()  # AMQP headers of its own (the properties are AMQP's)
 
 
 @dataclass(frozen=True)
@@ -245,6 +245,7 @@ class Schema:
     def all_fields(self) -> list[tuple[str, tuple[Field, ...]]]:
         """Every field list with its place: messages, shapes, event families and events, ads."""
         out = [(f"messages.{m.name}", m.fields) for m in self.messages.values()]
+        out += [(f"messages.{m.name}.headers", m.headers) for m in self.messages.values()]
         out += [(f"shapes.{n}", f) for n, f in self.shapes.items()]
         for fam in self.events.values():
             out.append((f"events.{fam.name}", fam.fields))
@@ -298,7 +299,8 @@ class Schema:
         for mname, mraw in raw.get("messages", {}).items():
             schema.messages[mname] = Message(mname, mraw.get("desc", ""), mraw.get("exchange", ""),
                                              mraw.get("routing_key", ""),
-                                             _fields(mraw.get("fields", {}), f"{source}: messages.{mname}"))
+                                             _fields(mraw.get("fields", {}), f"{source}: messages.{mname}"),
+                                             _fields(mraw.get("headers", {}), f"{source}: messages.{mname}.headers"))
         for sname, sraw in raw.get("shapes", {}).items():
             sraw = dict(sraw)
             schema.shape_descs[sname] = sraw.pop("desc", "")
@@ -395,8 +397,8 @@ def check_value(method: str, arg: Arg, value: Any) -> Any:
     elif t == "bool":
         if not isinstance(value, bool):
             bad = "true or false"
-    elif t in _INT_RANGES:
-        lo, hi = _INT_RANGES[t]
+    elif t in INT_RANGES:
+        lo, hi = INT_RANGES[t]
         if isinstance(value, (bool, Value)) or not isinstance(value, int) or not lo <= value <= hi:
             bad = f"an integer in [{lo}, {hi}]"
     elif t in ("double", "absTime"):
@@ -418,100 +420,3 @@ def check_value(method: str, arg: Arg, value: Any) -> Any:
         shown = shown if len(shown) <= 60 else f"{shown[:57]}... ({len(shown):,} characters)"
         raise invalid(f"{method}: argument {arg.name!r} must be {bad}, got {shown}")
     return value
-
-
-def type_text(item: Arg | Field | Property) -> str:
-    """The type as the references print it: `list of Totals`, `map of int64`, `Totals`."""
-    if item.shape:
-        return item.shape
-    if item.items:
-        return f"{item.type} of {item.items}"
-    if item.values:
-        return f"{item.type} of {item.values}"
-    return item.type
-
-
-def _field_rows(fields: tuple[Field, ...]) -> list[str]:
-    rows = ["| field | type | description |", "|---|---|---|"]
-    for f in fields:
-        notes = [f"{f.desc}." if f.desc and not f.desc.endswith(".") else f.desc]
-        if f.optional:
-            notes.append("Optional.")
-        if f.nullable:
-            notes.append("May be null.")
-        if f.enum:
-            notes.append("One of " + ", ".join(f"`{v}`" for v in f.enum) + ".")
-        rows.append(f"| `{f.name}` | {type_text(f)} | {' '.join(n for n in notes if n)} |")
-    return [*rows, ""]
-
-
-def render_markdown(schema: Schema) -> str:
-    """The reference page docs/schema.md, generated from the schema."""
-    lines = [
-        f"# gridbus management schema (package `{schema.package}`, version {schema.version})",
-        "",
-        "Generated from `schemas/*.toml` by `python -m gridbus.schema > docs/schema.md`; do not edit. "
-        "The same contract as an AsyncAPI 3.0 document with JSON Schema payloads: `docs/asyncapi.yaml`.",
-        "",
-        "Argument types: " + "; ".join(f"`{k}` {v}" for k, v in TYPES.items()) + ".",
-        "",
-    ]
-    for c in sorted(schema.classes.values(), key=lambda c: c.name):
-        lines += [f"## Class `{c.name}` (agent: {c.agent or 'any'})", "", c.desc, ""]
-        for title, props in (("Properties", c.properties), ("Statistics", c.statistics)):
-            if props:
-                lines += [f"### {title}", "", "| name | type | description |", "|---|---|---|"]
-                for p in props.values():
-                    key = " (index)" if p.index else ""
-                    lines.append(f"| `{p.name}`{key} | {type_text(p)} | {p.desc} |")
-                lines.append("")
-        if c.methods:
-            lines += ["### Methods", ""]
-            for m in c.methods.values():
-                sig = ", ".join(f"{a.name} {a.dir} {a.type}{'?' if a.optional else ''}" for a in m.args)
-                who = ACCESS[m.rule].removesuffix(" may")
-                size = f" Requests up to {m.max_bytes:,} bytes." if m.max_bytes != DEFAULT_MAX_BYTES else ""
-                lines += [f"#### `{m.name}({sig})`", "", m.desc, "", f"Who may call it: {who}.{size}", ""]
-                if m.args:
-                    lines += ["| argument | dir | type | description |", "|---|---|---|---|"]
-                    for a in m.args:
-                        opt = f" Optional, default `{a.default!r}`." if a.optional else ""
-                        lines.append(f"| `{a.name}` | {a.dir} | {type_text(a)} | {a.desc}{opt} |")
-                    lines.append("")
-    if schema.shapes:
-        lines += ["## Shapes", "", "Maps with named fields that arguments, events and ads refer to by name.", ""]
-        for name, fields in schema.shapes.items():
-            lines += [f"### `{name}`", "", schema.shape_descs.get(name, ""), "", *_field_rows(fields)]
-    if schema.exchanges:
-        lines += ["## Exchanges", "", "| exchange | type | what flows |", "|---|---|---|"]
-        lines += [f"| `{x.name}` | {x.type} | {x.desc} |" for x in schema.exchanges.values()]
-        lines.append("")
-    if schema.messages:
-        lines += ["## Messages", "", "Each message's AMQP `type` property is its name here.", ""]
-        for msg in schema.messages.values():
-            lines += [f"### `{msg.name}`", "", msg.desc, "", f"- exchange: `{msg.exchange}`"]
-            if msg.routing_key:
-                lines.append(f"- routing key: `{msg.routing_key}`")
-            lines += ["", *_field_rows(msg.fields)]
-    for fam in schema.events.values():
-        lines += [f"## Events `{fam.name}`", "", fam.desc, "", f"Routing key: `{fam.routing_key}`. "
-                  "Every one carries these fields beside the envelope's (`event` message):", "",
-                  *_field_rows(fam.fields)]
-        if fam.batch:
-            lines += ["The batched form carries these instead of one event's fields:", "", *_field_rows(fam.batch)]
-        for e in fam.events.values():
-            lines += [f"### `{fam.name}.{e.name}`", "", e.desc, ""]
-            lines += _field_rows(e.fields) if e.fields else []
-    if schema.ads:
-        lines += ["## Ads", "", "Every published ad carries these attributes (an ad is an open ClassAd: "
-                  "a pool's configuration may add more):", "", *_field_rows(schema.ad_fields),
-                  "A daemon's own ad carries these too:", "", *_field_rows(schema.daemon_ad_fields)]
-        for ad in schema.ads.values():
-            own = " A daemon's own ad." if ad.daemon else ""
-            lines += [f"### `{ad.name}`", "", ad.desc + own, "", f"Routing key: `{ad.routing_key}`.", "",
-                      *_field_rows(ad.fields)]
-    return "\n".join(lines).rstrip() + "\n"
-
-
-if __name__ == "__main__":
-    sys.stdout.write(render_markdown(builtin()))

@@ -1,5 +1,5 @@
 """Real messages of a running pool against docs/asyncapi.yaml: every event and every ad (public,
-private and invalidation) that a collector, negotiator, schedd and startd publish while jobs run,
+private and invalidation) that a collector, negotiator, schedd, startd and master publish while jobs run,
 is held and released, and a Submit's answer, each validated with jsonschema against the payload
 schema of its message in the document."""
 
@@ -42,7 +42,7 @@ def test_captured_events_ads_and_answers_match_the_document(broker_url: BrokerUR
     pool = Pool(url, tmp_path / "pool")
     conn = None
     try:
-        pool.start("collector", "c")
+        pool.start("collector", "c", GRIDBUS_COLLECTOR_UPDATE_INTERVAL="1")  # its own ad every second
         pool.wait_serving("collector@c", timeout=60)  # it declares the exchanges
         conn = pika.BlockingConnection(pika.URLParameters(url))
         ch = conn.channel()
@@ -52,6 +52,7 @@ def test_captured_events_ads_and_answers_match_the_document(broker_url: BrokerUR
         pool.start("negotiator", "n")
         pool.start("schedd", "s")
         pool.start("startd", "a", GRIDBUS_NUM_CPUS="2", GRIDBUS_NUM_SLOTS="2", GRIDBUS_MEMORY="512")
+        pool.start("master", "m", GRIDBUS_DAEMON_LIST="MASTER")  # a master of no daemons: its ad
         pool.wait_serving("schedd@s", "negotiator@n", timeout=60)
         pool.wait_slots(2, timeout=60)
         ad = {"Cmd": "/bin/true", "Iwd": str(tmp_path), "JobUniverse": 5, "Requirements": ExprTree("true"),
@@ -74,7 +75,7 @@ def test_captured_events_ads_and_answers_match_the_document(broker_url: BrokerUR
                 if method is None:
                     return {"job.submit", "job.terminated", "job.held", "job.released", "job.aborted",
                             "daemon.start", "ad.Machine", "ad.MachinePrivate", "ad.Scheduler",
-                            "ad.Negotiator"} <= set(captured)
+                            "ad.Negotiator", "ad.Collector", "ad.Master"} <= set(captured)
                 decoded = as_json(wire.decode(body, props.content_type))
                 name = message_of(method.exchange, method.routing_key, decoded)
                 captured[name] = captured.get(name, 0) + 1
@@ -83,7 +84,7 @@ def test_captured_events_ads_and_answers_match_the_document(broker_url: BrokerUR
                     bad.append((name, [f"{list(e.absolute_path)}: {e.message[:150]}" for e in errors[:3]]))
 
         try:
-            wait_for("every kind of event and ad captured", take, 30)
+            wait_for("every kind of event and ad captured", take, 60)
         except AssertionError as exc:
             raise AssertionError(f"{exc}; captured: {captured}") from None
         assert not bad, bad[:5]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -138,3 +139,17 @@ def test_payload_schemas_take_real_bodies_and_refuse_bad_ones(doc):
     held.validate(batch)
     assert not held.is_valid({**one, "event": "released"})
     assert not held.is_valid({**batch, "Events": [{"ClusterId": 7}]})
+
+
+def test_every_event_the_code_publishes_is_declared():
+    # The events in schemas/events.toml are the ones the agents publish: a new one in the code
+    # without its fields in the schema (and so in the document) fails here.
+    published = set()
+    for path in (ROOT / "agents").rglob("*.py"):
+        text = path.read_text()
+        published |= {("job", e) for e in re.findall(r"\.emit(?:_cluster)?\(\s*\"(\w+)\"", text)}
+    for path in (ROOT / "gridbus").rglob("*.py"):
+        published |= set(re.findall(r"publish_event\(\s*\"(job|daemon)\",\s*\"(\w+)\"", path.read_text()))
+    declared = {(fam.name, e) for fam in builtin().events.values() for e in fam.events}
+    assert ("job", "terminated") in published and ("daemon", "start") in published
+    assert published <= declared, f"published but not in schemas/events.toml: {sorted(published - declared)}"

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gridbus.schema import Schema, builtin, render_markdown, validate_args
+from gridbus.schema import Schema, builtin, validate_args
+from gridbus.schemadoc import render_markdown
 from gridbus.status import MethodError, Status
 
 ROOT = Path(__file__).resolve().parents[3]
