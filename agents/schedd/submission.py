@@ -23,11 +23,14 @@ from gridbus.agents.schedd.settings import SubmitRequirement
 from gridbus.attrs import canonical
 from gridbus.attrs import get as lookup
 from gridbus.status import MethodError, app_error, forbidden, invalid
+from gridbus.transforms import Transform, TransformError, apply_all, changes
 
-# Submit refusals that are not about argument shapes (QMF's application errors, USER + n).
+# Submit refusals that are not about argument shapes (QMF's application errors, USER + n; 4 and
+# 5 are the limits', limits.py).
 E_SUBMIT_REQUIREMENT = 1
 E_SUBMISSION_ID_REUSED = 2
 E_UNKNOWN_CLUSTER_ID = 3
+E_JOB_TRANSFORM = 6
 
 SUBMIT_TEXT_REFUSED = (
     "Submit: this schedd does not read submit descriptions (Submit.Text): the submitting client "
@@ -239,6 +242,40 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return f"<{type(value).__name__}>{value}"
+
+
+def apply_transforms(transforms: Sequence[Transform], first: dict[str, Any], ad: dict[str, Any],
+                     diffs: list[dict[str, Any]], template: dict[str, Any] | None) -> list[str]:
+    """JOB_TRANSFORM_<Name> in order on ``first`` (the cluster's first job as it would be queued),
+    what they change made in the cluster ``ad``: an attribute a transform sets or deletes is taken
+    out of every proc's own attributes (``diffs``) and of a late-materialization ``template``, so
+    the transform's value holds for every job, as HTCondor's transformed factory attributes override
+    the factory's. Attributes the schedd assigns (ClusterId, Owner, JobStatus...) are not changed.
+    Answers the names of the attributes changed; a transform that fails refuses the submit."""
+    try:
+        out, _applied = apply_all(transforms, first)
+    except TransformError as exc:
+        raise app_error(E_JOB_TRANSFORM, f"Failed to apply a required job transform: {exc}") from None
+    changed, deleted = changes(first, out)
+    touched = []
+    for name, value in changed.items():
+        if name.lower() not in SCHEDD_OWNED:
+            key = canonical(ad, name)
+            if key is not None and key != name:
+                del ad[key]
+            ad[name] = value
+            touched.append(name)
+    for name in deleted:
+        if name.lower() not in SCHEDD_OWNED:
+            key = canonical(ad, name)
+            if key is not None:
+                del ad[key]
+            touched.append(name)
+    lowered = {n.lower() for n in touched}
+    for own in (*diffs, *((template,) if template is not None else ())):
+        for key in [k for k in own if k.lower() in lowered]:
+            del own[key]
+    return touched
 
 
 def check_requirements(
