@@ -211,3 +211,30 @@ def test_the_scheduler_ad_says_its_limits(tmp_path: Path):
     ad = schedd.daemon_ad()
     assert (ad["MaxJobsRunning"], ad["MaxJobsPerOwner"], ad["MaxJobsPerSubmission"]) == (9, 8, 7)
     schedd.queue.store.close()
+
+
+def test_a_reconfig_applies_the_transforms_and_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    conf = tmp_path / "gridbus.toml"
+    conf.write_text("MAX_JOBS_RUNNING = 10\n")
+    monkeypatch.setenv("GRIDBUS_CONFIG", str(conf))
+
+    async def main() -> None:
+        schedd = make_schedd(tmp_path / "spool")
+        schedd.config = Config.load(daemon="schedd")
+        await schedd.setup()
+        cid = submit(schedd, count=2)
+        for p in range(2):
+            await run_on_claim(schedd, cid, p, f"c{p}")
+        conf.write_text('JOB_TRANSFORM_NAMES = "Tag"\n'
+                        "JOB_TRANSFORM_Tag = '''\n  v = $(MY.Owner)\n  SET Tag \"$(v)\"\n'''\n"
+                        "MAX_JOBS_RUNNING = 1\nMAX_JOBS_PER_OWNER = 50\n")
+        applied = await schedd.reconfig()
+        assert set(applied) == {"JOB_TRANSFORM_NAMES", "JOB_TRANSFORM_TAG", "MAX_JOBS_RUNNING", "MAX_JOBS_PER_OWNER"}
+        assert schedd.settings.max_jobs_per_owner == 50 and len(schedd.settings.job_transforms) == 1
+        await settle(schedd)  # the excess job is vacated
+        assert [m for _a, m, _args in schedd._client.calls].count("DeactivateClaim") == 1
+        job = schedd.queue.get((await _submit(schedd, tmp_path))["ClusterId"], 0)
+        assert job["Tag"] == "alice"
+        await schedd.commits.close()
+
+    asyncio.run(main())
