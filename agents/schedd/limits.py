@@ -11,8 +11,9 @@
   the excess is vacated (the last started first) and goes back to Idle. Scheduler and local
   universe jobs do not count (SCHEDD_MAX_SCHEDULER_JOBS limits those).
 
-A late-materialization cluster's procs are made by its factory as it goes; these submit limits
-count the procs a Submit sends.
+A late-materialization cluster's procs are made by its factory as it goes: MAX_JOBS_PER_SUBMISSION
+bounds the procs it keeps in the queue at once (its JobMaterializeLimit, at most that), as it
+bounds HTCondor's factories; MAX_JOBS_PER_OWNER is not applied to a factory's procs.
 """
 
 from __future__ import annotations

@@ -98,7 +98,19 @@ class Submission:
             # A required attribute may differ from proc to proc (initialdir = dir_$(Process)).
             if submission.touches_required(diff):
                 submission.check_required({**ad, **diff})
-        if late is None:  # (a factory's procs are made as it goes: these count the procs sent)
+        max_idle = _int_attr(ad, "JobMaterializeMaxIdle")
+        limit = _int_attr(ad, "JobMaterializeLimit")
+        if late is not None and not (max_idle or limit):
+            raise invalid("Submit: a proc template (Submit.Template) is for a cluster materialized late "
+                          "(JobMaterializeMaxIdle or JobMaterializeLimit in the Ad); send Procs otherwise")
+        if max_idle or limit:
+            # A factory makes its procs as it goes: MAX_JOBS_PER_SUBMISSION bounds the procs it
+            # keeps in the queue at once, as it bounds HTCondor's job factories.
+            per_submission = self.settings.max_jobs_per_submission
+            if per_submission < 1:  # (a factory's Limit of 0 is no limit: none may be made, so refuse)
+                limits.check_submit(self.settings, owner, 0, 1)
+            limit = min(limit or per_submission, per_submission)
+        else:
             limits.check_submit(self.settings, owner, sum(self.queue.counts.get(owner, ())), count)
         if ClusterId:
             self._take_reserved(ClusterId, caller)
@@ -115,11 +127,6 @@ class Submission:
                 submission.check_required(first)
             if self.settings.submit_requirements:
                 submission.check_requirements(self.settings.submit_requirements, first, self._daemon_ad())
-        max_idle = _int_attr(ad, "JobMaterializeMaxIdle")
-        limit = _int_attr(ad, "JobMaterializeLimit")
-        if late is not None and not (max_idle or limit):
-            raise invalid("Submit: a proc template (Submit.Template) is for a cluster materialized late "
-                          "(JobMaterializeMaxIdle or JobMaterializeLimit in the Ad); send Procs otherwise")
         if not ClusterId:
             cluster_id = self.queue.new_cluster_id()
         else:

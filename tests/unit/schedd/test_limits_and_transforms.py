@@ -238,3 +238,19 @@ def test_a_reconfig_applies_the_transforms_and_limits(tmp_path: Path, monkeypatc
         await schedd.commits.close()
 
     asyncio.run(main())
+
+
+def test_a_factory_keeps_at_most_max_jobs_per_submission_in_the_queue(tmp_path: Path):
+    """A cluster materialized late is not refused for its size: MAX_JOBS_PER_SUBMISSION bounds the
+    procs its factory keeps in the queue at once, as HTCondor's."""
+
+    async def main() -> None:
+        schedd = make_schedd(tmp_path / "spool", max_jobs_per_submission=3)
+        out = await _submit(schedd, tmp_path, 50, JobMaterializeMaxIdle=10)
+        assert out["NumProcs"] == 50 and _in_queue(schedd, "alice") == 3
+        schedd.settings.max_jobs_per_submission = 0
+        err = await _refusal(_submit(schedd, tmp_path, 50, JobMaterializeMaxIdle=10))
+        assert err.text.startswith("Number of submitted jobs would exceed MAX_JOBS_PER_SUBMISSION")
+        await schedd.commits.close()
+
+    asyncio.run(main())
