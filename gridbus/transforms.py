@@ -46,6 +46,7 @@ from gridbus.submit.macros import Expander
 ConfigLookup = Callable[[str], "str | None"]
 
 _ATTR = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\s*=(.*)", re.S)
 _TWO_ARGS = frozenset({"SET", "DEFAULT", "EVALSET", "EVALMACRO", "COPY", "RENAME"})
 _REGEX_FORMS = frozenset({"COPY", "RENAME", "DELETE"})
@@ -76,6 +77,9 @@ class Transform:
     steps: tuple[Step, ...]
     requirements: str | None = None  # REQUIREMENTS, unexpanded
     config: ConfigLookup | None = field(default=None, compare=False)
+    # The names (lower-case) its text mentions: a superset of the attributes it reads; None when
+    # it reads attribute names themselves (a regex form), so any attribute may matter.
+    mentions: frozenset[str] | None = field(default=None, compare=False)
 
     def matches(self, ad: Mapping[str, Any]) -> bool:
         """Whether the REQUIREMENTS of this transform hold for ``ad`` (true without any)."""
@@ -195,6 +199,32 @@ def apply_all(transforms: Iterable[Transform], ad: Mapping[str, Any]) -> tuple[d
     return out, applied
 
 
+def reads(transforms: Iterable[Transform], ad: Mapping[str, Any]) -> frozenset[str] | None:
+    """The attributes (lower-case) whose values can change what ``transforms`` do to ads like
+    ``ad``: the names their text mentions, and those the expressions of ``ad`` they reach mention
+    in turn (evaluating one reads the others). A superset; None where any attribute may matter.
+    Two ads that agree on these are transformed alike."""
+    names: set[str] = set()
+    for t in transforms:
+        if t.mentions is None:
+            return None
+        names |= t.mentions
+    lowered = {k.lower(): v for k, v in ad.items()}
+    pending = list(names)
+    while pending:
+        value = lowered.get(pending.pop())
+        if isinstance(value, classad.ExprTree):
+            for name in _mentions(str(value)):
+                if name not in names:
+                    names.add(name)
+                    pending.append(name)
+    return frozenset(names)
+
+
+def _mentions(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}
+
+
 def changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """What a transform did: the attributes set (new or changed, as ``after`` spells them) and the
     names of those deleted (as ``before`` spells them)."""
@@ -251,7 +281,11 @@ def parse(name: str, text: str, config: ConfigLookup | None = None) -> Transform
         steps.append(_keyword_step(kw, after, lineno, where))
     if depth:
         raise TransformError(f"{name}: an if has no endif")
-    return Transform(name, tuple(steps), requirements, config)
+    mentions = _mentions(requirements or "")
+    for step in steps:
+        mentions |= _mentions(step.name) | _mentions(step.rest)
+    by_name = any(step.regex is not None for step in steps)
+    return Transform(name, tuple(steps), requirements, config, None if by_name else frozenset(mentions))
 
 
 def _keyword_step(kw: str, after: str, lineno: int, where: str) -> Step:

@@ -117,13 +117,14 @@ class Submission:
         qdate = int(time.time())
         cluster_id = ClusterId or self.queue.next_cluster
         if self.settings.job_transforms or self.settings.submit_requirements:
-            first = self._first_job(ad, first_diff, owner, cluster_id, qdate)
             if self.settings.job_transforms:
                 # The transforms first, then the submit requirements see the transformed job.
-                submission.apply_transforms(self.settings.job_transforms, first, ad, diffs,
+                base = self._first_job(ad, {}, owner, cluster_id, qdate)
+                submission.apply_transforms(self.settings.job_transforms, base, first_diff, ad, diffs,
                                             late.template if late is not None else None)
                 first_diff = late.proc(0) if late is not None else (diffs[0] if diffs else {})
-                first = self._first_job(ad, first_diff, owner, cluster_id, qdate)
+            first = self._first_job(ad, first_diff, owner, cluster_id, qdate)
+            if self.settings.job_transforms:
                 submission.check_required(first)
             if self.settings.submit_requirements:
                 submission.check_requirements(self.settings.submit_requirements, first, self._daemon_ad())

@@ -12,7 +12,7 @@ import pytest
 
 from gridbus import classad
 from gridbus.classad import ExprTree
-from gridbus.transforms import TransformError, apply_all, changes, parse
+from gridbus.transforms import TransformError, apply_all, changes, parse, reads
 
 # The admin manual, "Schedd Job Transforms": vanilla jobs that want SL6 become Docker jobs.
 SL6_TO_DOCKER = """
@@ -214,3 +214,12 @@ def test_a_line_that_fails_once_expanded_names_its_line():
     t = parse("JOB_TRANSFORM_E", "# a comment\nSET X $(MY.Cmd) +")
     with pytest.raises(TransformError, match=r"JOB_TRANSFORM_E line 2: SET X: invalid expression"):
         t.apply({"Cmd": "/bin/true"})
+
+
+def test_reads_names_what_can_change_the_outcome():
+    """The attributes a transform can read (through the expressions it reaches), or None where
+    it reads attribute names themselves: procs that agree on them are transformed alike."""
+    t = parse("T", "REQUIREMENTS Big\nSET X $(MY.Args)\nDEFAULT Y 1")
+    read = reads([t], {"Big": ExprTree("RequestMemory > 4000"), "RequestMemory": 1, "Other": 2})
+    assert read is not None and {"big", "requestmemory", "args", "y", "x"} <= read and "other" not in read
+    assert reads([t, parse("R", "DELETE /^tmp/")], {}) is None

@@ -254,3 +254,22 @@ def test_a_factory_keeps_at_most_max_jobs_per_submission_in_the_queue(tmp_path: 
         await schedd.commits.close()
 
     asyncio.run(main())
+
+
+def test_procs_that_differ_in_what_a_transform_reads_are_transformed_each_as_itself(tmp_path: Path):
+    """HTCondor transforms every job: a proc's own attributes decide for that proc."""
+
+    async def main() -> None:
+        big = parse("JOB_TRANSFORM_BigMem", 'REQUIREMENTS RequestMemory > 4000\nSET AccountingGroup "bigmem"\n'
+                                             "DELETE Scratch\nSET Note \"$(MY.Args)\"")
+        schedd = make_schedd(tmp_path / "spool", job_transforms=(big,))
+        procs = [{"RequestMemory": 8000, "Args": "a"}, {"RequestMemory": 1000, "Args": "b"},
+                 {"RequestMemory": 9000, "Args": "c"}]
+        cid = (await _submit(schedd, tmp_path, procs=procs, Scratch=1))["ClusterId"]
+        jobs = [schedd.queue.get(cid, p) for p in range(3)]
+        assert [j.get("AccountingGroup") for j in jobs] == ["bigmem", None, "bigmem"]
+        assert [j.get("Note") for j in jobs] == ["a", None, "c"]
+        assert [str(j.get("Scratch")) for j in jobs] == ["undefined", "1", "undefined"]
+        await schedd.commits.close()
+
+    asyncio.run(main())
