@@ -45,8 +45,7 @@ from gridbus.submit.macros import Expander
 # A configuration lookup: a knob's text, or None where it is not set.
 ConfigLookup = Callable[[str], "str | None"]
 
-_ATTR = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ATTR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a ClassAd attribute name (and a word of a text)
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\s*=(.*)", re.S)
 _TWO_ARGS = frozenset({"SET", "DEFAULT", "EVALSET", "EVALMACRO", "COPY", "RENAME"})
 _REGEX_FORMS = frozenset({"COPY", "RENAME", "DELETE"})
@@ -98,8 +97,8 @@ class Transform:
         out = dict(ad)
         macros: dict[str, str] = {}
         expander = self._expander(out, macros)
-        # Conditionals: a stack of (the enclosing block runs, a branch was taken, this branch runs).
-        stack: list[tuple[bool, bool, bool]] = []
+        # Conditionals: a stack of (the enclosing block runs, one of this if's branches was taken).
+        stack: list[tuple[bool, bool]] = []
         running = True
         for step in self.steps:
             try:
@@ -112,21 +111,22 @@ class Transform:
         return out
 
     # ------------------------------------------------------------------ the steps
-    def _control(self, step: Step, stack: list[tuple[bool, bool, bool]], running: bool, expander: Expander,
+    def _control(self, step: Step, stack: list[tuple[bool, bool]], running: bool, expander: Expander,
                  ad: dict[str, Any], macros: dict[str, str]) -> bool:
+        """Whether the lines after ``step`` run (``running``: whether ``step``'s own do)."""
         kw = step.keyword
         if kw == "if":
             holds = running and self._condition(step, expander, ad, macros)
-            stack.append((running, holds, holds))
+            stack.append((running, holds))
             return holds
         if kw == "elif":
-            outer, taken, _ = stack.pop()
+            outer, taken = stack.pop()
             holds = outer and not taken and self._condition(step, expander, ad, macros)
-            stack.append((outer, taken or holds, holds))
+            stack.append((outer, taken or holds))
             return holds
         if kw == "else":
-            outer, taken, _ = stack.pop()
-            stack.append((outer, True, outer and not taken))
+            outer, taken = stack.pop()
+            stack.append((outer, True))
             return outer and not taken
         if kw == "endif":
             return stack.pop()[0]
@@ -222,7 +222,7 @@ def reads(transforms: Iterable[Transform], ad: Mapping[str, Any]) -> frozenset[s
 
 
 def _mentions(text: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(text)}
+    return {w.lower() for w in _ATTR.findall(text)}
 
 
 def changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
