@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gridbus import classad
-from gridbus.attrs import canonical
 from gridbus.submit import conditions
 from gridbus.submit.errors import SubmitError
 from gridbus.submit.jobad import classad_value
@@ -82,19 +81,26 @@ class Transform:
 
     def matches(self, ad: Mapping[str, Any]) -> bool:
         """Whether the REQUIREMENTS of this transform hold for ``ad`` (true without any)."""
+        return self._matches(_Ad(ad))
+
+    def apply(self, ad: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``ad`` transformed (a new dict), or None where REQUIREMENTS does not hold."""
+        work = _Ad(ad)
+        return work.d if self._apply(work) else None
+
+    def _matches(self, ad: _Ad) -> bool:
         if self.requirements is None:
             return True
         text = self._expander(ad, {}).expand(self.requirements) if "$" in self.requirements else self.requirements
         try:
-            return classad.compile(text).test(ad)
+            return classad.compile(text).test(ad.d)
         except Exception as exc:
             raise TransformError(f"{self.name}: REQUIREMENTS {text} could not be evaluated: {exc}") from None
 
-    def apply(self, ad: Mapping[str, Any]) -> dict[str, Any] | None:
-        """``ad`` transformed (a new dict), or None where REQUIREMENTS does not hold."""
-        if not self.matches(ad):
-            return None
-        out = dict(ad)
+    def _apply(self, out: _Ad) -> bool:
+        """Transform ``out`` in place; False (and nothing done) where REQUIREMENTS does not hold."""
+        if not self._matches(out):
+            return False
         macros: dict[str, str] = {}
         expander = self._expander(out, macros)
         # Conditionals: a stack of (the enclosing block runs, one of this if's branches was taken).
@@ -108,11 +114,11 @@ class Transform:
                 self._run(step, out, macros, expander)
             except SubmitError as exc:  # a macro function's complaint
                 raise TransformError(f"{self.name} line {step.lineno}: {exc.reason}") from None
-        return out
+        return True
 
     # ------------------------------------------------------------------ the steps
     def _control(self, step: Step, stack: list[tuple[bool, bool]], running: bool, expander: Expander,
-                 ad: dict[str, Any], macros: dict[str, str]) -> bool:
+                 ad: _Ad, macros: dict[str, str]) -> bool:
         """Whether the lines after ``step`` run (``running``: whether ``step``'s own do)."""
         kw = step.keyword
         if kw == "if":
@@ -132,11 +138,11 @@ class Transform:
             return stack.pop()[0]
         return running
 
-    def _condition(self, step: Step, expander: Expander, ad: Mapping[str, Any], macros: dict[str, str]) -> bool:
+    def _condition(self, step: Step, expander: Expander, ad: _Ad, macros: dict[str, str]) -> bool:
         def is_defined(name: str) -> bool:
             if name.lower().startswith("my."):
-                key = canonical(ad, name[3:])
-                return key is not None and not _is_undefined(ad[key])
+                key = ad.key(name[3:])
+                return key is not None and not _is_undefined(ad.d[key])
             return bool(self._macro(name.lower(), ad, macros))
 
         try:
@@ -144,7 +150,7 @@ class Transform:
         except SubmitError as exc:
             raise TransformError(f"{self.name} line {step.lineno}: {exc.reason}") from None
 
-    def _run(self, step: Step, ad: dict[str, Any], macros: dict[str, str], expander: Expander) -> None:
+    def _run(self, step: Step, ad: _Ad, macros: dict[str, str], expander: Expander) -> None:
         kw = step.keyword
         rest = expander.expand(step.rest).strip() if "$" in step.rest else step.rest.strip()
         where = f"{self.name} line {step.lineno}"
@@ -152,35 +158,35 @@ class Transform:
             macros[step.name.lower()] = rest
         elif kw in ("SET", "DEFAULT"):
             if kw == "DEFAULT":
-                key = canonical(ad, step.name)
-                if key is not None and not _is_undefined(ad[key]):
+                key = ad.key(step.name)
+                if key is not None and not _is_undefined(ad.d[key]):
                     return
-            _put(ad, step.name, _value(rest, f"{where}: {kw} {step.name}"))
+            ad.put(step.name, _value(rest, f"{where}: {kw} {step.name}"))
         elif kw in ("EVALSET", "EVALMACRO"):
             try:
-                value = classad.compile(rest).eval(ad)
+                value = classad.compile(rest).eval(ad.d)
             except Exception as exc:
                 raise TransformError(f"{where}: {kw} {step.name} could not evaluate {rest}: {exc}") from None
             if kw == "EVALSET":
-                _put(ad, step.name, _literal(value))
+                ad.put(step.name, _literal(value))
             else:
                 macros[step.name.lower()] = value if isinstance(value, str) else _text(_literal(value))
         elif step.regex is not None:
             _regex_op(kw, ad, step.regex, rest, where)
         elif kw == "DELETE":
-            _delete(ad, step.name)
+            ad.delete(step.name)
         elif kw in ("COPY", "RENAME"):
-            _copy(ad, step.name, _new_name(rest, where), rename=kw == "RENAME")
+            ad.copy(step.name, _new_name(rest, where), rename=kw == "RENAME")
         # NAME: noted, nothing to do
 
     # ------------------------------------------------------------------ macros
-    def _expander(self, ad: Mapping[str, Any], macros: dict[str, str]) -> Expander:
+    def _expander(self, ad: _Ad, macros: dict[str, str]) -> Expander:
         return Expander(lambda key: self._macro(key, ad, macros), env={})
 
-    def _macro(self, key: str, ad: Mapping[str, Any], macros: dict[str, str]) -> str | None:
+    def _macro(self, key: str, ad: _Ad, macros: dict[str, str]) -> str | None:
         if key.startswith("my."):
-            attr = canonical(ad, key[3:])
-            return None if attr is None else _text(ad[attr])
+            attr = ad.key(key[3:])
+            return None if attr is None else _text(ad.d[attr])
         if key in macros:
             return macros[key]
         return self.config(key.upper()) if self.config is not None else None
@@ -189,14 +195,17 @@ class Transform:
 def apply_all(transforms: Iterable[Transform], ad: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """``ad`` through every transform in order (each that matches it as it is by then), and the
     names of those applied."""
-    out = dict(ad)
-    applied = []
+    work = _Ad(ad)
+    return work.d, [t.name for t in transforms if t._apply(work)]
+
+
+def transform_changes(transforms: Iterable[Transform], ad: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """What every transform in order does to ``ad``, as `changes` tells it (found from the names
+    the transforms touched, not by comparing whole ads)."""
+    work = _Ad(ad)
     for t in transforms:
-        changed = t.apply(out)
-        if changed is not None:
-            out = changed
-            applied.append(t.name)
-    return out, applied
+        t._apply(work)
+    return work.changes()
 
 
 def reads(transforms: Iterable[Transform], ad: Mapping[str, Any]) -> frozenset[str] | None:
@@ -228,13 +237,13 @@ def _mentions(text: str) -> set[str]:
 def changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """What a transform did: the attributes set (new or changed, as ``after`` spells them) and the
     names of those deleted (as ``before`` spells them)."""
+    was = {k.lower(): k for k in before}
     changed: dict[str, Any] = {}
     for key, value in after.items():
-        old = canonical(before, key)
+        old = was.pop(key.lower(), None)
         if old is None or old != key or not _same(before[old], value):
             changed[key] = value
-    deleted = [key for key in before if canonical(after, key) is None]
-    return changed, deleted
+    return changed, list(was.values())
 
 
 # ---------------------------------------------------------------------- parsing
@@ -397,27 +406,59 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b  # (1 == True in Python, not in an ad)
 
 
-def _put(ad: dict[str, Any], name: str, value: Any) -> None:
-    old = canonical(ad, name)
-    if old is not None and old != name:
-        del ad[old]
-    ad[name] = value
+class _Ad:
+    """The ad being transformed: its dict, and its names by lower case (names ignore case)."""
 
+    __slots__ = ("d", "names", "was")
 
-def _delete(ad: dict[str, Any], name: str) -> None:
-    key = canonical(ad, name)
-    if key is not None:
-        del ad[key]
+    def __init__(self, ad: Mapping[str, Any]):
+        self.d = dict(ad)
+        self.names = {k.lower(): k for k in self.d}
+        # What each name touched held before the first change: (its key, its value), or None.
+        self.was: dict[str, tuple[str, Any] | None] = {}
 
+    def key(self, name: str) -> str | None:
+        return self.names.get(name.lower())
 
-def _copy(ad: dict[str, Any], name: str, new: str, *, rename: bool) -> None:
-    key = canonical(ad, name)
-    if key is None:
-        return  # nothing to copy, as HTCondor's COPY of a missing attribute
-    value = ad[key]
-    if rename and key.lower() != new.lower():
-        del ad[key]
-    _put(ad, new, value)
+    def _touch(self, low: str) -> None:
+        if low not in self.was:
+            key = self.names.get(low)
+            self.was[low] = None if key is None else (key, self.d[key])
+
+    def changes(self) -> tuple[dict[str, Any], list[str]]:
+        changed: dict[str, Any] = {}
+        deleted = []
+        for low, before in self.was.items():
+            key = self.names.get(low)
+            if key is None:
+                if before is not None:
+                    deleted.append(before[0])
+            elif before is None or before[0] != key or not _same(before[1], self.d[key]):
+                changed[key] = self.d[key]
+        return changed, deleted
+
+    def put(self, name: str, value: Any) -> None:
+        self._touch(name.lower())
+        old = self.names.get(name.lower())
+        if old is not None and old != name:
+            del self.d[old]
+        self.d[name] = value
+        self.names[name.lower()] = name
+
+    def delete(self, name: str) -> None:
+        self._touch(name.lower())
+        key = self.names.pop(name.lower(), None)
+        if key is not None:
+            del self.d[key]
+
+    def copy(self, name: str, new: str, *, rename: bool) -> None:
+        key = self.key(name)
+        if key is None:
+            return  # nothing to copy, as HTCondor's COPY of a missing attribute
+        value = self.d[key]
+        if rename and key.lower() != new.lower():
+            self.delete(key)
+        self.put(new, value)
 
 
 def _new_name(text: str, where: str) -> str:
@@ -427,19 +468,19 @@ def _new_name(text: str, where: str) -> str:
     return name
 
 
-def _regex_op(kw: str, ad: dict[str, Any], regex: re.Pattern[str], pattern: str, where: str) -> None:
+def _regex_op(kw: str, ad: _Ad, regex: re.Pattern[str], pattern: str, where: str) -> None:
     """COPY, RENAME or DELETE of every attribute whose name ``regex`` finds; the ad is changed
     only once every name is read (in name order, as HTCondor walks them)."""
     found: dict[str, str] = {}
-    for key in ad:
+    for key in ad.d:
         m = regex.search(key)
         if m:
             found[key] = "" if kw == "DELETE" else _new_name(_substitute(pattern, m), where)
     for key in sorted(found):
         if kw == "DELETE":
-            _delete(ad, key)
+            ad.delete(key)
         else:
-            _copy(ad, key, found[key], rename=kw == "RENAME")
+            ad.copy(key, found[key], rename=kw == "RENAME")
 
 
 def _substitute(pattern: str, m: re.Match[str]) -> str:

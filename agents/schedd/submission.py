@@ -23,7 +23,7 @@ from gridbus.agents.schedd.settings import SubmitRequirement
 from gridbus.attrs import canonical
 from gridbus.attrs import get as lookup
 from gridbus.status import MethodError, app_error, forbidden, invalid
-from gridbus.transforms import Transform, TransformError, apply_all, changes, reads
+from gridbus.transforms import Transform, TransformError, reads, transform_changes
 
 # Submit refusals that are not about argument shapes (QMF's application errors, USER + n; 4 and
 # 5 are the limits', limits.py).
@@ -284,10 +284,9 @@ def apply_transforms(transforms: Sequence[Transform], base: dict[str, Any], firs
 def _transformed(transforms: Sequence[Transform], job: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """What the transforms change in ``job``: (set, deleted), the schedd's own attributes left out."""
     try:
-        out, _applied = apply_all(transforms, job)
+        changed, deleted = transform_changes(transforms, job)
     except TransformError as exc:
         raise app_error(E_JOB_TRANSFORM, f"Failed to apply a required job transform: {exc}") from None
-    changed, deleted = changes(job, out)
     return ({k: v for k, v in changed.items() if k.lower() not in SCHEDD_OWNED},
             [k for k in deleted if k.lower() not in SCHEDD_OWNED])
 

@@ -12,7 +12,7 @@ import pytest
 
 from gridbus import classad
 from gridbus.classad import ExprTree
-from gridbus.transforms import TransformError, apply_all, changes, parse, reads
+from gridbus.transforms import TransformError, apply_all, changes, parse, reads, transform_changes
 
 # The admin manual, "Schedd Job Transforms": vanilla jobs that want SL6 become Docker jobs.
 SL6_TO_DOCKER = """
@@ -224,3 +224,12 @@ def test_reads_names_what_can_change_the_outcome():
     read = reads([t], {"Big": ExprTree("RequestMemory > 4000"), "RequestMemory": 1, "Other": 2})
     assert read is not None and {"big", "requestmemory", "args", "y", "x"} <= read and "other" not in read
     assert reads([t, parse("R", "DELETE /^tmp/")], {}) is None
+
+
+@pytest.mark.parametrize("why,rules,given,expected", TABLE, ids=[row[0] for row in TABLE])
+def test_the_changes_told_are_the_difference_of_the_ads(why: str, rules: str, given: dict[str, str],
+                                                       expected: dict[str, str] | None):
+    """transform_changes (from the names touched) answers what comparing the ads would."""
+    t = parse("JOB_TRANSFORM_Example", rules)
+    ad = _ad(given)
+    assert transform_changes([t], ad) == changes(ad, t.apply(ad) or ad), why
