@@ -251,6 +251,10 @@ def parse(name: str, text: str, config: ConfigLookup | None = None) -> Transform
     """A transform from its rules; ``name`` names it in every error (e.g. JOB_TRANSFORM_Big)."""
     if not isinstance(text, str):
         raise TransformError(f"{name} must be text (transform rules), not {type(text).__name__}")
+    if text.lstrip().startswith("["):
+        raise TransformError(f"{name} is in the earlier New ClassAds form of transforms ([ set_X = ...; ]), which "
+                             "HTCondor converts and gridbus does not: write it in the transform language "
+                             "(SET, DEFAULT, COPY, RENAME, DELETE, EVALSET)")
     steps: list[Step] = []
     requirements: str | None = None
     depth = 0

@@ -205,6 +205,7 @@ def test_configuration_macros_expand():
     ("COPY A 9lives", "line 1: 9lives is not an attribute name"),
     ("TRANSFORM 3", "TRANSFORM is a keyword of condor_transform_ads"),
     ("SET MY.Foo 1", "line 1: SET: MY.Foo is not an attribute name"),
+    ('[ set_Foo = 1; ]', "the earlier New ClassAds form of transforms"),
 ])
 def test_a_broken_transform_is_refused_with_its_line(rules: str, sentence: str):
     with pytest.raises(TransformError, match=sentence):
