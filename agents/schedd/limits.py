@@ -3,7 +3,7 @@
 - MAX_JOBS_PER_SUBMISSION: a Submit that would add more procs is refused;
 - MAX_JOBS_PER_OWNER: a Submit that would take its owner's jobs in the queue past it is refused;
   both as condor_submit reports them ("Number of submitted jobs would exceed ..."), the whole
-  cluster refused, none of it queued;
+  cluster refused, none of it queued, and logged as HTCondor's schedd logs them;
 - MAX_JOBS_RUNNING: the schedd's jobs on claims (running, being activated, or matched and being
   claimed) stop there: Match accepts no more, GetResourceRequests offers none, and a claim whose
   job ends is released rather than reused, HTCondor's schedd logging "Reached MAX_JOBS_RUNNING:
@@ -38,6 +38,8 @@ def check_submit(settings: ScheddSettings, owner: str, owner_jobs: int, count: i
     a submit limit forbids (MAX_JOBS_PER_SUBMISSION first, as HTCondor checks a new proc)."""
     per_submission = settings.max_jobs_per_submission
     if count > per_submission:
+        log.warning("MAX_JOBS_PER_SUBMISSION exceeded, submit failed.  Current total is %d.  Limit is %d.",
+                    count, per_submission)
         raise app_error(
             E_MAX_JOBS_PER_SUBMISSION,
             f"Number of submitted jobs would exceed MAX_JOBS_PER_SUBMISSION: this submission has {count} jobs; "
@@ -45,6 +47,8 @@ def check_submit(settings: ScheddSettings, owner: str, owner_jobs: int, count: i
         )
     per_owner = settings.max_jobs_per_owner
     if owner_jobs + count > per_owner:
+        log.warning("MAX_JOBS_PER_OWNER exceeded for %s, submit failed.  Current total is %d.  Limit is %d.",
+                    owner, owner_jobs + count, per_owner)
         raise app_error(
             E_MAX_JOBS_PER_OWNER,
             f"Number of submitted jobs would exceed MAX_JOBS_PER_OWNER: {owner} has {owner_jobs} jobs in this "
