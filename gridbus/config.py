@@ -107,6 +107,11 @@ def _is_verbatim(key: str) -> bool:
     return any(key.startswith(p) and key not in but for p, but in _VERBATIM.items())
 
 
+# Declared here, not by the schedd that reads them: every daemon reads the same file (and compares
+# its knobs at a reconfig), and a transform's $(MY.attr) names no knob.
+verbatim("JOB_TRANSFORM_", except_names=("JOB_TRANSFORM_NAMES",))
+
+
 def declared() -> dict[str, Knob]:
     """Every knob declared so far (by the modules imported so far), by upper-case name."""
     return dict(_KNOBS)

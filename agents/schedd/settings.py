@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import gridbus.transfer.knobs  # noqa: F401 - registers TRANSFER_STALL_TIMEOUT
-from gridbus.config import Config, ConfigError, knob, verbatim
+from gridbus.config import Config, ConfigError, knob
 from gridbus.transfer.stream import STALL_TIMEOUT
 from gridbus.transforms import Transform, parse
 
@@ -50,8 +50,6 @@ knob("SPOOL_SWEEP_INTERVAL", 60.0, "seconds between the schedd's removals of the
 knob("SUBMIT_REQUIREMENT_NAMES", [], "names of SUBMIT_REQUIREMENT_<NAME> expressions a submitted job must satisfy")
 knob("JOB_TRANSFORM_NAMES", [], "names of JOB_TRANSFORM_<Name> transforms applied in this order to every submitted "
      "job (each where its REQUIREMENTS holds), before SUBMIT_REQUIREMENT_NAMES")
-# A transform's text keeps its $(MY.attr) and $(var) for the transform language to expand.
-verbatim("JOB_TRANSFORM_", except_names=("JOB_TRANSFORM_NAMES",))
 knob("MAX_JOBS_PER_OWNER", 100_000, "a Submit that would give its owner more jobs than this in the queue is refused")
 knob("MAX_JOBS_PER_SUBMISSION", 20_000, "a Submit of more jobs than this is refused")
 knob("MAX_JOBS_RUNNING", 10_000, "at most this many jobs on claims at once (running, starting or being claimed; "
