@@ -146,7 +146,10 @@ def run(quick: bool = False, slots: int | None = None, jobs: int | None = None, 
         pool = Pool(url, Path(tmp), GRIDBUS_UPDATE_INTERVAL="300", GRIDBUS_NEGOTIATOR_INTERVAL="20",
                     GRIDBUS_JOB_LEASE_DURATION="2400", GRIDBUS_SCHEDD_INTERVAL="60",
                     GRIDBUS_STARTER_UPDATE_INTERVAL="300", GRIDBUS_SHADOW_CALL_TIMEOUT="300",
-                    GRIDBUS_NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE="200", GRIDBUS_NEGOTIATOR_MATCH_HOLD="300")
+                    GRIDBUS_NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE="200", GRIDBUS_NEGOTIATOR_MATCH_HOLD="300",
+                    # Each schedd runs a tenth of the pool: 20,000 jobs at 200,000 slots, past
+                    # MAX_JOBS_RUNNING's default (10,000, HTCondor's), as an HTCondor site would set it.
+                    GRIDBUS_MAX_JOBS_RUNNING=str(slots))
         try:
             pool.start("collector", "c")
             names = [f"s{i}" for i in range(SCHEDDS)]

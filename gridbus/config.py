@@ -92,6 +92,26 @@ def knob(name: str, default: Any, doc: str, *, type: type | None = None) -> Knob
     return declared
 
 
+# Prefixes of knob names whose values keep their $(...) as written, and the names under them that
+# do not: such a value is in a language that expands its own macros (HTCondor's job transforms
+# refer to the transformed ad's attributes as $(MY.attr) and to their own temporary macros).
+_VERBATIM: dict[str, frozenset[str]] = {}
+
+
+def verbatim(prefix: str, *, except_names: tuple[str, ...] = ()) -> None:
+    """Declare that knobs named ``prefix...`` (but ``except_names``) are not macro-expanded here."""
+    _VERBATIM[prefix.upper()] = frozenset(n.upper() for n in except_names)
+
+
+def _is_verbatim(key: str) -> bool:
+    return any(key.startswith(p) and key not in but for p, but in _VERBATIM.items())
+
+
+# Declared here, not by the schedd that reads them: every daemon reads the same file (and compares
+# its knobs at a reconfig), and a transform's $(MY.attr) names no knob.
+verbatim("JOB_TRANSFORM_", except_names=("JOB_TRANSFORM_NAMES",))
+
+
 def declared() -> dict[str, Knob]:
     """Every knob declared so far (by the modules imported so far), by upper-case name."""
     return dict(_KNOBS)
@@ -249,7 +269,7 @@ class Config:
         raw, where = found
         knob_ = _KNOBS.get(key)
         value = convert(knob_.type, raw, f"{key} from {where}") if knob_ else raw
-        return self._expand(value, key, (*seen, key))
+        return value if _is_verbatim(key) else self._expand(value, key, (*seen, key))
 
     def _expand(self, value: Any, key: str, seen: tuple[str, ...]) -> Any:
         if isinstance(value, list):

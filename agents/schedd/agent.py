@@ -54,7 +54,7 @@ from typing import Any
 
 from gridbus.agent import Agent
 from gridbus.agent.objects import ManagedObject
-from gridbus.agents.schedd import owner_shadow
+from gridbus.agents.schedd import limits, owner_shadow
 from gridbus.agents.schedd.ads import Ads, Counters
 from gridbus.agents.schedd.claims import Claims
 from gridbus.agents.schedd.commits import Commits
@@ -80,7 +80,7 @@ from gridbus.agents.schedd.users import Users
 from gridbus.autocluster import AutoClusters
 from gridbus.rpc import MethodResult
 
-# The schedd's knobs a reconfig applies (SUBMIT_REQUIREMENT_<Name> too; besides those every agent
+# The schedd's knobs a reconfig applies (SUBMIT_REQUIREMENT_<Name> and JOB_TRANSFORM_<Name> too; besides those every agent
 # applies, Agent.RUNTIME_KNOBS, but for UPDATE_INTERVAL), and those that need a restart.
 SCHEDD_KNOBS = frozenset({
     "SCHEDD_INTERVAL", "PERIODIC_EXPR_INTERVAL", "SCHEDD_HISTORY_RETENTION", "SCHEDD_HISTORY_MAX_JOBS",
@@ -88,6 +88,7 @@ SCHEDD_KNOBS = frozenset({
     "CLAIM_WORKLIFE", "JOB_LEASE_DURATION", "SHADOW_CALL_TIMEOUT", "SCHEDD_MAX_SCHEDULER_JOBS",
     "SCHEDD_RUN_LOCAL_JOBS_AS_SELF", "SCHEDD_LOCAL_KILL_TIMEOUT", "OWNER_SHADOW_CHECK_INTERVAL",
     "TRANSFER_STALL_TIMEOUT", "SPOOL_SWEEP_INTERVAL",
+    "JOB_TRANSFORM_NAMES", "MAX_JOBS_PER_OWNER", "MAX_JOBS_PER_SUBMISSION", "MAX_JOBS_RUNNING",
 })
 RESTART_KNOBS = frozenset({"SCHEDD_NAME", "SPOOL", "SCHEDD_QUEUE_SYNC", "SCHEDD_REQUEST_QUEUE_TYPE"})
 
@@ -232,7 +233,10 @@ class Schedd(Agent):
 
     # ------------------------------------------------------------------ the framework's hooks
     def daemon_ad(self) -> dict[str, Any]:
-        return {**super().daemon_ad(), **self.scheduler_ads.scheduler(self.start_time)}
+        s = self.settings
+        return {**super().daemon_ad(), **self.scheduler_ads.scheduler(self.start_time),
+                "MaxJobsRunning": s.max_jobs_running, "MaxJobsPerOwner": s.max_jobs_per_owner,
+                "MaxJobsPerSubmission": s.max_jobs_per_submission}
 
     def ads(self) -> list[dict[str, Any]]:
         return [self.daemon_ad(), *self.scheduler_ads.submitters()]
@@ -268,13 +272,15 @@ class Schedd(Agent):
             self.log.warning("reconfig: the configuration was not applied: %s", exc)
             return []
         live = SCHEDD_KNOBS | (self.RUNTIME_KNOBS - {"UPDATE_INTERVAL"})
-        applied = [n for n in changed if n in live or n.startswith("SUBMIT_REQUIREMENT_")]
+        applied = [n for n in changed if n in live or n.startswith(("SUBMIT_REQUIREMENT_", "JOB_TRANSFORM_"))]
         # Every part holds this settings object: it changes in place. What needs a restart keeps
         # its value: the file, the queue's sync mode, the queue type.
         for f in dataclasses.fields(new):
             if f.name not in ("spool", "queue_sync", "request_queue_type"):
                 setattr(self.settings, f.name, getattr(new, f.name))
         self.commits.write_behind = new.write_behind
+        if "MAX_JOBS_RUNNING" in changed:
+            self.spawn(limits.preempt_over_limit(self.claims, self.settings), "MAX_JOBS_RUNNING")
         if "SCHEDD_INTERVAL" in changed:
             was_default_lifetime = self.lifetime == 3 * self.update_interval
             self.update_interval = new.update_interval

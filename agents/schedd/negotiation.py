@@ -53,6 +53,11 @@ class Negotiation:
         """Matches accepted whose RequestClaim has not been sent yet."""
         return len(self._waiting)
 
+    def jobs_on_claims(self) -> int:
+        """What MAX_JOBS_RUNNING counts (HTCondor's shadows): jobs on claims, and matches accepted
+        whose claim is being requested or waits its turn."""
+        return len(self.claims.by_job) + len(self._waiting) + self._contacts
+
     @property
     def owners_paged(self) -> set[str]:
         """The owners whose request pages are held."""
@@ -68,6 +73,8 @@ class Negotiation:
         bad = next((a for a in AutoClusterAttrs if not isinstance(a, str) or not a), None)
         if bad is not None:
             raise invalid(f"GetResourceRequests: AutoClusterAttrs must be attribute names, got {bad!r}")
+        if not self.shadows.running_limit.room(self.jobs_on_claims()):
+            return {"Requests": []}  # MAX_JOBS_RUNNING: nothing more can run, so nothing is asked for
         groups = self._ac_pages.get(Owner)
         if After < 0 or groups is None:
             # The pool's slots read these job attributes: the requests carry them (a page after
@@ -135,7 +142,10 @@ class Negotiation:
                 raise invalid(f"Match: Matches[{i}].SlotAd, when given, must be the slot's ad (a map)")
             checked.append(m)
         accepted = 0
+        room = self.shadows.running_limit.room(self.jobs_on_claims())  # MAX_JOBS_RUNNING
         for m in checked:
+            if accepted >= room:
+                break  # the negotiator's further matches are not accepted: their slots stay unclaimed
             job = self._take_matched_job(m["AutoClusterId"])
             if job is None:
                 continue

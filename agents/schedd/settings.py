@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import gridbus.transfer.knobs  # noqa: F401 - registers TRANSFER_STALL_TIMEOUT
-from gridbus.config import Config, knob
+from gridbus.config import Config, ConfigError, knob
 from gridbus.transfer.stream import STALL_TIMEOUT
+from gridbus.transforms import Transform, parse
 
 knob("SCHEDD_NAME", "", "the schedd's name (its address is schedd@<name>); empty means the host name")
 knob("SCHEDD_INTERVAL", 300.0, "seconds between the schedd's Scheduler/Submitter ad updates")
@@ -49,6 +50,13 @@ knob("SPOOL_SWEEP_INTERVAL", 60.0, "seconds between the schedd's removals of the
 knob("MAX_SPOOL_MB_PER_OWNER", 0, "MiB of the spool one owner's spooled jobs may take (condor_submit -spool "
      "input); a job whose input would go over is held (0: no bound)")
 knob("SUBMIT_REQUIREMENT_NAMES", [], "names of SUBMIT_REQUIREMENT_<NAME> expressions a submitted job must satisfy")
+knob("JOB_TRANSFORM_NAMES", [], "names of JOB_TRANSFORM_<Name> transforms applied in this order to every submitted "
+     "job (each where its REQUIREMENTS holds), before SUBMIT_REQUIREMENT_NAMES")
+knob("MAX_JOBS_PER_OWNER", 100_000, "a Submit that would give its owner more jobs than this in the queue is refused")
+knob("MAX_JOBS_PER_SUBMISSION", 20_000, "a Submit of more jobs than this is refused")
+knob("MAX_JOBS_RUNNING", 10_000, "at most this many jobs on claims at once (running, starting or being claimed; "
+     "0 or less: none start); scheduler universe jobs are not counted. HTCondor's default is "
+     "MIN(DETECTED_MEMORY, 10000)")
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,10 @@ class ScheddSettings:
     spool: Path
     super_users: frozenset[str] = frozenset()
     submit_requirements: tuple[SubmitRequirement, ...] = ()
+    job_transforms: tuple[Transform, ...] = ()  # JOB_TRANSFORM_NAMES, in order
+    max_jobs_per_owner: int = 100_000  # MAX_JOBS_PER_OWNER
+    max_jobs_per_submission: int = 20_000  # MAX_JOBS_PER_SUBMISSION
+    max_jobs_running: int = 10_000  # MAX_JOBS_RUNNING
     update_interval: float = 300.0
     periodic_interval: float = 60.0
     history_retention: float = 7 * 86400.0
@@ -100,6 +112,10 @@ class ScheddSettings:
             "spool": cfg.path_of("SPOOL"),
             "super_users": frozenset(cfg.get("QUEUE_SUPER_USERS")),
             "submit_requirements": tuple(reqs),
+            "job_transforms": job_transforms(cfg),
+            "max_jobs_per_owner": int(cfg.get("MAX_JOBS_PER_OWNER")),
+            "max_jobs_per_submission": int(cfg.get("MAX_JOBS_PER_SUBMISSION")),
+            "max_jobs_running": int(cfg.get("MAX_JOBS_RUNNING")),
             "update_interval": cfg.get("SCHEDD_INTERVAL"),
             "periodic_interval": cfg.get("PERIODIC_EXPR_INTERVAL"),
             "history_retention": cfg.get("SCHEDD_HISTORY_RETENTION"),
@@ -125,3 +141,25 @@ class ScheddSettings:
         }
         values.update(overrides)
         return cls(**values)
+
+
+def job_transforms(cfg: Config) -> tuple[Transform, ...]:
+    """JOB_TRANSFORM_<Name> for each name of JOB_TRANSFORM_NAMES, parsed (a ValueError names the
+    one that is missing or broken); their $(KNOB) references resolve in ``cfg``."""
+
+    def knob_text(name: str) -> str | None:
+        try:
+            value = cfg.get(name, None)
+        except (KeyError, ConfigError):
+            return None
+        if value is None:
+            return None
+        return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+    out = []
+    for name in cfg.get("JOB_TRANSFORM_NAMES"):
+        text = cfg.get(f"JOB_TRANSFORM_{name}", None)
+        if text is None:
+            raise ValueError(f"JOB_TRANSFORM_NAMES names {name} but JOB_TRANSFORM_{name} is not set")
+        out.append(parse(f"JOB_TRANSFORM_{name}", str(text), knob_text))
+    return tuple(out)

@@ -52,6 +52,7 @@ from gridbus.agents.schedd.claims import (
 from gridbus.agents.schedd.jobattrs import runs_on_submit_host
 from gridbus.agents.schedd.jobqueue import IDLE as IDLE_JOB
 from gridbus.agents.schedd.jobqueue import Cluster, JobQueue
+from gridbus.agents.schedd.limits import RunningLimit
 from gridbus.agents.schedd.settings import ScheddSettings
 from gridbus.rpc import CallTimeout
 from gridbus.status import Status
@@ -87,6 +88,7 @@ class Shadows:
         self.state = state
         self._spawn = spawn
         self.settings = settings
+        self.running_limit = RunningLimit(settings)  # MAX_JOBS_RUNNING (Negotiation asks it too)
         self._to_activate: dict[str, list[tuple[Claim, tuple[int, int]]]] = {}
         self._activation_flush: set[str] = set()
         # Claims whose job exited with jobs queued ahead: settled once the call that reported the
@@ -476,6 +478,9 @@ class Shadows:
         """Claim reuse: the owner's next idle job that matches the slot, at once; else release."""
         if time.time() >= claim.worklife_end:
             self.claims.release(claim)
+            return
+        if not self.running_limit.room(len(self.claims.by_job)):
+            self.claims.release(claim)  # MAX_JOBS_RUNNING was lowered below the jobs running
             return
         job = self._next_job_for(claim)
         if job is None:

@@ -23,11 +23,14 @@ from gridbus.agents.schedd.settings import SubmitRequirement
 from gridbus.attrs import canonical
 from gridbus.attrs import get as lookup
 from gridbus.status import MethodError, app_error, forbidden, invalid
+from gridbus.transforms import Transform, TransformError, reads, transform_changes
 
-# Submit refusals that are not about argument shapes (QMF's application errors, USER + n).
+# Submit refusals that are not about argument shapes (QMF's application errors, USER + n; 4 and
+# 5 are the limits', limits.py).
 E_SUBMIT_REQUIREMENT = 1
 E_SUBMISSION_ID_REUSED = 2
 E_UNKNOWN_CLUSTER_ID = 3
+E_JOB_TRANSFORM = 6
 
 SUBMIT_TEXT_REFUSED = (
     "Submit: this schedd does not read submit descriptions (Submit.Text): the submitting client "
@@ -239,6 +242,75 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return f"<{type(value).__name__}>{value}"
+
+
+def apply_transforms(transforms: Sequence[Transform], base: dict[str, Any], first_diff: dict[str, Any],
+                     ad: dict[str, Any], diffs: list[dict[str, Any]], template: dict[str, Any] | None) -> None:
+    """JOB_TRANSFORM_<Name>, in order, on the cluster's jobs as they would be queued (``base``, the
+    cluster's job with ProcId 0 and its JobStatus, with each proc's own attributes), their changes
+    made in the cluster ``ad`` and the procs' own attributes (``diffs``). Procs that agree on every
+    attribute the transforms can read are transformed once (most clusters: once in all). Where
+    all are transformed alike, what the transforms set or delete goes into the cluster ad and out
+    of every proc's own attributes; otherwise into each proc's. A late-materialization cluster is
+    transformed through its first job, and what changes is taken out of its ``template``, as
+    HTCondor's transformed factory attributes override the factory's. Attributes the schedd
+    assigns (ClusterId, Owner, JobStatus...) are not changed; a transform that fails refuses."""
+    if template is not None or len(diffs) < 2:
+        changed, deleted = _transformed(transforms, {**base, **first_diff})
+        _into_cluster(changed, deleted, ad, [*diffs, *((template,) if template is not None else ())])
+        return
+    read = reads(transforms, {**base, **first_diff})
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for diff in diffs:
+        key = tuple(sorted((k.lower(), type(v).__name__, str(v)) for k, v in diff.items()
+                           if read is None or k.lower() in read))
+        groups.setdefault(key, []).append(diff)
+    if len(groups) == 1:
+        changed, deleted = _transformed(transforms, {**base, **diffs[0]})
+        _into_cluster(changed, deleted, ad, diffs)
+        return
+    for members in groups.values():
+        changed, deleted = _transformed(transforms, {**base, **members[0]})
+        for diff in members:
+            for name, value in changed.items():
+                _put(diff, name, value)
+            for name in deleted:
+                if canonical(ad, name) is None:
+                    _drop(diff, name)
+                else:  # the cluster ad's value is hidden for this proc by an undefined of its own
+                    _put(diff, name, classad_module().ExprTree("undefined"))
+
+
+def _transformed(transforms: Sequence[Transform], job: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """What the transforms change in ``job``: (set, deleted), the schedd's own attributes left out."""
+    try:
+        changed, deleted = transform_changes(transforms, job)
+    except TransformError as exc:
+        raise app_error(E_JOB_TRANSFORM, f"Failed to apply a required job transform: {exc}") from None
+    return ({k: v for k, v in changed.items() if k.lower() not in SCHEDD_OWNED},
+            [k for k in deleted if k.lower() not in SCHEDD_OWNED])
+
+
+def _into_cluster(changed: dict[str, Any], deleted: list[str], ad: dict[str, Any], own: list[dict[str, Any]]) -> None:
+    for name, value in changed.items():
+        _put(ad, name, value)
+    for name in deleted:
+        _drop(ad, name)
+    lowered = {n.lower() for n in (*changed, *deleted)}
+    for attrs in own:
+        for key in [k for k in attrs if k.lower() in lowered]:
+            del attrs[key]
+
+
+def _put(ad: dict[str, Any], name: str, value: Any) -> None:
+    _drop(ad, name)
+    ad[name] = value
+
+
+def _drop(ad: dict[str, Any], name: str) -> None:
+    key = canonical(ad, name)
+    if key is not None:
+        del ad[key]
 
 
 def check_requirements(

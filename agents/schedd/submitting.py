@@ -15,7 +15,7 @@ from typing import Any
 
 from gridbus import attrs
 from gridbus.agent import Call, method
-from gridbus.agents.schedd import submission
+from gridbus.agents.schedd import limits, submission
 from gridbus.agents.schedd.ads import Counters
 from gridbus.agents.schedd.commits import Commits
 from gridbus.agents.schedd.jobevents import JobEvents
@@ -98,20 +98,36 @@ class Submission:
             # A required attribute may differ from proc to proc (initialdir = dir_$(Process)).
             if submission.touches_required(diff):
                 submission.check_required({**ad, **diff})
-        if ClusterId:
-            self._take_reserved(ClusterId, caller)
-        qdate = int(time.time())
-        cluster_id = ClusterId or self.queue.next_cluster
-        probe, _status = submission.build_cluster_ad(ad, owner=owner, uid_domain=self.settings.uid_domain,
-                                                     cluster_id=cluster_id, qdate=qdate)
-        if self.settings.submit_requirements:
-            first = {**probe, **first_diff, "ProcId": 0, "JobStatus": _status}
-            submission.check_requirements(self.settings.submit_requirements, first, self._daemon_ad())
         max_idle = _int_attr(ad, "JobMaterializeMaxIdle")
         limit = _int_attr(ad, "JobMaterializeLimit")
         if late is not None and not (max_idle or limit):
             raise invalid("Submit: a proc template (Submit.Template) is for a cluster materialized late "
                           "(JobMaterializeMaxIdle or JobMaterializeLimit in the Ad); send Procs otherwise")
+        if max_idle or limit:
+            # A factory makes its procs as it goes: MAX_JOBS_PER_SUBMISSION bounds the procs it
+            # keeps in the queue at once, as it bounds HTCondor's job factories.
+            per_submission = self.settings.max_jobs_per_submission
+            if per_submission < 1:  # (a factory's Limit of 0 is no limit: none may be made, so refuse)
+                limits.check_submit(self.settings, owner, 0, 1)
+            limit = min(limit or per_submission, per_submission)
+        else:
+            limits.check_submit(self.settings, owner, sum(self.queue.counts.get(owner, ())), count)
+        if ClusterId:
+            self._take_reserved(ClusterId, caller)
+        qdate = int(time.time())
+        cluster_id = ClusterId or self.queue.next_cluster
+        if self.settings.job_transforms or self.settings.submit_requirements:
+            if self.settings.job_transforms:
+                # The transforms first, then the submit requirements see the transformed job.
+                base = self._first_job(ad, {}, owner, cluster_id, qdate)
+                submission.apply_transforms(self.settings.job_transforms, base, first_diff, ad, diffs,
+                                            late.template if late is not None else None)
+                first_diff = late.proc(0) if late is not None else (diffs[0] if diffs else {})
+            first = self._first_job(ad, first_diff, owner, cluster_id, qdate)
+            if self.settings.job_transforms:
+                submission.check_required(first)
+            if self.settings.submit_requirements:
+                submission.check_requirements(self.settings.submit_requirements, first, self._daemon_ad())
         if not ClusterId:
             cluster_id = self.queue.new_cluster_id()
         else:
@@ -144,6 +160,13 @@ class Submission:
         self.counters.count("JobsSubmitted", count)
         self._ads_changed()
         return answer
+
+    def _first_job(self, ad: dict[str, Any], first_diff: dict[str, Any], owner: str, cluster_id: int,
+                   qdate: int) -> dict[str, Any]:
+        """The cluster's first job as it would be queued: what transforms and requirements see."""
+        probe, status = submission.build_cluster_ad(ad, owner=owner, uid_domain=self.settings.uid_domain,
+                                                    cluster_id=cluster_id, qdate=qdate)
+        return {**probe, **first_diff, "ProcId": 0, "JobStatus": status}
 
     def _take_reserved(self, cluster_id: int, caller: str) -> None:
         if cluster_id in self.queue.clusters:
