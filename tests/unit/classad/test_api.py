@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+import gridbus
 from tests.unit.classad.generator import MY_AD_CORE, TARGET_AD, expression
 from tests.unit.classad.oracle import classad2, norm, ours
 
@@ -166,3 +167,12 @@ def test_an_integer_against_a_real_compares_as_reals():
                  "x == 9223372036854775807.0", "9223372036854775807.0 <= x"):
         assert ours.compile(text).eval({"x": 9223372036854775807}) is True, text
     assert ours.compile("x < y").eval({"x": 9223372036854775807, "y": 9223372036854775807.0}) is False
+
+
+def test_version_and_last_error_as_classad2():
+    for module in (ours, classad2):
+        with pytest.raises(module.ClassAdException):
+            module.ExprTree("1 +")
+        assert module.lastError() == ""  # each error is raised by the call that met it
+        assert isinstance(module.version(), str) and module.version()
+    assert ours.version() == gridbus.__version__
