@@ -247,15 +247,15 @@ class Cycle:
             demand[key] = demand.get(key, 0.0) + held
         self.groups.assign(pie, usage, demand)
         regroup: list[str] = []
-        for group in self.groups.order():
-            members = [c for c, g in group_of.items() if g == group.name.lower()]
-            if group.autoregroup and group.parent is not None:
+        for grp in self.groups.order():
+            members = [c for c, g in group_of.items() if g == grp.name.lower()]
+            if grp.autoregroup and grp.parent is not None:
                 regroup += members
-            if group.parent is None:  # <none>: last, with the autoregrouped customers
+            if grp.parent is None:  # <none>: last, with the autoregrouped customers
                 break
-            budget = group.allocated - group.usage
+            budget = grp.allocated - grp.usage
             if members and budget > 1e-9:
-                await self._negotiate_customers(members, customers, mm, group.allocated, budget, in_use, limits_used, stats)
+                await self._negotiate_customers(members, customers, mm, grp.allocated, budget, in_use, limits_used, stats)
         none_members = [c for c, g in group_of.items() if g == self.groups.root.name.lower()]
         root = self.groups.root
         budget = root.allocated - root.usage
