@@ -40,6 +40,9 @@ def parse_address(text: str) -> tuple[str, int]:
 class WebDaemon(Agent):
     kind = "web"
     my_type = "Web"
+    # Only the methods every daemon serves (RemoteParam, SetParam, Advertise): the console's own
+    # work is HTTP, and what it does on the bus it does as the signed-in user.
+    classes = ("daemon",)
 
     def __init__(self, name: str, url: str, *, address: str, address_file: Path | None = None,
                  update_interval: float = 300.0, lifetime: float | None = None, admins: Any = ()):

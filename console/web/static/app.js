@@ -68,7 +68,7 @@ const views = {
     const d = await api(`/api/job?schedd=${encodeURIComponent(schedd)}&id=${encodeURIComponent(id)}`);
     const st = STATUS[d.ad.JobStatus] || d.ad.JobStatus;
     const attrs = Object.keys(d.ad).sort().map((k) => `${k} = ${JSON.stringify(d.ad[k])}`).join("\n");
-    const events = d.events.map((e) => `<li>${esc(new Date((e.time || 0) * 1000).toLocaleTimeString())} ${esc(e.event)}` +
+    const events = d.events.map((e) => `<li><time>${esc(new Date((e.time || 0) * 1000).toLocaleTimeString())}</time> <span class="event">${esc(e.event)}</span>` +
       `${e.HoldReason ? " (" + esc(e.HoldReason) + ")" : ""}${e.RemoteHost ? " on " + esc(e.RemoteHost) : ""}</li>`).join("");
     return `<h1>Job ${esc(d.id)} <span class="muted">on ${esc(d.schedd)}</span></h1>
       <p>Status: <strong id="job-status" class="${esc(st)}">${esc(st)}</strong> · Owner ${esc(d.ad.Owner)}
@@ -106,7 +106,7 @@ function actions(schedd, id, extra) {
     `<button data-action="${a}" data-schedd="${esc(schedd)}" data-job="${esc(id)}"${extra}>${a[0].toUpperCase() + a.slice(1)}</button>`).join(" ");
 }
 function jobTable(schedd, jobs, live) {
-  const cols = ["ID", "Owner", "Status", "Submitted", "Cmd", live ? "" : "Exit"];
+  const cols = ["ID", "Owner", "Status", "Submitted", "Cmd", live ? "Actions" : "Exit code"];
   return table(cols, jobs, (j, c) => {
     const id = `${j.ClusterId}.${j.ProcId}`;
     const st = STATUS[j.JobStatus] || j.JobStatus;
@@ -114,14 +114,16 @@ function jobTable(schedd, jobs, live) {
     if (c === "Status") return `<td class="status ${esc(st)}" data-job="${id}">${esc(st)}${j.HoldReason && st === "Held" ? ": " + esc(j.HoldReason) : ""}</td>`;
     if (c === "Submitted") return `<td>${ago(j.QDate)} ago</td>`;
     if (c === "Cmd") return `<td>${esc(j.Cmd)} ${esc(j.Arguments || j.Args || "")}</td>`;
-    if (c === "Exit") return `<td>${esc(j.ExitCode)}</td>`;
-    return live ? `<td>${actions(schedd, id, "")}</td>` : `<td>${esc(j[c])}</td>`;
+    if (c === "Actions") return `<td>${actions(schedd, id, "")}</td>`;
+    if (c === "Exit code") return `<td>${esc(j.ExitCode)}</td>`;
+    return `<td>${esc(j[c])}</td>`;
   });
 }
 
 // ------------------------------------------------------------------ routing and the live stream
 const TOPICS = {slots: ["slots"], queue: ["queue"], users: ["users"], daemons: ["daemons"]};
 function route() {
+  say("");
   const [name, query] = (location.hash.slice(1) || "queue").split("?");
   const params = new URLSearchParams(query || "");
   const view = views[name] ? name : "queue";

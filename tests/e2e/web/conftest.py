@@ -1,4 +1,4 @@
-"""A personal pool with its web console (WEB in DAEMON_LIST, as `gridbus pool up` runs it), in a
+"""A personal pool with its web console, one for the package's tests (WEB in DAEMON_LIST, as `gridbus pool up` runs it), in a
 vhost of its own, and two people's broker accounts, alice and bob (named apart per run: broker
 users are the broker's, not the vhost's), whose jobs run as nobody."""
 
@@ -33,7 +33,7 @@ class WebPool:
         return self.broker.with_credentials(name, password).url
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def web_pool(mgmt: Management, broker_url: BrokerURL, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebPool]:
     vhost = f"gridbus-web-{uuid.uuid4().hex[:10]}"
     mgmt.put_vhost(vhost)
