@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install broker bench docs lint cluster cluster-stop
+.PHONY: demo test install broker browser bench docs lint cluster cluster-stop
 
 $(BIN)/gridbus: pyproject.toml setup.py agents/startd/_spawn.c
 	$(PY) -m venv $(VENV)
@@ -17,10 +17,14 @@ install: $(BIN)/gridbus
 broker:
 	bash scripts/ensure-broker.sh
 
+# Debian's chromium and chromedriver, for the web console's browser test (it skips without them).
+browser:
+	bash scripts/ensure-browser.sh
+
 demo: install broker
 	$(BIN)/python scripts/demo.py
 
-test: install broker
+test: install broker browser
 	$(BIN)/python -m pytest -q
 
 lint: install
