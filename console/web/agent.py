@@ -3,22 +3,25 @@ console (server.WebApp) on WEB_ADDRESS, and advertises a Web ad saying where (We
 
 Its queue on the bus is exclusive and bounded (the oldest messages go first when it is full), so
 a slow console never holds a daemon back: the daemons publish as they always do, and the web
-daemon is one more consumer of ``gridbus.ads`` (the public MyTypes it shows, never ``private.*``)
-and of ``gridbus.events`` (``job.#`` and ``daemon.#``). At its start it asks every daemon to
-advertise at once (the Advertise broadcast a starting collector sends), so its picture is whole
-within seconds, not at the next update interval.
+daemon is one more consumer of ``gridbus.ads`` (the public MyTypes it shows, never ``private.*``).
+The queue views and /metrics need nothing else: the Submitter and Scheduler ads change as the
+jobs do. Job events (``gridbus.events``, ``job.*.<owner>``) are bound only while a page shows a
+job of that owner, and unbound when the last such page goes: a message costs its consumer a
+tenth of a millisecond or more of Python, and a pool nobody looks at job by job pays nothing for
+its events. At its start the daemon asks every daemon to advertise at once (the Advertise
+broadcast a starting collector sends), so its picture is whole within seconds, not at the next
+update interval.
 """
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import os
 import socket
 from pathlib import Path
 from typing import Any
 
-from aio_pika.abc import AbstractIncomingMessage
+from aio_pika.abc import AbstractIncomingMessage, AbstractQueue
 from aiohttp import web
 
 from gridbus import bus, wire
@@ -50,9 +53,11 @@ class WebDaemon(Agent):
         self.listen = parse_address(address)
         self.address_file = address_file
         self.picture = Picture()
-        self.web = WebApp(self.picture, self.url)
+        self.web = WebApp(self.picture, self.url, watch=self.watch_owner, unwatch=self.unwatch_owner)
         self.web_url = ""
         self._runner: web.AppRunner | None = None
+        self._queue: AbstractQueue | None = None
+        self._watched: dict[str, int] = {}  # owner -> pages showing one of their jobs
 
     # ------------------------------------------------------------------ ads
     def daemon_ad(self) -> dict[str, Any]:
@@ -69,9 +74,8 @@ class WebDaemon(Agent):
             arguments={"x-max-length": QUEUE_LIMIT, "x-overflow": "drop-head"})
         for mytype in AD_TYPES:
             await queue.bind(bus.ADS, f"{mytype.lower()}.#")
-        await queue.bind(bus.EVENTS, "job.#")
-        await queue.bind(bus.EVENTS, "daemon.#")
         await queue.consume(self._on_message, no_ack=True)
+        self._queue = queue
         self.connection.watch(queue.name)
         await self._serve_http()
 
@@ -117,6 +121,25 @@ class WebDaemon(Agent):
             os.replace(tmp, self.address_file)
         self.log.info("the web console serves on %s (pages, /api, /metrics)", self.web_url)
 
+    # ------------------------------------------------------------------ job events, while watched
+    async def watch_owner(self, owner: str) -> None:
+        """A page shows a job of ``owner``: their job events come to this daemon from now on."""
+        self._watched[owner] = self._watched.get(owner, 0) + 1
+        if self._watched[owner] == 1 and self._queue is not None:
+            await self._queue.bind(bus.EVENTS, bus.event_key("job", "*", owner))
+
+    async def unwatch_owner(self, owner: str) -> None:
+        left = self._watched.get(owner, 0) - 1
+        if left > 0:
+            self._watched[owner] = left
+            return
+        self._watched.pop(owner, None)
+        if self._queue is not None:
+            try:
+                await self._queue.unbind(bus.EVENTS, bus.event_key("job", "*", owner))
+            except Exception:  # (the connection went; a new one binds only what is watched)
+                self.log.warning("could not unbind the job events of %s", owner, exc_info=True)
+
     # ------------------------------------------------------------------ the bus
     async def _on_message(self, message: AbstractIncomingMessage) -> None:
         try:
@@ -137,7 +160,6 @@ class WebDaemon(Agent):
                 self.picture.take_ads(body.get("ads") or [])
         except Exception:  # never die on a message
             self.log.exception("could not take a %s message", message.type)
-        await asyncio.sleep(0)
 
 
 def default_name() -> str:

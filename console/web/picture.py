@@ -2,8 +2,9 @@
 and the recent events of each job, kept from gridbus.events; and who wants to hear of a change.
 
 As HTCondor's gangliad reads the collector, the web daemon reads the bus: it binds a queue of its
-own to the ads and events exchanges, so its pages and /metrics cost the pool nothing more than
-one more consumer of messages already published. The picture is plain data (no I/O): the agent
+own to the ads exchange (and to the job events of the owners whose jobs a page shows), so its
+pages and /metrics cost the pool nothing more than one more consumer of messages already
+published. The picture is plain data (no I/O): the agent
 feeds it messages, the metrics and the pages read it.
 
 Topics name what changed, so a page hears only of what it shows: ``slots`` (Machine ads),

@@ -9,7 +9,9 @@
   user of the pool may read on the bus anyway).
 - ``/api/stream``: server-sent events. A page holds one stream; the daemon writes ``change``
   with the topics that changed (coalesced, at most one per STREAM_COALESCE seconds) when an ad or
-  an event comes from the bus, and the page fetches only the view it shows. No page polls.
+  an event comes from the bus, and the page fetches only the view it shows. No page polls. A
+  page showing a job opens its stream with ``?watch=<owner>``: that owner's job events are bound
+  for as long as the stream lasts (agent.WebDaemon.watch_owner).
 - ``/metrics``: Prometheus's text format (metrics.PoolCollector), open as an exporter's is; bind
   WEB_ADDRESS to an address only the scraper reaches.
 """
@@ -20,6 +22,7 @@ import asyncio
 import json
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +47,15 @@ log = logging.getLogger("gridbus.web")
 
 STATIC = Path(__file__).with_name("static")
 COOKIE = "gridbus_web"
-STREAM_COALESCE = 0.25  # seconds: a burst of changes reaches a page as one
+STREAM_COALESCE = 1.0  # seconds: the changes within reach a page as one (a person needs no more than one redraw a second)
 STREAM_KEEPALIVE = 20.0  # seconds between comments on a quiet stream (proxies close idle ones)
 JOB_ID = re.compile(r"\d+\.\d+")
 ACTIONS = {"hold": JobAction.Hold, "release": JobAction.Release, "remove": JobAction.Remove}
-HISTORY_SHOWN = 50  # recently finished jobs the queue view lists
+HISTORY_SHOWN = 20  # recently finished jobs the queue view lists
+# Jobs of one schedd the queue view lists at most: a page is redrawn at each change of the queue,
+# and a listing of 100,000 jobs is a cost to the schedd and no use to a person (the Submitter ads'
+# totals, on the users page, count them all).
+QUEUE_SHOWN = 500
 # Attributes of a job the queue view lists (condor_q's columns, and what it groups by).
 QUEUE_ATTRS = ["ClusterId", "ProcId", "Owner", "JobStatus", "QDate", "EnteredCurrentStatus", "Cmd", "Args",
                "Arguments", "DAGManJobId", "DAGNodeName", "HoldReason", "RemoteHost", "JobBatchName",
@@ -70,9 +77,16 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+async def _nothing(owner: str) -> None:
+    return None
+
+
 class WebApp:
-    def __init__(self, picture: Picture, pool_url: BrokerURL, *, call_timeout: float = 30.0):
+    def __init__(self, picture: Picture, pool_url: BrokerURL, *, call_timeout: float = 30.0,
+                 watch: Callable[[str], Awaitable[None]] = _nothing,
+                 unwatch: Callable[[str], Awaitable[None]] = _nothing):
         self.picture = picture
+        self.watch, self.unwatch = watch, unwatch
         self.pool_url = pool_url
         self.call_timeout = call_timeout
         self.sign_ins = SignIns()
@@ -167,12 +181,15 @@ class WebApp:
     # ------------------------------------------------------------------ the live stream
     async def stream(self, request: web.Request) -> web.StreamResponse:
         self._user(request)
+        owner = request.query.get("watch", "")[:200]
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
                                                "X-Accel-Buffering": "no"})
         await response.prepare(request)
         queue: asyncio.Queue[set[str]] = asyncio.Queue()
         self.streams.add(queue)
         self.stats["StreamsOpen"] = len(self.streams)
+        if owner:
+            await self.watch(owner)
         try:
             await response.write(b"event: hello\ndata: {}\n\n")
             while True:
@@ -193,6 +210,8 @@ class WebApp:
         finally:
             self.streams.discard(queue)
             self.stats["StreamsOpen"] = len(self.streams)
+            if owner:
+                await self.unwatch(owner)
         return response
 
     # ------------------------------------------------------------------ views from the ads
@@ -249,12 +268,13 @@ class WebApp:
                 schedd = Schedd(address, session=session)
                 mine = f"Owner == {json.dumps(console.user)}"
                 opts = QueryOpt.Default if everyone else QueryOpt.DefaultMyJobsOnly
-                jobs = schedd.query("true", QUEUE_ATTRS, opts=opts)
+                jobs = schedd.query("true", QUEUE_ATTRS, limit=QUEUE_SHOWN, opts=opts)
                 done = schedd.history("true" if everyone else mine, QUEUE_ATTRS, HISTORY_SHOWN)
                 return jobs, done
 
             jobs, done = await self._as_user(console, listing)
-            out.append({"schedd": address, "jobs": [_job_row(j) for j in jobs], "history": [_job_row(j) for j in done]})
+            out.append({"schedd": address, "jobs": [_job_row(j) for j in jobs], "history": [_job_row(j) for j in done],
+                        "limit": QUEUE_SHOWN})
         return web.json_response({"user": console.user, "all": everyone, "schedds": out})
 
     def _job_ref(self, schedd: str | None, job_id: str | None) -> tuple[str, str]:

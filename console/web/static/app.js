@@ -5,7 +5,7 @@
 
 const STATUS = {1: "Idle", 2: "Running", 3: "Removed", 4: "Completed", 5: "Held", 6: "Transferring Output", 7: "Suspended"};
 const $ = (sel) => document.querySelector(sel);
-let stream = null;
+let stream = null, watching = null; // the stream, and the owner whose job events it asks for
 let current = null; // {topics, render}
 
 function esc(v) {
@@ -56,6 +56,7 @@ const views = {
         (groups[key] = groups[key] || []).push(j);
       }
       if (!s.jobs.length) html += `<p class="muted">No jobs in the queue.</p>`;
+      if (s.jobs.length >= s.limit) html += `<p class="muted">The first ${s.limit} jobs of the queue.</p>`;
       for (const [key, jobs] of Object.entries(groups).sort()) {
         html += `<h3>${esc(key)}</h3>` + jobTable(s.schedd, jobs, true);
       }
@@ -70,10 +71,11 @@ const views = {
     const attrs = Object.keys(d.ad).sort().map((k) => `${k} = ${JSON.stringify(d.ad[k])}`).join("\n");
     const events = d.events.map((e) => `<li><time>${esc(new Date((e.time || 0) * 1000).toLocaleTimeString())}</time> <span class="event">${esc(e.event)}</span>` +
       `${e.HoldReason ? " (" + esc(e.HoldReason) + ")" : ""}${e.RemoteHost ? " on " + esc(e.RemoteHost) : ""}</li>`).join("");
+    if (watching !== d.ad.Owner) connect(d.ad.Owner); // this job's events come while the page shows it
     return `<h1>Job ${esc(d.id)} <span class="muted">on ${esc(d.schedd)}</span></h1>
       <p>Status: <strong id="job-status" class="${esc(st)}">${esc(st)}</strong> · Owner ${esc(d.ad.Owner)}
       ${actions(d.schedd, d.id, "")}</p>
-      <h2>Events (since the console started)</h2><ol id="events">${events}</ol>
+      <h2>Events (since this page showed the job)</h2><ol id="events">${events}</ol>
       <h2>Job ad</h2><pre id="job-ad">${esc(attrs)}</pre>`;
   },
   async users() {
@@ -131,6 +133,7 @@ function route() {
   let topics = TOPICS[view] || [];
   if (view === "job") topics = ["queue", `job:${params.get("schedd")}/${params.get("id")}`];
   current = {topics, render: () => views[view](params)};
+  if (view !== "job" && watching) connect(null);
   return show();
 }
 let showing = null, again = false;
@@ -152,9 +155,10 @@ async function show() {
   })();
   return showing;
 }
-function connect() {
+function connect(owner) {
   if (stream) stream.close();
-  stream = new EventSource("/api/stream");
+  watching = owner || null;
+  stream = new EventSource("/api/stream" + (watching ? "?watch=" + encodeURIComponent(watching) : ""));
   stream.addEventListener("hello", () => $("#live").classList.add("on"));
   stream.addEventListener("change", (ev) => {
     const topics = JSON.parse(ev.data).topics;
@@ -167,7 +171,7 @@ function showLogin() {
   $("#nav").hidden = true;
   $("#view").innerHTML = "";
   $("#who").textContent = "";
-  if (stream) { stream.close(); stream = null; }
+  if (stream) { stream.close(); stream = null; watching = null; }
 }
 async function signedIn(user) {
   $("#login").hidden = true;
