@@ -52,10 +52,11 @@ STREAM_KEEPALIVE = 20.0  # seconds between comments on a quiet stream (proxies c
 JOB_ID = re.compile(r"\d+\.\d+")
 ACTIONS = {"hold": JobAction.Hold, "release": JobAction.Release, "remove": JobAction.Remove}
 HISTORY_SHOWN = 20  # recently finished jobs the queue view lists
-# Jobs of one schedd the queue view lists at most: a page is redrawn at each change of the queue,
+# Jobs of one schedd the queue view lists at most (a screenful or two): a page is redrawn at each
+# change of the queue,
 # and a listing of 100,000 jobs is a cost to the schedd and no use to a person (the Submitter ads'
 # totals, on the users page, count them all).
-QUEUE_SHOWN = 500
+QUEUE_SHOWN = 100
 # Attributes of a job the queue view lists (condor_q's columns, and what it groups by).
 QUEUE_ATTRS = ["ClusterId", "ProcId", "Owner", "JobStatus", "QDate", "EnteredCurrentStatus", "Cmd", "Args",
                "Arguments", "DAGManJobId", "DAGNodeName", "HoldReason", "RemoteHost", "JobBatchName",

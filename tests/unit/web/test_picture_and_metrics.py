@@ -124,3 +124,15 @@ def test_web_address_and_the_masters_module():
     assert daemon_module(cfg, "WEB") == "gridbus.console.web"
     assert daemon_module(cfg, "SCHEDD") == "gridbus.agents.schedd"
     assert "WEB" in cfg.get("DAEMON_LIST")
+
+
+def test_core_does_not_import_the_web_console():
+    import ast
+    from pathlib import Path
+
+    core = Path(__file__).resolve().parents[3] / "gridbus"
+    for path in core.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            assert not any(n.startswith("gridbus.console.web") for n in names), f"{path} imports the web console"
