@@ -237,15 +237,10 @@ class WebApp:
         error = ""
         negotiators = self.picture.of_type("Negotiator")
         if negotiators:
-            address = str(negotiators[0].get("MyAddress"))
-
-            def get(session: Any) -> list[dict[str, Any]]:
-                negotiator = Negotiator(session=session)
-                negotiator._address = address
-                return negotiator.getPriorities()
-
+            name = str(negotiators[0].get("Name"))
             try:
-                priorities = [{k: _plain(v) for k, v in p.items()} for p in await self._as_user(console, get)]
+                found = await self._as_user(console, lambda s: Negotiator(name=name, session=s).getPriorities())
+                priorities = [{k: _plain(v) for k, v in p.items()} for p in found]
             except Exception as exc:
                 error = describe(exc)
         return web.json_response({"submitters": submitters, "priorities": priorities, "error": error})
