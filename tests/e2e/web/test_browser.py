@@ -115,7 +115,6 @@ def test_sign_in_watch_act_and_be_refused(web_pool: WebPool, browser, tmp_path: 
     b.execute_script(f"location.hash = '#job?id={job}';")
     wait.until(lambda d: d.find_element(By.ID, "job-status").text == "Idle")
     b.execute_script(WATCH_STATUS)
-    b.save_screenshot(str(shots / "job.png"))
     wait.until(lambda d: d.execute_script("return window.__seen.includes('Completed')"))
     seen = b.execute_script("return window.__seen")
     assert seen[0] == "Idle" and seen[-1] == "Completed", seen
@@ -125,6 +124,7 @@ def test_sign_in_watch_act_and_be_refused(web_pool: WebPool, browser, tmp_path: 
     wait.until(lambda d: "terminated" in [e.text for e in d.find_elements(By.CSS_SELECTOR, "#events .event")])
     events = [e.text for e in b.find_elements(By.CSS_SELECTOR, "#events .event")]
     assert events[-2:] == ["execute", "terminated"], events
+    b.save_screenshot(str(shots / "job.png"))
 
     # Hold and release from the queue page; its rows change as the events come.
     running = submit(web_pool, "alice", "60")
