@@ -140,6 +140,22 @@ class WebApp:
             raise web.HTTPUnauthorized(text=json.dumps({"error": "sign in first"}), content_type="application/json")
         return console
 
+    @staticmethod
+    async def _form(request: web.Request, what: str) -> dict[str, Any]:
+        """The JSON object a POST sends; a form of another type (one a page of another site
+        could send) or anything but an object is refused with a sentence."""
+        if request.content_type != "application/json":
+            raise web.HTTPUnsupportedMediaType(text=json.dumps({"error": f"send {what} as application/json"}),
+                                               content_type="application/json")
+        try:
+            form = await request.json()
+        except ValueError:
+            form = None
+        if not isinstance(form, dict):
+            raise web.HTTPBadRequest(text=json.dumps({"error": f"send {what} as a JSON object"}),
+                                     content_type="application/json")
+        return form
+
     async def _as_user(self, console: UserConsole, fn: Any) -> Any:
         self.stats["PageCalls"] += 1
         return await console.run(fn)
@@ -154,10 +170,7 @@ class WebApp:
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def login(self, request: web.Request) -> web.Response:
-        try:
-            form = await request.json()
-        except ValueError:
-            return web.json_response({"error": "send the user name and password as JSON"}, status=400)
+        form = await self._form(request, "the user name and password")
         user, password = str(form.get("user", "")).strip(), str(form.get("password", ""))
         try:
             url = await check_credentials(self.pool_url, user, password)
@@ -297,10 +310,7 @@ class WebApp:
 
     async def action(self, request: web.Request) -> web.Response:
         console = self._user(request)
-        try:
-            form = await request.json()
-        except ValueError:
-            return web.json_response({"error": "send the action as JSON"}, status=400)
+        form = await self._form(request, "the action")
         what = str(form.get("action", "")).lower()
         if what not in ACTIONS:
             return web.json_response({"error": f"the action must be one of {', '.join(ACTIONS)}, not {what!r}"},

@@ -45,6 +45,12 @@ def test_sign_in_and_the_schedds_rules(web_pool: WebPool):
     status, out = nobody.call("/api/login", {"user": alice, "password": alice_password + "x"})
     assert status == 403 and "refused" in out["error"]
     assert nobody.call("/api/login", {"user": "", "password": ""})[0] == 403
+    # A form another site's page could post (no JSON content type) is refused, whatever it holds.
+    form = urllib.request.Request(f"{web_pool.url}/api/login", json.dumps({"user": alice, "password": alice_password}).encode(),
+                                  {"Content-Type": "text/plain"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(form, timeout=30)
+    assert refused.value.code == 415
 
     with Schedd(url=web_pool.user_url("bob")) as schedd:
         bobs = f"{schedd.submit(Submit({'executable': '/bin/sleep', 'arguments': '60', 'hold': 'true'})).cluster()}.0"
