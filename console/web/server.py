@@ -42,6 +42,7 @@ from gridbus.console.web.users import (
     describe,
 )
 from gridbus.errors import HTCondorPermissionError, HTCondorValueError
+from gridbus.eventlog import parse_event
 
 log = logging.getLogger("gridbus.web")
 
@@ -65,6 +66,26 @@ QUEUE_ATTRS = ["ClusterId", "ProcId", "Owner", "JobStatus", "QDate", "EnteredCur
 
 def _job_row(ad: Any) -> dict[str, Any]:
     return {k: _plain(ad.get(k)) for k in QUEUE_ATTRS if ad.get(k) is not None}
+
+
+def log_history(text: str, cluster: int, proc: int) -> list[dict[str, Any]]:
+    """The events of job ``cluster.proc`` in a user log's text, oldest first, each as
+    ``{"event": its name (as the event log calls it), "time": seconds}``; a duplicate that a
+    schedd's crash left (the same event at the same second) is shown once."""
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[int, int]] = set()
+    for chunk in text.split("\n...\n"):
+        if not chunk.strip():
+            continue
+        try:
+            event = parse_event(chunk.strip("\n") + "\n")
+        except (ValueError, KeyError):
+            continue  # a part a reader cannot take (a torn last write): the rest still shows
+        if (event.cluster, event.proc) != (cluster, proc) or (int(event.type), event.timestamp) in seen:
+            continue
+        seen.add((int(event.type), event.timestamp))
+        out.append({"event": event.type.name.lower(), "time": event.timestamp})
+    return out
 
 
 def _plain(value: Any) -> Any:
@@ -304,9 +325,18 @@ class WebApp:
         except HTCondorPermissionError as exc:
             return web.json_response({"error": describe(exc)}, status=403)
         cluster, proc = (int(x) for x in job_id.split("."))
+        history: list[dict[str, Any]] = []
+        if ad.get("UserLog"):
+            # The job's record before this page: its user log, fetched as the user (the schedd's
+            # Fetch, read by the owner's shadow), as HTCondor's answer for what happened.
+            try:
+                text = await self._as_user(console, lambda s: Schedd(address, session=s).fetch(job_id, "UserLog"))
+                history = log_history(text, cluster, proc)
+            except (HTCondorValueError, HTCondorPermissionError) as exc:
+                log.info("%s: the user log of %s not read: %s", console.user, job_id, describe(exc))
         events = [{k: _plain(v) for k, v in e.items()} for e in self.picture.job_events(address, cluster, proc)]
         return web.json_response({"schedd": address, "id": job_id, "ad": {k: _plain(ad[k]) for k in ad.keys()},
-                                  "events": events})
+                                  "history": history, "events": events})
 
     async def action(self, request: web.Request) -> web.Response:
         console = self._user(request)

@@ -69,12 +69,14 @@ const views = {
     const d = await api(`/api/job?schedd=${encodeURIComponent(schedd)}&id=${encodeURIComponent(id)}`);
     const st = STATUS[d.ad.JobStatus] || d.ad.JobStatus;
     const attrs = Object.keys(d.ad).sort().map((k) => `${k} = ${JSON.stringify(d.ad[k])}`).join("\n");
+    const history = (d.history || []).map((e) => `<li><time>${esc(new Date(e.time * 1000).toLocaleTimeString())}</time> <span class="event">${esc(e.event)}</span></li>`).join("");
     const events = d.events.map((e) => `<li><time>${esc(new Date((e.time || 0) * 1000).toLocaleTimeString())}</time> <span class="event">${esc(e.event)}</span>` +
       `${e.HoldReason ? " (" + esc(e.HoldReason) + ")" : ""}${e.RemoteHost ? " on " + esc(e.RemoteHost) : ""}</li>`).join("");
     if (watching !== d.ad.Owner) connect(d.ad.Owner); // this job's events come while the page shows it
     return `<h1>Job ${esc(d.id)} <span class="muted">on ${esc(d.schedd)}</span></h1>
       <p>Status: <strong id="job-status" class="${esc(st)}">${esc(st)}</strong> · Owner ${esc(d.ad.Owner)}
       ${actions(d.schedd, d.id, "")}</p>
+      <h2>Its user log</h2><ol id="history">${history || "<li class=\"muted\">no user log</li>"}</ol>
       <h2>Events (since this page showed the job)</h2><ol id="events">${events}</ol>
       <h2>Job ad</h2><pre id="job-ad">${esc(attrs)}</pre>`;
   },

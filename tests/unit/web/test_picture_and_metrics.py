@@ -12,6 +12,8 @@ from gridbus.config import Config
 from gridbus.console.web.agent import parse_address
 from gridbus.console.web.metrics import PoolCollector
 from gridbus.console.web.picture import EVENTS_PER_JOB, Picture
+from gridbus.console.web.server import log_history
+from gridbus.eventlog import writer
 
 
 def pool_ads() -> list[dict]:
@@ -136,3 +138,20 @@ def test_core_does_not_import_the_web_console():
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
                 [a.name for a in node.names] if isinstance(node, ast.Import) else []
             assert not any(n.startswith("gridbus.console.web") for n in names), f"{path} imports the web console"
+
+
+def test_a_jobs_history_is_its_own_events_from_its_user_log_once_each():
+    t = 1796000000
+    text = "".join([
+        writer.submit(7, 0, t, "schedd@host"),
+        writer.submit(7, 1, t, "schedd@host"),
+        writer.execute(7, 0, t + 1, "startd@node", "slot1@node"),
+        writer.execute(7, 0, t + 1, "startd@node", "slot1@node"),  # written again after a crash
+        writer.terminated(7, 1, t + 2, exit_code=0),
+        writer.terminated(7, 0, t + 3, exit_code=0),
+        "005 (007.000.000) 2026-11-29 1",  # a torn last write
+    ])
+    assert log_history(text, 7, 0) == [{"event": "submit", "time": t}, {"event": "execute", "time": t + 1},
+                                       {"event": "job_terminated", "time": t + 3}]
+    assert [e["event"] for e in log_history(text, 7, 1)] == ["submit", "job_terminated"]
+    assert log_history("", 7, 0) == []
