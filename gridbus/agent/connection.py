@@ -94,12 +94,14 @@ class Connection:
 
     async def publish(self, exchange: str, key: str, body: Any, mtype: str, *, confirm: bool = False) -> None:
         """Publish ``body`` on ``exchange``. With ``confirm``, for messages whose loss would matter
-        (job events), the broker confirms it, and a publish lost with its connection or refused is
+        (job events), the message is persistent (a durable queue keeps it through a broker restart),
+        the broker confirms it, and a publish lost with its connection or refused is
         sent again, on the next broker if it fails over, for up to CONFIRM_RETRY seconds; a
         consumer recognises a resent message by its unchanged id (message_id, the body's EventId)."""
         channel = self.channel
         message = aio_pika.Message(wire.encode(body), content_type=wire.MSGPACK, type=mtype, app_id=self.address,
-                                   message_id=body.get("EventId") if isinstance(body, dict) else None)
+                                   message_id=body.get("EventId") if isinstance(body, dict) else None,
+                                   delivery_mode=aio_pika.DeliveryMode.PERSISTENT if confirm else None)
         if not confirm or self._confirm_channel is None:
             ex = await channel.get_exchange(exchange, ensure=False)
             await ex.publish(message, routing_key=key, mandatory=False)
