@@ -175,12 +175,13 @@ class JobEvents:
         self.replayed = len(log_rows) + len(event_rows)
         if self.replayed:
             log.warning("delivering again %d user-log append(s) and %d event batch(es) a previous run left "
-                        "owed: those already delivered appear twice", len(log_rows), len(event_rows))
-        self._deliver(log_rows, event_rows)
+                        "owed (a log's text already there is not written twice; bus events may come twice)",
+                        len(log_rows), len(event_rows))
+        self._deliver(log_rows, event_rows, replayed=True)
 
-    def _deliver(self, log_rows: list[LogRow], event_rows: Iterable[EventRow]) -> None:
+    def _deliver(self, log_rows: list[LogRow], event_rows: Iterable[EventRow], replayed: bool = False) -> None:
         if log_rows:
-            self.user_logs.write(log_rows)
+            self.user_logs.write(log_rows, replayed=replayed)
         for seq, events in event_rows:
             if seq:
                 self._unpublished[seq] = len(events)

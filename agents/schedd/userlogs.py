@@ -13,6 +13,12 @@ Each append names the outbox rows it carries (outbox.py); ``on_delivered(rows)``
 shadow has written them, or refused them for good (the jobs are held: that is their record). An
 append the shadow died on (killed, twice in one request) is not refused: it waits RETRY_SECONDS
 and goes again, ahead of the owner's later text, so a log's events keep their order.
+
+Text a previous run owed (``replayed``: the outbox rows a crash left) may be in the log already:
+the crash can come between the append and the commit that deletes its row. Those rows are each
+log's last appends, in order, so before writing them again the writer reads the log's end and
+leaves out the first rows whose text it already ends with. A log is written twice only when
+something else wrote to it in between (then HTCondor's readers see the repeat, which they tolerate).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ HOLD_USER_LOG = 22
 RETRY_SECONDS = 0.5  # before an append the shadow died on goes again
 
 Delivered = Callable[[list[int]], None]
+Entry = tuple[str, str, tuple[int, ...], bool]  # path, text, outbox rows, replayed by a restart
 
 
 class UserLogs:
@@ -39,17 +46,18 @@ class UserLogs:
         self.shadows = shadows
         self.on_error = on_error
         self.on_delivered = on_delivered
-        # owner -> (path, text, outbox rows) in order
-        self._pending: dict[str, deque[tuple[str, str, tuple[int, ...]]]] = {}
+        # owner -> (path, text, outbox rows, replayed) in order
+        self._pending: dict[str, deque[Entry]] = {}
         self._writers: dict[str, asyncio.Task[None]] = {}
         self.errors = 0
         self.retries = 0  # appends written again (their shadow died)
+        self.skipped = 0  # replayed appends the log already had
 
-    def write(self, texts: Iterable[tuple[int, str, str, str]]) -> None:
+    def write(self, texts: Iterable[tuple[int, str, str, str]], *, replayed: bool = False) -> None:
         """Queue (row, owner, path, text) appends (row: the outbox row, 0 for none); each owner's
-        are written in this order."""
+        are written in this order. ``replayed``: rows a previous run left owed (see above)."""
         for row, owner, path, text in texts:
-            self._pending.setdefault(owner, deque()).append((path, text, (row,) if row else ()))
+            self._pending.setdefault(owner, deque()).append((path, text, (row,) if row else (), replayed))
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # a commit outside the event loop (a tool): the next write takes it
@@ -62,18 +70,25 @@ class UserLogs:
     async def _run(self, owner: str) -> None:
         pending = self._pending.get(owner)
         while pending:
-            path, text, rows = pending.popleft()
-            if pending and pending[0][0] == path:
-                parts, all_rows = [text], list(rows)
-                while pending and pending[0][0] == path:
-                    _p, more, more_rows = pending.popleft()
-                    parts.append(more)
-                    all_rows.extend(more_rows)
-                text, rows = "".join(parts), tuple(all_rows)
+            path, text, rows, replayed = pending.popleft()
+            parts, all_rows = [text], [rows]
+            while pending and pending[0][0] == path and pending[0][3] == replayed:
+                _p, more, more_rows, _r = pending.popleft()
+                parts.append(more)
+                all_rows.append(more_rows)
             try:
+                if replayed:
+                    there = await self._already_written(owner, path, parts)
+                    if there:
+                        self.skipped += there
+                        self._delivered([r for rs in all_rows[:there] for r in rs])
+                        parts, all_rows = parts[there:], all_rows[there:]
+                        if not parts:
+                            continue
+                text, rows = "".join(parts), tuple(r for rs in all_rows for r in rs)
                 await self.shadows.append(owner, path, text)
             except ShadowDied as exc:
-                self._again(pending, path, text, rows, exc.sentence)
+                self._again(pending, path, parts, all_rows, replayed, exc.sentence)
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
             except ShadowRefused as exc:
@@ -85,21 +100,39 @@ class UserLogs:
                     log.exception("holding the jobs of user log %s failed", path)
             except Exception as exc:  # not the owner's refusal: the text goes again, as above
                 log.exception("writing user log %s as %s failed", path, owner)
-                self._again(pending, path, text, rows, str(exc))
+                self._again(pending, path, parts, all_rows, replayed, str(exc))
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
-            if rows and self.on_delivered is not None:
-                self.on_delivered(list(rows))
+            self._delivered([r for rs in all_rows for r in rs])
         if not pending:
             self._pending.pop(owner, None)
 
-    def _again(self, pending: deque[tuple[str, str, tuple[int, ...]]], path: str, text: str,
-               rows: tuple[int, ...], why: str) -> None:
-        """``text`` goes again, ahead of the owner's later text (the log keeps its order)."""
+    def _delivered(self, rows: list[int]) -> None:
+        if rows and self.on_delivered is not None:
+            self.on_delivered(rows)
+
+    async def _already_written(self, owner: str, path: str, parts: list[str]) -> int:
+        """How many of ``parts`` (in order) the log at ``path`` already ends with."""
+        most = len("".join(parts).encode())
+        try:
+            tail = await self.shadows.read(owner, path, -most, 0, most)
+        except ShadowDied:
+            raise
+        except ShadowRefused:
+            return 0  # no such log yet, or unreadable: the append says what is wrong
+        for n in range(len(parts), 0, -1):
+            if tail.endswith("".join(parts[:n])):
+                return n
+        return 0
+
+    def _again(self, pending: deque[Entry], path: str, parts: list[str], all_rows: list[tuple[int, ...]],
+               replayed: bool, why: str) -> None:
+        """The text goes again, ahead of the owner's later text (the log keeps its order)."""
         self.errors += 1
         self.retries += 1
         log.warning("user log %s: %s; writing it again in %.1f s", path, why, RETRY_SECONDS)
-        pending.appendleft((path, text, rows))
+        for text, rows in reversed(list(zip(parts, all_rows, strict=True))):
+            pending.appendleft((path, text, rows, replayed))
 
     async def written(self, owners: Iterable[str] | None = None, timeout: float | None = None) -> bool:
         """Wait until the text queued so far for ``owners`` (all: None) is written; False if that

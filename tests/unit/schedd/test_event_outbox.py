@@ -158,3 +158,54 @@ def test_without_durable_events_nothing_is_kept(tmp_path: Path):
     asyncio.run(main())
     assert [e for e, _ in bus.events] == ["submit"]
     assert "000 (" in log.read_text()
+
+
+def test_text_the_log_already_has_is_not_written_again(tmp_path: Path):
+    """The crash came after the submit event's append and before the commit that deleted its row,
+    and before the execute event's append: the next schedd writes the execute event only."""
+    spool, log = tmp_path / "spool", tmp_path / "job.log"
+
+    async def crashing() -> None:
+        schedd = make_schedd(spool)
+        schedd.commits.write_behind = 1e6  # no commit deletes a delivered row before the crash
+        real_append = schedd.owner_shadows.append
+        gate, first_done = asyncio.Event(), asyncio.Event()
+        appends = 0
+
+        async def first_only(owner: str, path: str, text: str) -> None:
+            nonlocal appends
+            appends += 1
+            if appends > 1:
+                await asyncio.Event().wait()  # the execute event's append never happens
+            await gate.wait()
+            await real_append(owner, path, text)
+            first_done.set()
+
+        schedd.owner_shadows.append = first_only  # type: ignore[method-assign]
+        pump = await start(schedd, Bus(stuck=True))
+        cluster = submit_logged(schedd, UserLog=str(log), Iwd=str(tmp_path))
+        await schedd.commits.now()
+        await run_on_claim(schedd, cluster, 0)  # the last commit before the crash
+        gate.set()
+        await asyncio.wait_for(first_done.wait(), 10)  # the submit event is in the log, its row not deleted
+        await asyncio.sleep(0.05)
+        pump.cancel()
+        await schedd.owner_shadows.stop_all()
+        schedd.queue.store.close()
+
+    asyncio.run(crashing())
+    assert [e.type for e in JobEventLog(str(log)).events(0)] == [JobEventType.SUBMIT]
+
+    async def restarted() -> int:
+        schedd = make_schedd(spool)
+        pump = await start(schedd, Bus())
+        try:
+            assert await schedd.user_logs.written(timeout=10)
+            return schedd.user_logs.skipped
+        finally:
+            pump.cancel()
+            await schedd.commits.close()
+            await schedd.user_logs.close()
+
+    assert asyncio.run(restarted()) == 1
+    assert [e.type for e in JobEventLog(str(log)).events(0)] == [JobEventType.SUBMIT, JobEventType.EXECUTE]
