@@ -183,6 +183,7 @@ class Schedd(Agent):
             self.connection.watch(await self.leases.listen(self._channel))
 
     async def on_start(self) -> None:
+        self.local.kill_leftovers()  # a dead run's DAGMans, before their jobs are started again
         self.spawn(self.events.pump(), "job-events")
         self.spawn(self._retain_shadows(), "owner-shadows")
         self.spawn(self.policy.run(), "periodic-policy")
