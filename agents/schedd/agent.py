@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from gridbus.agent import Agent
+from gridbus.agent.connection import declare_event_stream
 from gridbus.agent.objects import ManagedObject
 from gridbus.agents.schedd import owner_shadow
 from gridbus.agents.schedd.ads import Ads, Counters
@@ -91,7 +92,7 @@ SCHEDD_KNOBS = frozenset({
     "TRANSFER_STALL_TIMEOUT", "SPOOL_SWEEP_INTERVAL",
 })
 RESTART_KNOBS = frozenset({"SCHEDD_NAME", "SPOOL", "SCHEDD_QUEUE_SYNC", "SCHEDD_REQUEST_QUEUE_TYPE",
-                           "SCHEDD_DURABLE_EVENTS"})
+                           "SCHEDD_DURABLE_EVENTS", "JOB_EVENT_STREAM_MAX_AGE"})
 
 
 class Schedd(Agent):
@@ -181,6 +182,9 @@ class Schedd(Agent):
         await super().setup()
         if self._channel is not None:  # None: set up without a broker (unit tests)
             self.connection.watch(await self.leases.listen(self._channel))
+            if self.settings.event_stream_max_age and self.connection.robust is not None:
+                # The replay path for consumers that were away (docs/protocols.md, "Events").
+                await declare_event_stream(self.connection.robust, self.settings.event_stream_max_age, self.log)
 
     async def on_start(self) -> None:
         self.local.kill_leftovers()  # a dead run's DAGMans, before their jobs are started again

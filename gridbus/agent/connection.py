@@ -214,6 +214,25 @@ def _retrieved(done: asyncio.Future) -> None:
         done.exception()
 
 
+async def declare_event_stream(connection: AbstractRobustConnection, max_age: str, log: logging.Logger) -> bool:
+    """Declare the job events' stream queue (bus.EVENT_STREAM: x-queue-type stream, x-max-age
+    ``max_age``, e.g. "24h") bound to gridbus.events, on a channel of its own: a broker that refuses
+    it (one declared before with other arguments, a broker without streams) closes only that channel,
+    and the agent goes on without it (logged). True if declared."""
+    channel = await connection.channel(publisher_confirms=False)
+    try:
+        queue = await channel.declare_queue(bus.EVENT_STREAM, durable=True,
+                                            arguments={"x-queue-type": "stream", "x-max-age": max_age})
+        await queue.bind(bus.EVENTS, bus.EVENT_STREAM_KEY)
+        return True
+    except Exception as exc:
+        log.warning("the job events' stream queue %s was not declared: %s", bus.EVENT_STREAM, exc)
+        return False
+    finally:
+        if not channel.is_closed:
+            await channel.close()
+
+
 async def declare_topology(channel: AbstractChannel, *, quorum: bool = False) -> None:
     """Declare gridbus's exchanges and the dead-letter queue (a quorum queue on a cluster);
     idempotent, any order."""
