@@ -6,7 +6,8 @@ batch owes each user log, and the bus events it owes `gridbus.events`, are writt
 without what it owes, and nothing is owed for a change that never reached the disk. A row is
 deleted once the owner's shadow has appended its text (or refused it for good: the jobs of that log
 are held) or the broker has confirmed its events; the deletes ride in the next commit's transaction
-(one `executemany`), and ask for one (write-behind) only when nothing else would come soon. A schedd
+(one `executemany`), and ask for one of their own only when no other commit came for DELETE_LINGER
+(a row delivered and not yet deleted at a crash is delivered again: a duplicate, never a loss). A schedd
 that restarts hands every row left over to the writers again, before anything new: an event whose
 row survived a crash is written twice, never lost.
 
@@ -17,6 +18,7 @@ row for all the bus events of a batch: the cost is a few rows per commit, not a 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -30,6 +32,7 @@ BUS_EVENTS = 1  # a row of bus events: [(event, owner, body), ...]
 
 INSERT = "INSERT INTO outbox (seq, kind, owner, path, body) VALUES (?, ?, ?, ?, ?)"
 DELETE = "DELETE FROM outbox WHERE seq = ?"
+DELETE_LINGER = 1.0  # seconds delivered rows wait for a commit to ride before asking for one
 
 LogRow = tuple[int, str, str, str]  # seq, owner, path, text
 EventRow = tuple[int, list[tuple[str, str, dict[str, Any]]]]  # seq, [(event, owner, body)]
@@ -46,6 +49,7 @@ class Outbox:
         self._commit_soon = commit_soon
         self.next_seq = store.outbox_top() + 1
         self._done: list[tuple[int]] = []  # rows delivered, deleted with the next commit
+        self._timer: asyncio.TimerHandle | None = None
         self.recorded = 0  # rows written (statistics, tests)
         self.delivered = 0  # rows deleted
 
@@ -66,6 +70,9 @@ class Outbox:
             event_row = (seq, events)
         if self._done:  # deletes go with the batch being taken, whatever else it holds
             rows_done, self._done = self._done, []
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
             self._add_writes([(DELETE, rows_done)])
             self.delivered += len(rows_done)
         if rows:
@@ -79,10 +86,16 @@ class Outbox:
         return seq
 
     def delivered_rows(self, seqs: Iterable[int]) -> None:
-        """These rows are delivered: deleted in the next commit (asked for, if none is coming)."""
+        """These rows are delivered: deleted in the next commit (asked for after DELETE_LINGER if
+        none came by then: a busy schedd commits every few milliseconds anyway)."""
         before = len(self._done)
         self._done.extend((s,) for s in seqs)
-        if len(self._done) > before:
+        if len(self._done) > before and self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(DELETE_LINGER, self._linger_over)
+
+    def _linger_over(self) -> None:
+        self._timer = None
+        if self._done:
             self._commit_soon()
 
     def left_over(self) -> tuple[list[LogRow], list[EventRow]]:

@@ -9,6 +9,7 @@ import os
 import time
 from pathlib import Path
 
+from gridbus.agents.startd import proctree
 from tests.unit.schedd.inproc import make_schedd, submit
 
 
@@ -29,9 +30,9 @@ def test_a_dead_schedd_s_local_job_is_killed_by_the_next_one(tmp_path: Path):
         second = make_schedd(spool, local_jobs_as_self=True)
         assert second.local.kill_leftovers() == 1
         deadline = time.monotonic() + 10
-        while True:  # SIGKILLed; gone once reaped (it is this process's child here)
-            done, _status = os.waitpid(pid, os.WNOHANG)
-            if done:
+        while True:  # SIGKILLed: a zombie or reaped (asyncio's child watcher may reap it first)
+            st = proctree.read_stat(pid)
+            if st is None or st.state == "Z":
                 break
             assert time.monotonic() < deadline, "the job was not killed"
             time.sleep(0.02)
