@@ -69,6 +69,7 @@ def drain_events(url: str, into: dict[str, list[dict]]) -> int:
                 got += 1
 
 
+@pytest.mark.timeout(900)
 def test_no_user_log_event_lost_through_a_kill_storm(make_pool, tmp_path: Path):
     pool = start_pool(make_pool())
     bind_events_queue(pool.url)
@@ -87,7 +88,7 @@ def test_no_user_log_event_lost_through_a_kill_storm(make_pool, tmp_path: Path):
             return False
 
     storm = Storm(pool, log, JOBS, schedd_kills=SCHEDD_KILLS, shadow_kills=3, startd_kills=2, startd_env=SLOTS)
-    storm.run(all_done, timeout=120 + JOBS * 0.05)
+    storm.run(all_done, timeout=300 + JOBS * 0.05)
 
     history = {j["ProcId"]: j for j in pool.history("schedd@s", f"ClusterId == {cluster}",
                                                     ["ProcId", "ExitCode", "NumJobStarts"])}
@@ -147,6 +148,7 @@ def test_no_user_log_event_lost_through_a_kill_storm(make_pool, tmp_path: Path):
     assert {len(ids) for ids in ids_per_job.values()} == {1}
 
 
+@pytest.mark.timeout(900)
 def test_a_dag_of_500_nodes_completes_under_a_schedd_kill_storm(make_pool, tmp_path: Path):
     nodes = int(os.environ.get("GRIDBUS_STORM_DAG_NODES", "500"))
     pool = start_pool(make_pool(), GRIDBUS_SCHEDD_RUN_LOCAL_JOBS_AS_SELF="true")
@@ -175,7 +177,7 @@ def test_a_dag_of_500_nodes_completes_under_a_schedd_kill_storm(make_pool, tmp_p
 
         storm = Storm(pool, Path(f"{dag}.nodes.log"), nodes, schedd_kills=SCHEDD_KILLS,
                       schedd_env={"GRIDBUS_SCHEDD_RUN_LOCAL_JOBS_AS_SELF": "true"})
-        storm.run(dag_gone, timeout=240)
+        storm.run(dag_gone, timeout=600)
     finally:
         for k, v in saved.items():
             if v is None:
