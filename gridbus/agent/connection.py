@@ -221,9 +221,10 @@ async def declare_event_stream(connection: AbstractRobustConnection, max_age: st
     and the agent goes on without it (logged). True if declared."""
     channel = await connection.channel(publisher_confirms=False)
     try:
-        queue = await channel.declare_queue(bus.EVENT_STREAM, durable=True,
+        # Bounded: a cluster whose stream leader just died must not hold the agent's start.
+        queue = await channel.declare_queue(bus.EVENT_STREAM, durable=True, timeout=QUEUE_CHECK_TIMEOUT,
                                             arguments={"x-queue-type": "stream", "x-max-age": max_age})
-        await queue.bind(bus.EVENTS, bus.EVENT_STREAM_KEY)
+        await queue.bind(bus.EVENTS, bus.EVENT_STREAM_KEY, timeout=QUEUE_CHECK_TIMEOUT)
         return True
     except Exception as exc:
         log.warning("the job events' stream queue %s was not declared: %s", bus.EVENT_STREAM, exc)
