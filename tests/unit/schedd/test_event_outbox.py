@@ -209,3 +209,45 @@ def test_text_the_log_already_has_is_not_written_again(tmp_path: Path):
 
     assert asyncio.run(restarted()) == 1
     assert [e.type for e in JobEventLog(str(log)).events(0)] == [JobEventType.SUBMIT, JobEventType.EXECUTE]
+
+
+def test_events_the_broker_did_not_confirm_go_again_in_order(tmp_path: Path, monkeypatch):
+    """A broker connection that fails (publishes raise, as Connection.publish does once its own
+    retries are over): the events are sent again, before anything later, and their outbox row is
+    deleted only once they are confirmed."""
+    from gridbus.agents.schedd import jobevents
+
+    monkeypatch.setattr(jobevents, "PUBLISH_RETRY", 0.01)
+    spool = tmp_path / "spool"
+
+    class Flaky(Bus):
+        def __init__(self) -> None:
+            super().__init__()
+            self.failures = 3
+
+        async def publish(self, kind: str, event: str, who: str, body: dict[str, Any]) -> None:
+            if self.failures:
+                self.failures -= 1
+                raise ConnectionError("the broker went away")
+            await super().publish(kind, event, who, body)
+
+    bus = Flaky()
+
+    async def main() -> None:
+        schedd = make_schedd(spool)
+        pump = await start(schedd, bus)
+        try:
+            cluster = submit_logged(schedd)
+            await schedd.commits.now()
+            await run_on_claim(schedd, cluster, 0)
+            await asyncio.wait_for(schedd.events.drain(), 10)
+            assert bus.failures == 0
+            await schedd.commits.now()  # the deletes of the confirmed rows
+            assert schedd.queue.store.outbox_rows() == []
+        finally:
+            pump.cancel()
+            await schedd.commits.close()
+            await schedd.user_logs.close()
+
+    asyncio.run(main())
+    assert [e for e, _ in bus.events] == ["submit", "execute"]  # each once, in order
