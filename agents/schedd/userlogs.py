@@ -12,7 +12,8 @@ shadow) calls ``on_error(owner, path, sentence)``: the schedd holds the jobs tha
 Each append names the outbox rows it carries (outbox.py); ``on_delivered(rows)`` is told once the
 shadow has written them, or refused them for good (the jobs are held: that is their record). An
 append the shadow died on (killed, twice in one request) is not refused: it waits RETRY_SECONDS
-and goes again, ahead of the owner's later text, so a log's events keep their order.
+and goes again, ahead of the owner's later text, so a log's events keep their order (checked
+against the log's end first, as below: the shadow may have written it before it died).
 
 Text a previous run owed (``replayed``: the outbox rows a crash left) may be in the log already:
 the crash can come between the append and the commit that deletes its row. Those rows are each
@@ -88,7 +89,7 @@ class UserLogs:
                 text, rows = "".join(parts), tuple(r for rs in all_rows for r in rs)
                 await self.shadows.append(owner, path, text)
             except ShadowDied as exc:
-                self._again(pending, path, parts, all_rows, replayed, exc.sentence)
+                self._again(pending, path, parts, all_rows, exc.sentence)
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
             except ShadowRefused as exc:
@@ -100,7 +101,7 @@ class UserLogs:
                     log.exception("holding the jobs of user log %s failed", path)
             except Exception as exc:  # not the owner's refusal: the text goes again, as above
                 log.exception("writing user log %s as %s failed", path, owner)
-                self._again(pending, path, parts, all_rows, replayed, str(exc))
+                self._again(pending, path, parts, all_rows, str(exc))
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
             self._delivered([r for rs in all_rows for r in rs])
@@ -126,13 +127,15 @@ class UserLogs:
         return 0
 
     def _again(self, pending: deque[Entry], path: str, parts: list[str], all_rows: list[tuple[int, ...]],
-               replayed: bool, why: str) -> None:
-        """The text goes again, ahead of the owner's later text (the log keeps its order)."""
+               why: str) -> None:
+        """The text goes again, ahead of the owner's later text (the log keeps its order). The
+        shadow may have written it before it died: it goes as replayed, so the log's end is read
+        first and what is there is not written twice."""
         self.errors += 1
         self.retries += 1
         log.warning("user log %s: %s; writing it again in %.1f s", path, why, RETRY_SECONDS)
         for text, rows in reversed(list(zip(parts, all_rows, strict=True))):
-            pending.appendleft((path, text, rows, replayed))
+            pending.appendleft((path, text, rows, True))
 
     async def written(self, owners: Iterable[str] | None = None, timeout: float | None = None) -> bool:
         """Wait until the text queued so far for ``owners`` (all: None) is written; False if that

@@ -45,3 +45,45 @@ def test_texts_queued_behind_an_append_go_in_one_per_log_in_order():
         await logs.close()
 
     asyncio.run(main())
+
+
+def test_an_append_the_shadow_died_on_is_not_written_twice():
+    """The shadow wrote the text, then died before it answered: the retry reads the log's end
+    and finds the text there."""
+    from gridbus.agents.schedd import userlogs
+    from gridbus.agents.schedd.owner_shadow import ShadowDied
+
+    class DiesAfterWriting:
+        def __init__(self) -> None:
+            self.log = ""
+            self.died = False
+
+        async def append(self, owner: str, path: str, text: str) -> None:
+            self.log += text
+            if not self.died:
+                self.died = True
+                raise ShadowDied("the shadow of alice died twice on one request")
+
+        async def read(self, owner: str, path: str, start: int, end: int, most: int) -> str:
+            return self.log[start:]
+
+        async def stop_all(self) -> None:
+            pass
+
+    async def main() -> None:
+        shadows = DiesAfterWriting()
+        delivered: list[int] = []
+        logs = UserLogs(shadows, on_error=lambda *a: None, on_delivered=delivered.extend)  # type: ignore[arg-type]
+        logs.write([(1, "alice", "/a.log", "one\n")])
+        await asyncio.sleep(0)
+        logs.write([(2, "alice", "/a.log", "two\n")])
+        assert await logs.written(timeout=5)
+        assert shadows.log == "one\ntwo\n"
+        assert sorted(delivered) == [1, 2] and logs.retries == 1 and logs.skipped == 1
+        await logs.close()
+
+    userlogs.RETRY_SECONDS, saved = 0.01, userlogs.RETRY_SECONDS
+    try:
+        asyncio.run(main())
+    finally:
+        userlogs.RETRY_SECONDS = saved
