@@ -58,8 +58,8 @@ ACCESS: dict[str, str] = {
     "admin": "only administrators (ALLOW_ADMINISTRATOR) may",
     "daemon": "only daemons of the pool may",
 }
-UNDECLARED_ACCESS = "admin"
-EVENT_BODY = "<event>"  # a batch's list of event bodies (EventFamily.batch)  # a method without a rule is closed to all but administrators
+UNDECLARED_ACCESS = "admin"  # a method without a rule is closed to all but administrators
+EVENT_BODY = "<event>"  # a batch's list of event bodies (EventFamily.batch)
 
 # The largest request a method takes, in bytes, unless it declares ``max_bytes``: the body is
 # measured before it is decoded, so a 10 MB argument costs a daemon nothing but its receipt.
