@@ -65,6 +65,7 @@ class Claim:
     in_reports: bool = False  # the startd takes this claim's next activations in JobReports answers
     reply_sent: float = 0.0  # monotonic time claim.job's activation went out in a JobReports answer
     asked: bool = False  # claim.job's activation went out already: a further one is a repeat
+    restarting: bool = False  # claim.job, Running, starts again after its checkpoint (shadows.restart_in_place)
     # Prefetch (CLAIM_PREFETCH_JOBS): the owner's next jobs queued ahead on the startd, (Seq, job)
     # in order; reserved, still Idle. ahead_seq is the last Seq given; withdrawn the entries held
     # or removed since, which the startd was asked to drop (kept until it says so or passes them).
