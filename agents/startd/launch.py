@@ -309,7 +309,7 @@ class Launcher:
         try:
             if write:
                 existed = os.path.exists(target)
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | _output_mode(ad) | os.O_CLOEXEC, 0o644)
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | output_mode(ad) | os.O_CLOEXEC, 0o644)
                 if account.switch and not existed:
                     os.fchown(fd, account.uid, account.gid)
             else:
@@ -490,7 +490,7 @@ def kill_child(pid: int, sig: int) -> None:
         os.kill(pid, sig)
 
 
-def _output_mode(ad: Mapping[str, Any]) -> int:
+def output_mode(ad: Mapping[str, Any]) -> int:
     """How Out and Err are opened: appended to for a self-checkpointing job (WantFTOnCheckpoint) or
     one with EraseOutputAndErrorOnRestart false, as HTCondor's starter does (a run restarted from
     a checkpoint goes on writing the output its checkpoint brought back), else truncated."""

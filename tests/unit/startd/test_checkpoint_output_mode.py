@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from gridbus.agents.startd.launch import _output_mode
+from gridbus.agents.startd.launch import output_mode
 
 
 @pytest.mark.parametrize(("ad", "mode"), [
@@ -20,4 +20,4 @@ from gridbus.agents.startd.launch import _output_mode
     ({"EraseOutputAndErrorOnRestart": True}, os.O_TRUNC),
 ])
 def test_output_is_appended_to_for_self_checkpointing_jobs(ad, mode):
-    assert _output_mode(ad) == mode
+    assert output_mode(ad) == mode
