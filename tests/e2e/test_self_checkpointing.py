@@ -7,6 +7,7 @@ events HTCondor writes for it, read by htcondor2's JobEventLog."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ while [ $i -lt {STEPS} ]; do
   echo "step $i" >> steps.log
   for stop in {' '.join(map(str, STOPS))}; do
     if [ $i -eq $stop ] && [ ! -e "$gate/stop-$i" ]; then
-      : > "$gate/stop-$i"
+      echo $$ > "$gate/stop-$i"
       sleep 60
     fi
   done
@@ -58,9 +59,46 @@ def _job(pool: Pool, cluster: int) -> dict:
     return jobs[0] if jobs else {}
 
 
+def _wait_at(gate: Path, step: int) -> int:
+    """The job's process group, once it waits at ``step``."""
+    return int(wait_for(f"the job waiting at step {step}", lambda: (gate / f"stop-{step}").exists()
+                        and (gate / f"stop-{step}").read_text().strip(), 30, interval=0.05))
+
+
+def _submit(pool: Pool, tmp_path: Path) -> tuple[int, Path, Path, Path]:
+    """The counting job (condor_submit's attributes for checkpoint_exit_code = 85,
+    transfer_checkpoint_files = saved-state, steps.log and transfer_output_files = steps.log),
+    which may not restart where it last ran: (cluster, submit directory, gate, user log)."""
+    submit_dir, gate = tmp_path / "submit", tmp_path / "gate"
+    submit_dir.mkdir()
+    gate.mkdir()
+    job = submit_dir / "count.sh"
+    job.write_text(JOB)
+    os.chmod(job, 0o755)
+    log = submit_dir / "job.log"
+    cluster = pool.submit(
+        "schedd@s", 1, cmd=str(job), args=str(gate), log=log, Iwd=str(submit_dir),
+        requirements="TARGET.Name =!= MY.LastRemoteHost && TARGET.HasSelfCheckpointTransfers",
+        ShouldTransferFiles="YES", WhenToTransferOutput="ON_EXIT", Out="job.out", Err="job.err",
+        SuccessCheckpointExitCode=CODE, WantFTOnCheckpoint=True, TransferCheckpoint="saved-state, steps.log",
+        TransferOutput="steps.log",
+    )
+    return cluster, submit_dir, gate, log
+
+
+def _completed(pool: Pool, cluster: int, submit_dir: Path) -> dict:
+    """The completed job, once it has counted every step exactly once."""
+    done = wait_for("the job completed", lambda: next(iter(pool.history("schedd@s", f"ClusterId == {cluster}")), None),
+                    60)
+    assert done["JobStatus"] == 4 and done["ExitCode"] == 0, done
+    # Every step once: the steps a stopped run made after its checkpoint were made again, from it.
+    assert (submit_dir / "steps.log").read_text().splitlines() == [f"step {i}" for i in range(1, STEPS + 1)]
+    return done
+
+
 def _vacate_at(pool: Pool, cluster: int, gate: Path, step: int) -> str:
     """Wait for the job to wait at ``step``, note where it runs, vacate it; the host it ran on."""
-    wait_for(f"the job waiting at step {step}", lambda: (gate / f"stop-{step}").exists(), 30, interval=0.05)
+    _wait_at(gate, step)
     host = wait_for("the job running", lambda: _job(pool, cluster).get("JobStatus") == 2
                     and _job(pool, cluster).get("RemoteHost"), 10)
     pool.call("schedd@s", "Vacate", {"Constraint": f"ClusterId == {cluster}", "Reason": "checkpoint test"})
@@ -71,22 +109,7 @@ def _vacate_at(pool: Pool, cluster: int, gate: Path, step: int) -> str:
 def test_a_vacated_self_checkpointing_job_restarts_elsewhere_from_its_checkpoint(cpool, tmp_path):
     from htcondor2 import FileTransferEventType, JobEventLog, JobEventType
 
-    submit_dir, gate = tmp_path / "submit", tmp_path / "gate"
-    submit_dir.mkdir()
-    gate.mkdir()
-    job = submit_dir / "count.sh"
-    job.write_text(JOB)
-    os.chmod(job, 0o755)
-    log = submit_dir / "job.log"
-    # As condor_submit writes checkpoint_exit_code = 85, transfer_checkpoint_files and
-    # transfer_output_files = steps.log; the job may not restart where it last ran.
-    cluster = cpool.submit(
-        "schedd@s", 1, cmd=str(job), args=str(gate), log=log, Iwd=str(submit_dir),
-        requirements="TARGET.Name =!= MY.LastRemoteHost && TARGET.HasSelfCheckpointTransfers",
-        ShouldTransferFiles="YES", WhenToTransferOutput="ON_EXIT", Out="job.out", Err="job.err",
-        SuccessCheckpointExitCode=CODE, WantFTOnCheckpoint=True, TransferCheckpoint="saved-state, steps.log",
-        TransferOutput="steps.log",
-    )
+    cluster, submit_dir, gate, log = _submit(cpool, tmp_path)
     spool = cpool.workdir / "schedd-s"
     hosts = [_vacate_at(cpool, cluster, gate, STOPS[0])]
     # The first checkpoint is in the schedd's spool (the vacated run's later steps are not).
@@ -94,11 +117,7 @@ def test_a_vacated_self_checkpointing_job_restarts_elsewhere_from_its_checkpoint
     assert [p.read_text() for p in saved] == ["3\n"], saved
     hosts.append(_vacate_at(cpool, cluster, gate, STOPS[1]))
 
-    done = wait_for("the job completed", lambda: next(iter(cpool.history("schedd@s", f"ClusterId == {cluster}")), None),
-                    60)
-    assert done["JobStatus"] == 4 and done["ExitCode"] == 0, done
-    # Every step once: the steps a vacated run made after its checkpoint were made again, from it.
-    assert (submit_dir / "steps.log").read_text().splitlines() == [f"step {i}" for i in range(1, STEPS + 1)]
+    done = _completed(cpool, cluster, submit_dir)
     # stdout is appended to across the restarts in place and travels with each checkpoint: each
     # checkpoint resumed from once.
     resumed = [f"resuming after {i}" for i in range(0, STEPS, EVERY)]
@@ -118,3 +137,20 @@ def test_a_vacated_self_checkpointing_job_restarts_elsewhere_from_its_checkpoint
     # The checkpoints leave the spool with the job.
     wait_for("the job's checkpoints swept from the spool",
              lambda: not list(spool.rglob(f"checkpoints/{cluster}/0")), 20)
+
+
+@pytest.mark.e2e
+def test_a_self_checkpointing_job_whose_startd_crashed_restarts_elsewhere_from_its_checkpoint(cpool, tmp_path):
+    from htcondor2 import JobEventLog, JobEventType
+
+    cluster, submit_dir, gate, log = _submit(cpool, tmp_path)
+    (gate / f"stop-{STOPS[1]}").write_text("0")  # one stop only: where its startd is killed
+    group = _wait_at(gate, STOPS[0])
+    host = _job(cpool, cluster).get("RemoteHost")
+    startd = next(a["MyAddress"] for a in cpool.ads("Machine") if a.get("Name") == host)
+    cpool.kill(startd)  # SIGKILL: no exit report; the claim's lease runs out at the schedd
+    os.killpg(group, signal.SIGKILL)  # what a new startd would do to its predecessor's job
+    done = _completed(cpool, cluster, submit_dir)
+    assert done["LastRemoteHost"] != host and done["CheckpointNumber"] >= 1, done
+    types = [e.type for e in JobEventLog(str(log)).events(0)]
+    assert types.count(JobEventType.JOB_EVICTED) == 1 and types.count(JobEventType.EXECUTE) == 2, types
