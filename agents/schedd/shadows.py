@@ -462,7 +462,7 @@ class Shadows:
                 await self.state.job_update(job[0], job[1], attrs)
         elif event == "exit":
             self.claims.stats["ExitReports"] += 1
-            if report.get("Checkpointed") and not claim.stopping:
+            if report.get("Checkpointed"):  # (a job held or removed meanwhile: its checkpoint is dropped)
                 report = await self._checkpointed(claim, job, report)
                 if not report:
                     return  # started again in place
@@ -493,7 +493,7 @@ class Shadows:
         the claim cannot take it (it ended with the run, or jobs are queued ahead on it), the
         report answered is an eviction: the job runs again elsewhere, from its checkpoint."""
         kept = self.checkpoints is not None and await self.checkpoints.checkpointed(job[0], job[1], claim.claim_id, report)
-        if kept and not report.get("ClaimEnded") and not claim.ahead and claim.job == job:
+        if kept and not claim.stopping and not report.get("ClaimEnded") and not claim.ahead and claim.job == job:
             self.restart_in_place(claim, job)
             return {}
         return {**report, "Evicted": True, "EvictReason": "it checkpointed, and its claim cannot start it again"}
