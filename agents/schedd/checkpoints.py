@@ -67,7 +67,12 @@ class CheckpointStore:
     def incoming(self, cluster: int, proc: int, claim_id: str, owner: str) -> Path:
         """A fresh, empty directory for the checkpoint the job's run on ``claim_id`` sends."""
         job = self.job_dir(cluster, proc)
-        job.mkdir(parents=True, exist_ok=True, mode=0o755)
+        # Passable, not listable, by the owners' shadows (they know the one path they are given);
+        # each checkpoint directory is its owner's alone. (SPOOL itself must be passable too for a
+        # schedd that runs shadows under the owners' accounts.)
+        for d in (self.root, job.parent, job):
+            d.mkdir(exist_ok=True)
+            os.chmod(d, 0o711)  # (whatever the umask)
         path = job / (INCOMING + _safe(claim_id))
         shutil.rmtree(path, ignore_errors=True)  # a checkpoint of that run cut off before
         path.mkdir(mode=0o700)

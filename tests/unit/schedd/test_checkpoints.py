@@ -6,10 +6,15 @@ brings the checkpoint back."""
 from __future__ import annotations
 
 import asyncio
+import os
+import pwd
 from pathlib import Path
+
+import pytest
 
 from gridbus.agents.schedd.checkpoints import CheckpointStore
 from gridbus.agents.schedd.claims import ACTIVATING, RUNNING_JOB
+from gridbus.agents.startd.accounts import Account
 from gridbus.transfer import spec
 from tests.unit.schedd.inproc import call, exit_report, make_schedd, run_on_claim, settle, submit
 
@@ -34,6 +39,15 @@ def test_a_checkpoint_replaces_the_last_one_only_when_committed(tmp_path: Path):
     (again / "saved-state").write_text("6")
     assert store.commit(1, 0, "c2")
     assert (current / "saved-state").read_text() == "6" and sorted(p.name for p in current.parent.iterdir()) == ["current"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a directory to another account needs root")
+def test_an_incoming_checkpoint_is_the_owner_s_account_s(tmp_path: Path):
+    nobody = pwd.getpwnam("nobody")
+    store = CheckpointStore(tmp_path, lambda owner: Account(owner, nobody.pw_uid, nobody.pw_gid, (), "/"))
+    incoming = store.incoming(3, 1, "c9", "alice")
+    assert (incoming.stat().st_uid, incoming.stat().st_mode & 0o777) == (nobody.pw_uid, 0o700)
+    assert all(d.stat().st_mode & 0o777 == 0o711 for d in (store.root, incoming.parent.parent, incoming.parent))
 
 
 def _checkpoint_report(cid: int, **extra: object) -> dict:
