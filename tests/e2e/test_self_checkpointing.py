@@ -7,7 +7,10 @@ events HTCondor writes for it, read by htcondor2's JobEventLog."""
 from __future__ import annotations
 
 import os
+import pwd
+import shutil
 import signal
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -154,3 +157,43 @@ def test_a_self_checkpointing_job_whose_startd_crashed_restarts_elsewhere_from_i
     assert done["LastRemoteHost"] != host and done["CheckpointNumber"] >= 1, done
     types = [e.type for e in JobEventLog(str(log)).events(0)]
     assert types.count(JobEventType.JOB_EVICTED) == 1 and types.count(JobEventType.EXECUTE) == 2, types
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(os.geteuid() != 0, reason="running the owner's shadow and the job as nobody needs root")
+def test_as_another_account_the_checkpoint_is_written_and_read_back_by_the_owner_s_shadow(broker_url, mgmt,
+                                                                                          tmp_path_factory):
+    """Owners map to nobody: the owner's shadow writes each checkpoint into the spool as nobody,
+    reads it back as nobody for the restart, and the job resumes from it."""
+    nobody = pwd.getpwnam("nobody")
+    as_nobody = {"GRIDBUS_USER_MAP": "*=nobody", "GRIDBUS_STARTER_ALLOW_ROOT_JOBS": "false"}
+    d = Path(tempfile.mkdtemp(prefix="gridbus-ckpt-", dir="/tmp"))  # passable by nobody, unlike pytest's
+    try:
+        os.chmod(d, 0o755)
+        (d / "spool").mkdir(mode=0o755)
+        (d / "gate").mkdir(mode=0o777)
+        submit_dir = d / "submit"
+        submit_dir.mkdir()
+        job = submit_dir / "count.sh"
+        job.write_text(JOB)
+        os.chmod(job, 0o755)
+        for path in (submit_dir, job):
+            os.chown(path, nobody.pw_uid, nobody.pw_gid)
+        for step in STOPS:  # no stops: it only checkpoints
+            (d / "gate" / f"stop-{step}").write_text("0")
+        with standard_pool(broker_url, mgmt, tmp_path_factory.mktemp("ckptnobody"), "ckpt-nobody",
+                           slots={**SLOTS, **as_nobody, "GRIDBUS_EXECUTE": str(d / "execute")},
+                           schedd_env={**as_nobody, "GRIDBUS_SPOOL": str(d / "spool")}) as pool:
+            cluster = pool.submit(
+                "schedd@s", 1, cmd=str(job), args=str(d / "gate"), Iwd=str(submit_dir), ShouldTransferFiles="YES",
+                WhenToTransferOutput="ON_EXIT", Out="job.out", Err="job.err", SuccessCheckpointExitCode=CODE,
+                WantFTOnCheckpoint=True, TransferCheckpoint="saved-state, steps.log", TransferOutput="steps.log",
+            )
+            done = _completed(pool, cluster, submit_dir)
+        checkpoints = len(range(EVERY, STEPS, EVERY))  # at 3, 6 and 9, numbered from 0; all in place
+        assert done["CheckpointNumber"] == checkpoints - 1 and done["NumJobStarts"] == 1, done
+        resumed = [f"resuming after {i}" for i in range(0, STEPS, EVERY)]
+        assert (submit_dir / "job.out").read_text().splitlines() == [*resumed, "done"]
+        assert os.stat(submit_dir / "steps.log").st_uid == nobody.pw_uid
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
