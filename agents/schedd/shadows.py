@@ -109,6 +109,8 @@ class Shadows:
                 self.claims.by_job.pop(job, None)
                 claim.job, claim.state = None, IDLE
                 self.claims.changed(claim)
+            elif claim.restarting:  # its restart after a checkpoint, asked again (a repeat runs it once)
+                self._to_activate.setdefault(claim.startd, []).append((claim, job))
         for ad in list(self._running_ads()):
             key = (ad.get("ClusterId"), ad.get("ProcId"))
             if key not in self.claims.by_job:

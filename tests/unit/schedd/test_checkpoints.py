@@ -12,11 +12,20 @@ from pathlib import Path
 
 import pytest
 
+from gridbus.agents.schedd.agent import Schedd
 from gridbus.agents.schedd.checkpoints import CheckpointStore
-from gridbus.agents.schedd.claims import ACTIVATING, RUNNING_JOB
+from gridbus.agents.schedd.claims import ACTIVATING, RUNNING_JOB, Claim
 from gridbus.agents.startd.accounts import Account
 from gridbus.transfer import spec
-from tests.unit.schedd.inproc import call, exit_report, make_schedd, run_on_claim, settle, submit
+from tests.unit.schedd.inproc import (
+    Startds,
+    call,
+    exit_report,
+    make_schedd,
+    run_on_claim,
+    settle,
+    submit,
+)
 
 IDLE, RUNNING = 1, 2
 
@@ -50,6 +59,12 @@ def test_an_incoming_checkpoint_is_the_owner_s_account_s(tmp_path: Path):
     assert all(d.stat().st_mode & 0o777 == 0o711 for d in (store.root, incoming.parent.parent, incoming.parent))
 
 
+def _activations(schedd: Schedd) -> list[dict]:
+    startds = schedd._client
+    assert isinstance(startds, Startds)
+    return [a for _addr, m, args in startds.calls if m == "ActivateClaims" for a in args["Activations"]]
+
+
 def _checkpoint_report(cid: int, **extra: object) -> dict:
     fields = {"ExitCode": 85, "Checkpointed": True, "ClaimEnded": False, "TransferOutStarted": 100,
               "TransferOutFinished": 101, "RemoteUserCpu": 1.5, **extra}
@@ -73,8 +88,7 @@ def test_a_checkpointed_job_starts_again_on_its_claim_and_its_next_input_brings_
             if claim.state == RUNNING_JOB:
                 break
             await asyncio.sleep(0.01)
-        activations = [a for _addr, m, args in schedd._client.calls if m == "ActivateClaims"  # type: ignore[attr-defined]
-                       for a in args["Activations"]]
+        activations = _activations(schedd)
         assert [(a["ClaimId"], a["JobAd"]["ClusterId"], a["JobAd"]["ProcId"]) for a in activations] == [("c1", cid, 0)]
         assert claim.state == RUNNING_JOB and claim.job == (cid, 0) and not claim.restarting
         assert schedd.queue.get(cid, 0)["NumJobStarts"] == 1  # an in-place restart is no start
@@ -116,6 +130,31 @@ def test_a_restart_the_startd_refuses_sends_the_job_back_to_idle(tmp_path: Path)
         assert claim.state == ACTIVATING and claim.restarting
         await shadows._activation_result(claim, (cid, 0), 3, "the slot is busy", answered=True)
         assert schedd.queue.get(cid, 0)["JobStatus"] == IDLE and not claim.restarting
+        schedd.queue.store.close()
+
+    asyncio.run(main())
+
+
+def test_a_schedd_restarted_before_the_restart_was_answered_asks_again(tmp_path: Path):
+    async def main() -> None:
+        schedd = make_schedd(tmp_path)
+        await schedd.setup()
+        cid = submit(schedd, SuccessCheckpointExitCode=85, WantFTOnCheckpoint=True)
+        claim = await run_on_claim(schedd, cid, 0)
+        claim.job, claim.state, claim.restarting = (cid, 0), ACTIVATING, True
+        loaded = Claim.from_record(claim.record())  # as the restarted schedd reads it
+        assert (loaded.job, loaded.state, loaded.restarting) == ((cid, 0), ACTIVATING, True)
+        schedd.claims.by_id["c1"] = loaded
+        schedd.claims.by_job[(cid, 0)] = loaded
+        await schedd.shadows.reconcile_after_restart()
+        for _ in range(50):
+            if loaded.state == RUNNING_JOB:
+                break
+            await asyncio.sleep(0.01)
+        activations = _activations(schedd)
+        assert [(a["ClaimId"], a["JobAd"]["ProcId"]) for a in activations] == [("c1", 0)]
+        assert loaded.state == RUNNING_JOB and schedd.queue.get(cid, 0)["JobStatus"] == RUNNING
+        assert schedd.queue.get(cid, 0)["NumJobStarts"] == 1
         schedd.queue.store.close()
 
     asyncio.run(main())
