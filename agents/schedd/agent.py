@@ -57,6 +57,7 @@ from gridbus.agent.connection import declare_event_stream
 from gridbus.agent.objects import ManagedObject
 from gridbus.agents.schedd import limits, owner_shadow
 from gridbus.agents.schedd.ads import Ads, Counters
+from gridbus.agents.schedd.checkpoints import Checkpointing, CheckpointStore
 from gridbus.agents.schedd.claims import Claims
 from gridbus.agents.schedd.commits import Commits
 from gridbus.agents.schedd.job_actions import JobActions
@@ -148,6 +149,9 @@ class Schedd(Agent):
         # The shadows.
         self.claims = Claims(self.queue, self.commits, self._call_daemon, self.spawn, settings)
         self.shadows = Shadows(self.queue, self.claims, self.state, self.spawn, settings)
+        self.checkpoint_store = CheckpointStore(settings.spool, self.owner_shadows.account_for)
+        self.shadows.checkpoints = Checkpointing(self.queue, self.commits, self.events, self.checkpoint_store,
+                                                 self.ads_changed)
         self.queue.on_left_idle.append(self.shadows.job_left_idle)  # a job queued ahead is withdrawn
         self.autoclusters = AutoClusters()
         self.negotiation = Negotiation(self.address, self.queue, self.claims, self.shadows, self.autoclusters,
@@ -167,7 +171,8 @@ class Schedd(Agent):
         self.spooling = Spooling(self.address, self.queue, self.state, self.commits, self.users, settings,
                                  lambda: self._connection, self.spawn, self.ads_changed)
         self.user_logs.schedd_owned = self.spooling.owns_log  # a spooled job's log is in the spool
-        self.transfers = Transfers(self.queue, self.claims, self.owner_shadows, self.spooling, settings)
+        self.transfers = Transfers(self.queue, self.claims, self.owner_shadows, self.spooling, settings,
+                                   self.checkpoint_store)
         self.queue.on_materialized.append(self.submission.log_submit)
         self.add_parts(self.submission, self.queries, self.actions, self.job_objects, self.negotiation, self.reports,
                        self.transfers, self.spooling)

@@ -50,6 +50,7 @@ from gridbus.agents.startd.starter import (
     StartFailed,
 )
 from gridbus.status import MethodError, Status, app_error, invalid
+from gridbus.transfer import spec
 
 log = logging.getLogger("gridbus.startd")
 
@@ -490,6 +491,10 @@ class Activation:
         if job.stop_reason and job.stop_reason != "memory":
             extra["Evicted"] = True
             extra["EvictReason"] = job.stop_reason
+        elif not extra.get("HoldReason") and spec.wants_checkpoint(job.ad, extra):
+            # A self-checkpointing job's checkpoint: its files go to the schedd's spool (with a
+            # transferred sandbox), and the schedd starts it again (agents/schedd/checkpoints.py).
+            extra["Checkpointed"] = True
         if self.sandboxes.holds(claim.id):  # the output goes back before the exit is reported
             self.sandboxes.return_output(claim, job, extra, lambda extra: self._exit_reported(claim, job, extra))
         else:

@@ -10,6 +10,9 @@ FILESYSTEM_DOMAIN) the startd, before the starter spawns it:
 3. receives the input (gridbus/transfer/stream.py) into the scratch directory and runs the job
    there, with Cmd, In, Out and Err rewritten to files in it (gridbus/transfer/spec.py).
 
+A self-checkpointing job that exits with its checkpoint code sends its checkpoint instead
+(``checkpoint``; agents/schedd/checkpoints.py); a later run's input brings it back.
+
 When the job has exited (or was evicted, with ``when_to_transfer_output = ON_EXIT_OR_EVICT``)
 the output goes back the same way before the exit is reported, and the scratch directory is
 removed (kept while the job is held, if KEEP_SANDBOX_ON_HOLD says so).
@@ -47,6 +50,7 @@ log = logging.getLogger("gridbus.startd.sandbox")
 
 HOLD_TRANSFER_OUTPUT = 12  # HTCondor's TransferOutputError
 HOLD_TRANSFER_INPUT = 13  # HTCondor's TransferInputError
+HOLD_FAILED_TO_CHECKPOINT = 36  # HTCondor's FailedToCheckpoint
 
 
 class TransferLost(StartFailed):
@@ -172,18 +176,29 @@ class Sandboxes:
         when = str(ad.get("WhenToTransferOutput") or "ON_EXIT").upper()
         wanted = not extra.get("HoldReason") and (not evicted or when == "ON_EXIT_OR_EVICT")
         try:
-            if wanted:
+            if extra.get("Checkpointed"):
+                extra.update(await self._send_checkpoint(claim, ad, box))
+            elif wanted:
                 extra.update(await self._send_output(claim, ad, box))
         except stream.TransferError as exc:
-            where = f"Transfer output files failure at execution point {claim.slot.name} while sending files to the access point"
-            if exc.link:
-                if not evicted:  # the run's result is not all back: the job runs again, never completes
-                    extra = {**extra, "Evicted": True, "EvictReason": f"{where}: {exc.reason}"}
-            else:
-                extra.update({"HoldReason": f"{where}: {exc.reason}", "HoldReasonCode": HOLD_TRANSFER_OUTPUT,
+            if extra.pop("Checkpointed", None):
+                # HTCondor's FailedToCheckpoint; a cut link is an eviction: the job runs again,
+                # elsewhere, from its previous checkpoint.
+                where = (f"Starter failed to upload checkpoint at execution point {claim.slot.name}: {exc.reason}")
+                extra.update({"Evicted": True, "EvictReason": where} if exc.link else
+                             {"HoldReason": where, "HoldReasonCode": HOLD_FAILED_TO_CHECKPOINT,
                               "HoldReasonSubCode": exc.errno})
+            else:
+                where = f"Transfer output files failure at execution point {claim.slot.name} while sending files to the access point"
+                if exc.link:
+                    if not evicted:  # the run's result is not all back: the job runs again, never completes
+                        extra = {**extra, "Evicted": True, "EvictReason": f"{where}: {exc.reason}"}
+                else:
+                    extra.update({"HoldReason": f"{where}: {exc.reason}", "HoldReasonCode": HOLD_TRANSFER_OUTPUT,
+                                  "HoldReasonSubCode": exc.errno})
         except Exception as exc:  # never a lost exit report
             log.exception("output transfer of job %s failed", _job_id(ad))
+            extra.pop("Checkpointed", None)
             extra = {**extra, "Evicted": True, "EvictReason": f"output transfer failed: {exc!r}"}
         finally:
             if not (extra.get("HoldReason") and self.settings.keep_sandbox_on_hold):
@@ -196,6 +211,16 @@ class Sandboxes:
         stats = await self._transfer(claim, ad, "out", lambda ep: stream.send_files(ep, entries, opener=spec.open_nofollow))
         self.bytes_moved["out"] += stats.bytes
         log.info("job %s: %d output file(s), %d bytes, in %.2f s", _job_id(ad), stats.files, stats.bytes,
+                 time.time() - started)
+        return {"BytesRecvd": stats.bytes, "TransferOutStarted": int(started), "TransferOutFinished": int(time.time())}
+
+    async def _send_checkpoint(self, claim: sl.Claim, ad: Mapping[str, Any], box: Sandbox) -> dict[str, Any]:
+        """A self-checkpointing job's checkpoint to the schedd's spool (Direction ``checkpoint``),
+        with the accounting of an output transfer (HTCondor counts it as one)."""
+        started = time.time()
+        entries = spec.checkpoint_entries(box.scratch, ad)
+        stats = await self._transfer(claim, ad, "checkpoint", lambda ep: stream.send_files(ep, entries, opener=spec.open_nofollow))
+        log.info("job %s: checkpoint of %d file(s), %d bytes, in %.2f s", _job_id(ad), stats.files, stats.bytes,
                  time.time() - started)
         return {"BytesRecvd": stats.bytes, "TransferOutStarted": int(started), "TransferOutFinished": int(time.time())}
 
