@@ -12,7 +12,7 @@ from typing import Any
 
 from gridbus.classad.limits import Evaluation
 from gridbus.classad.nodes import RecordExpr
-from gridbus.classad.values import ERROR, MISSING, UNDEFINED, AbsTime, RelTime, Value
+from gridbus.classad.values import ERROR, MISSING, UNDEFINED, AbsTime, RelTime, Value, datetime_secs
 
 # Lower-case views of plain dicts, keyed by id() and checked against the dict itself and its size
 # (the dict is held, so its id cannot be reused while the entry lives).
@@ -149,7 +149,7 @@ def from_python(raw: Any, scope: Scope, ctx: Ctx) -> Any:
     if isinstance(raw, dict):
         return AdValue(Scope(raw, False, scope, raw), ctx)
     if isinstance(raw, _dt.datetime):
-        return AbsTime(_datetime_secs(raw), 0)
+        return AbsTime(datetime_secs(raw), 0)
     fn = getattr(raw, "_fn", None)
     if fn is not None:
         return fn()(scope, ctx)
@@ -163,12 +163,6 @@ def from_python(raw: Any, scope: Scope, ctx: Ctx) -> Any:
     if isinstance(raw, str):
         return str(raw)
     return ERROR
-
-
-def _datetime_secs(d: _dt.datetime) -> int:
-    if d.tzinfo is None or d.utcoffset() is None:
-        return int(d.timestamp())  # a naive datetime is local time, as in classad2
-    return int((d - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)).total_seconds() // 1)
 
 
 class ListValue:
@@ -224,3 +218,29 @@ class AdValue:
                 return resolve(s, lname, raw, self.ctx)
             s = s.parent
         return UNDEFINED
+
+
+def type_name(v: Any) -> str:
+    """The ClassAd type name of an internal value (used in messages and by the type tests)."""
+    t = type(v)
+    if t is bool:
+        return "boolean"
+    if t is int:
+        return "integer"
+    if t is float:
+        return "real"
+    if t is str:
+        return "string"
+    if v is UNDEFINED:
+        return "undefined"
+    if v is ERROR:
+        return "error"
+    if t is ListValue:
+        return "list"
+    if t is AdValue:
+        return "classad"
+    if t is AbsTime:
+        return "abstime"
+    if t is RelTime:
+        return "reltime"
+    return "error"
