@@ -111,7 +111,7 @@ class WebDaemon(Agent):
             self.log.warning("WEB_ADDRESS %s:%d is in use; serving on a free port of %s instead", host, port, host)
             site = web.TCPSite(self._runner, host, 0, reuse_address=True)
             await site.start()
-        bound = site._server.sockets[0].getsockname() if site._server and site._server.sockets else (host, port)
+        bound = self._runner.addresses[0] if self._runner.addresses else (host, port)
         shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
         self.web_url = f"http://{shown}:{bound[1]}"
         if self.address_file is not None:

@@ -58,13 +58,13 @@ class PoolCollector(Collector):
     def _jobs(self) -> Iterator[Metric]:
         jobs = GaugeMetricFamily("gridbus_jobs", "jobs in the queues by state and owner (Submitter ads)",
                                  labels=["state", "owner"])
-        totals: Counter[tuple[str, str]] = Counter()
+        totals: dict[tuple[str, str], float] = {}
         for ad in self.picture.of_type("Submitter"):
             owner = str(ad.get("Owner") or str(ad.get("Name", "")).split("@")[0])
             for attr, state in SUBMITTER_STATES.items():
                 value = _num(ad.get(attr))
                 if value is not None:
-                    totals[(state, owner)] += value
+                    totals[(state, owner)] = totals.get((state, owner), 0.0) + value
         for (state, owner), value in sorted(totals.items()):
             jobs.add_metric([state, owner], value)
         yield jobs
@@ -83,15 +83,15 @@ class PoolCollector(Collector):
         cpus = GaugeMetricFamily("gridbus_slot_cpus", "cpus of the slots by state (a partitionable slot's "
                                  "are its unclaimed rest)", labels=["state"])
         by_state: Counter[tuple[str, str]] = Counter()
-        cpus_by_state: Counter[str] = Counter()
+        cpus_by_state: dict[str, float] = {}
         for ad in self.picture.of_type("Machine"):
             state, activity = str(ad.get("State", "Unknown")), str(ad.get("Activity", "Unknown"))
             by_state[(state, activity)] += 1
-            cpus_by_state[state] += _num(ad.get("Cpus")) or 0
+            cpus_by_state[state] = cpus_by_state.get(state, 0.0) + (_num(ad.get("Cpus")) or 0)
         for labels, value in sorted(by_state.items()):
             slots.add_metric(list(labels), value)
-        for state, value in sorted(cpus_by_state.items()):
-            cpus.add_metric([state], value)
+        for state, total in sorted(cpus_by_state.items()):
+            cpus.add_metric([state], total)
         yield slots
         yield cpus
 
@@ -137,7 +137,7 @@ class PoolCollector(Collector):
             if (d := _num(ad.get("DaemonCoreDutyCycle"))) is not None:
                 duty.add_metric(who, d)
             served, failed = _num(ad.get("RequestsServed")) or 0, _num(ad.get("RequestsFailed")) or 0
-            latency.add_metric(who, count_value=served + failed, sum_value=_num(ad.get("RequestsRuntime")) or 0.0)
+            latency.add_metric(who, count_value=int(served + failed), sum_value=_num(ad.get("RequestsRuntime")) or 0.0)
             errors.add_metric(who, failed)
             inflight.add_metric(who, _num(ad.get("RequestsInFlight")) or 0)
             reconnects.add_metric(who, _num(ad.get("BrokerReconnects")) or 0)

@@ -109,7 +109,8 @@ class Picture:
                     self._seen.discard(self.seen_event_ids[0])
                 self.seen_event_ids.append(eid)
                 self._seen.add(eid)
-            procs = event.get("ProcIds") if isinstance(event.get("ProcIds"), list) else [event.get("ProcId")]
+            listed = event.get("ProcIds")
+            procs = listed if isinstance(listed, list) else [event.get("ProcId")]
             for proc in procs:
                 key = job_key(source, event.get("ClusterId"), proc)
                 self._remember(key, {**event, "ProcId": proc})

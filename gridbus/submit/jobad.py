@@ -394,8 +394,8 @@ def build_job_ad(
         # getenv = true: the submitter's environment, under what the description sets itself.
         own = {}
         for entry in split_v2(environment, "environment"):
-            name, _, value = entry.partition("=")
-            own[name] = value
+            name, _, setting = entry.partition("=")
+            own[name] = setting
         merged = {**os.environ, **own}
         environment = join_v2([f"{k}={merged[k]}" for k in sorted(merged)])
     if "Env" not in ad:
