@@ -45,15 +45,14 @@ def _job_constant(node: N.Node, job_low: dict[str, Any], seen: set[str]) -> bool
     stack = [node]
     while stack:
         n = stack.pop()
-        t = type(n)
-        if t is N.Literal:
+        if type(n) is N.Literal:
             continue
-        if t is N.AttrRef:
-            if n.scope == "target":  # type: ignore[attr-defined]
+        if type(n) is N.AttrRef:
+            if n.scope == "target":
                 return False
-            lname = n.lname  # type: ignore[attr-defined]
+            lname = n.lname
             if lname not in job_low:
-                if n.scope == "my":  # type: ignore[attr-defined]
+                if n.scope == "my":
                     continue  # MY.x missing is undefined, not a TARGET lookup
                 return False  # an unscoped name missing from the job is read from the slot
             value = job_low[lname]
@@ -65,7 +64,7 @@ def _job_constant(node: N.Node, job_low: dict[str, Any], seen: set[str]) -> bool
                 seen.add(lname)
                 stack.append(classad.compile(value).node)
         else:
-            kids = None if t is N.Call and n.lname == "eval" else operands(n)  # type: ignore[attr-defined]
+            kids = None if type(n) is N.Call and n.lname == "eval" else operands(n)
             if kids is None:
                 return False  # eval(), selections, lists, records: not worth proving
             stack += kids

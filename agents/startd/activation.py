@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from gridbus.agent import Call, method
@@ -145,7 +146,7 @@ class Activation:
         if ahead:
             self.queue_ahead(schedd, ahead, refused)
 
-    def queue_ahead(self, schedd: str, entries: list[Any], refused: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+    def queue_ahead(self, schedd: str, entries: list[Any], refused: AbstractSet[str] = frozenset()) -> None:
         """Jobs a schedd queued ahead on its claims ({ClaimId, Seq, JobAd}): kept in order on the
         claim, each taken once (by Seq), and started when the claim is idle. A claim whose
         activation in the same answer was refused takes none (the schedd ends it), nor does one

@@ -178,7 +178,7 @@ class Startd(Agent):
     def _stamp_report(self, report: dict[str, Any]) -> None:
         """AheadSeq: how far the schedd's jobs queued ahead on the claim have been taken (it
         sends again the ones past it: an answer that carried them was lost)."""
-        claim = self.claims.by_id.get(report.get("ClaimId"))  # type: ignore[arg-type]
+        claim = self.claims.by_id.get(str(report.get("ClaimId", "")))
         if claim is not None and claim.ahead_seq:
             report["AheadSeq"] = claim.ahead_seq
 

@@ -132,7 +132,7 @@ class ClassAd(MutableMapping):
             return False
         return all(str(self.lookup(k)) == str(other.lookup(k)) for k in self._data)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # a mutable mapping, unhashable as a dict is
 
     def __reduce__(self) -> tuple:
         return (ClassAd, (repr(self),))

@@ -322,4 +322,5 @@ def parse_new_ad(text: str) -> list[tuple[str, N.Node]]:
     tok = p.peek()
     if tok.kind != EOF:
         raise ClassAdParseError("unexpected text after the ClassAd", text, tok.pos)
-    return node.attrs  # type: ignore[attr-defined]
+    assert type(node) is N.RecordExpr  # record() makes nothing else
+    return node.attrs

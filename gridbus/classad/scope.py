@@ -81,7 +81,7 @@ class Ctx:
         """The context for evaluating an attribute of TARGET: its MY is our TARGET and back."""
         s = self._swapped
         if s is None:
-            s = Ctx(self.target, self.my, self.evaluation())  # type: ignore[arg-type]
+            s = Ctx(self.target, self.my, self.evaluation())  # type: ignore[arg-type]  # called only where TARGET is set
             s._swapped = self
             self._swapped = s
         return s
@@ -174,20 +174,20 @@ class ListValue:
 
     def __init__(self, nodes: list | None, py: list | None, scope: Scope, ctx: Ctx):
         self.nodes = nodes  # list of (node, fn)
-        self.py = py
+        self.py: list = py if py is not None else []  # read only where nodes is None
         self.scope = scope
         self.ctx = ctx
         self._vals: list | None = None
 
     def __len__(self) -> int:
-        return len(self.nodes) if self.nodes is not None else len(self.py)  # type: ignore[arg-type]
+        return len(self.nodes) if self.nodes is not None else len(self.py)
 
     def item(self, i: int) -> Any:
         if self._vals is not None:
             return self._vals[i]
         if self.nodes is not None:
             return self.nodes[i][1](self.scope, self.ctx)
-        return from_python(self.py[i], self.scope, self.ctx)  # type: ignore[index]
+        return from_python(self.py[i], self.scope, self.ctx)
 
     def values(self) -> list:
         vals = self._vals
@@ -195,7 +195,7 @@ class ListValue:
             if self.nodes is not None:
                 vals = [fn(self.scope, self.ctx) for _, fn in self.nodes]
             else:
-                vals = [from_python(v, self.scope, self.ctx) for v in self.py]  # type: ignore[union-attr]
+                vals = [from_python(v, self.scope, self.ctx) for v in self.py]
             self._vals = vals
         return vals
 
