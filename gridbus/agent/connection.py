@@ -28,8 +28,8 @@ import aiormq
 from aio_pika.abc import AbstractChannel, AbstractRobustConnection
 from aio_pika.exceptions import CONNECTION_EXCEPTIONS
 
-from gridbus import bus, wire
-from gridbus.agent import failover
+from gridbus import bus, topology, wire
+from gridbus.agent import failover, reconcile
 
 # A confirmed publish waits this long for the broker's confirm, and is sent again for this long
 # (long enough for a failover to another broker node, or a restarted broker).
@@ -66,7 +66,15 @@ class Connection:
         await self._channel.set_qos(prefetch_count=self.prefetch)
         self._confirm_channel = await self._robust.channel(publisher_confirms=True)
         self._answer_channel = await self._robust.channel(publisher_confirms=False)
-        await declare_topology(self._channel, quorum=quorum)
+        await declare_topology(self._channel, quorum=quorum, reconcile_on=self._plain_connection(), log=self.log)
+
+    async def reconciled(self, spec: topology.QueueSpec) -> tuple[bool, dict[str, Any]]:
+        """(durable, arguments) to declare ``spec``'s queue with, once it is found compatible or
+        migrated (see `gridbus.agent.reconcile`; raises QueueConflict with the sentence to stop with)."""
+        connection = self._plain_connection()
+        if connection is None:
+            return spec.durable, spec.arguments  # reconnecting: the queue was reconciled at the start
+        return await reconcile.ensure_waiting(connection, spec, self.log)
 
     @property
     def robust(self) -> AbstractRobustConnection | None:
@@ -212,11 +220,17 @@ def _retrieved(done: asyncio.Future) -> None:
         done.exception()
 
 
-async def declare_topology(channel: AbstractChannel, *, quorum: bool = False) -> None:
+async def declare_topology(channel: AbstractChannel, *, quorum: bool = False,
+                           reconcile_on: aiormq.abc.AbstractConnection | None = None,
+                           log: logging.Logger | None = None) -> None:
     """Declare gridbus's exchanges and the dead-letter queue (a quorum queue on a cluster);
-    idempotent, any order."""
+    idempotent, any order. With ``reconcile_on`` (the plain connection under ``channel``'s), the
+    dead-letter queue is looked at first and adopted or migrated as `gridbus.agent.reconcile` says."""
     for name, kind in bus.EXCHANGES:
         await channel.declare_exchange(name, kind, durable=True)
-    args: dict[str, Any] = bus.DEAD_QUEUE_ARGS | ({"x-queue-type": "quorum"} if quorum else {})
-    dead = await channel.declare_queue(bus.DEAD, durable=True, arguments=args)
+    spec = topology.dead_queue_spec(quorum=quorum)
+    durable, args = spec.durable, spec.arguments
+    if reconcile_on is not None:
+        durable, args = await reconcile.ensure_waiting(reconcile_on, spec, log or logging.getLogger("gridbus"))
+    dead = await channel.declare_queue(bus.DEAD, durable=durable, arguments=args)
     await dead.bind(bus.DEAD, "")

@@ -219,7 +219,8 @@ class Agent(CommonMethods):
         await self._client.start()
         await self.setup()
         await self.dispatcher.consume(self.connection.channel, durable=self.durable_requests,
-                                      arguments=self.request_queue_arguments(), answers=self.connection.answer_channel)
+                                      arguments=self.request_queue_arguments(), answers=self.connection.answer_channel,
+                                      reconciled=self.connection.reconciled)
         self.connection.watch(bus.rpc_queue(self.address))
         self.spawn(self.connection.keep_queues(), "keep queues")
         await self.on_start()

@@ -21,7 +21,7 @@ import inspect
 import logging
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 import aio_pika
@@ -34,6 +34,7 @@ from gridbus.agent.objects import Call
 from gridbus.classad.limits import EvaluationLimitExceeded
 from gridbus.schema import DEFAULT_MAX_BYTES, Method, Schema, validate_args
 from gridbus.status import CANNED_TEXT, MethodError, Status, cap_text
+from gridbus.topology import QueueSpec
 
 # Statuses the framework gives a malformed request: those requests go to the dead-letter queue.
 _DEAD_LETTER_STATUSES = {Status.UNKNOWN_OBJECT, Status.UNKNOWN_METHOD, Status.INVALID_PARAMETER}
@@ -51,6 +52,9 @@ class Host(access.Authorizer, Protocol):
 
 
 ADDRESS_FREE_WAIT = 5.0  # seconds a starting agent waits for another consumer of its address to go
+
+
+Reconciler = Callable[[QueueSpec], Awaitable[tuple[bool, dict[str, Any]]]]
 
 
 class AddressInUse(RuntimeError):
@@ -78,17 +82,22 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ the queue
     async def consume(self, channel: AbstractChannel, *, durable: bool, arguments: dict[str, Any],
-                      answers: AbstractChannel | None = None) -> None:
+                      answers: AbstractChannel | None = None, reconciled: Reconciler | None = None) -> None:
         """Declare and bind the request queue on ``channel`` and serve what comes on it; answers go
         on ``answers`` (a channel of their own, so they never wait behind the agent's other
-        publishes), or on ``channel``."""
+        publishes), or on ``channel``. ``reconciled`` looks at a queue left by an earlier start
+        first (adopted as it is, or migrated: `gridbus.agent.reconcile`)."""
         self._channel = channel
         self._answers = answers or channel
         self._stopped = False
         address = self.host.address
+        keys = sorted({address, bus.BROADCAST_KEY, *(bus.class_key(c) for c in self.classes)})
+        if reconciled is not None:
+            spec = QueueSpec(bus.rpc_queue(address), durable, arguments, tuple((bus.RPC, k) for k in keys))
+            durable, arguments = await reconciled(spec)
         queue = await channel.declare_queue(bus.rpc_queue(address), durable=durable, arguments=arguments)
         await self._check_address_free(queue, address)
-        for key in {address, bus.BROADCAST_KEY, *(bus.class_key(c) for c in self.classes)}:
+        for key in keys:
             await queue.bind(bus.RPC, key)
         self._queue = queue
         self._consumer_tag = await queue.consume(self._on_message)
