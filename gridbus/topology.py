@@ -139,6 +139,16 @@ def dead_queue_spec(*, quorum: bool) -> QueueSpec:
     return QueueSpec(bus.DEAD, True, args, ((bus.DEAD, ""),))
 
 
+def request_queue_arguments(*, durable: bool, quorum: bool) -> dict[str, Any]:
+    """Arguments of an agent's request queue: dead-lettering always; a transient agent's queue
+    expires ten minutes after it is gone; a durable one (the schedd's) may be a quorum queue."""
+    args: dict[str, Any] = {"x-dead-letter-exchange": bus.DEAD}
+    if not durable:
+        return args | {"x-expires": 600_000}
+    # A classic queue is declared without the argument, as before it existed.
+    return args | {"x-queue-type": "quorum"} if quorum else args
+
+
 # ---------------------------------------------------------------------- the broker's refusals
 # "inequivalent arg 'x-max-length' for queue 'q' in vhost 'v': received the value '10000' of type
 # 'signedint' but current is none" -- what the broker says of a declaration it refuses.
