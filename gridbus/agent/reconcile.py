@@ -26,6 +26,7 @@ import aiormq
 from aiormq.abc import AbstractChannel, AbstractConnection, DeliveredMessage
 from pamqp.commands import Basic
 
+from gridbus.errors import NoRestart
 from gridbus.topology import MIGRATING_SUFFIX, Found, QueueSpec, current_of_refusal, describe, judge
 
 DECLARE_TIMEOUT = 15.0  # a declaration unanswered this long: the cluster has lost its majority
@@ -33,7 +34,7 @@ RETRY_INTERVAL = 5.0
 _MAX_PROBES = 16  # arguments told apart one by one; no gridbus queue has half as many
 
 
-class QueueConflict(RuntimeError):
+class QueueConflict(NoRestart):
     """A queue this daemon may not use nor migrate; the message is the sentence to stop with."""
 
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gridbus.agent.core import Agent
-from gridbus.agent.reconcile import QueueConflict
 from gridbus.config import Config
+from gridbus.errors import NoRestart
 from gridbus.topology import DAEMON_NO_RESTART
 
 # The cyclic garbage collector's young generation is collected once this many more container
@@ -121,9 +121,9 @@ def serve(
     setup_logging(log_name, log_dir, args.foreground, max_bytes=max_bytes, backups=backups)
     try:
         run(lambda: build(cfg, args), loop_thread=loop_thread)
-    except QueueConflict as exc:
+    except NoRestart as exc:
         # One sentence, no traceback, and the status that tells the master not to start it again:
-        # the same queue would stop it the same way until an operator acts.
+        # it would stop the same way until an operator acts.
         logging.getLogger(f"gridbus.{kind}").error("%s", exc)
         print(f"gridbus {kind}: {exc}", file=sys.stderr)
         sys.exit(DAEMON_NO_RESTART)
