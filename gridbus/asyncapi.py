@@ -95,6 +95,7 @@ def _ref_or_type(name: str) -> dict[str, Any]:
 
 def value_schema(item: Arg | Field | Property, event_body: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON Schema of one argument, field or property."""
+    out: dict[str, Any]
     if item.shape:
         out = {"$ref": SCHEMAS + item.shape}
     else:
@@ -284,7 +285,8 @@ def document(schema: Schema) -> dict[str, Any]:
 
     # Ads
     ad_msg, inv = schema.messages["ad"], schema.messages["invalidate"]
-    public, private = [], []
+    public: list[str] = []
+    private: list[str] = []
     for ad in schema.ads.values():
         name = f"ad.{ad.name}"
         payload = object_schema(ad_msg.fields)

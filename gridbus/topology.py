@@ -32,16 +32,6 @@ DAEMON_NO_RESTART = 4
 # The suffix of the queue that holds a queue's messages while it is declared again.
 MIGRATING_SUFFIX = ".migrating"
 
-# Arguments whose value matters only to messages as they come and go: a queue declared with other
-# values works for gridbus, so it is adopted.
-SOFT_ARGUMENTS = frozenset({
-    "x-max-length", "x-max-length-bytes", "x-overflow", "x-message-ttl", "x-expires",
-    "x-dead-letter-exchange", "x-dead-letter-routing-key", "x-dead-letter-strategy",
-    "x-delivery-limit", "x-queue-mode", "x-queue-version", "x-max-in-memory-length",
-    "x-max-in-memory-bytes", "x-single-active-consumer",
-})
-
-
 @dataclass(frozen=True)
 class QueueSpec:
     """A queue as this version declares it: its name, durability, arguments and bindings

@@ -1,10 +1,11 @@
 """The job queue on disk: SQLite in WAL mode under the schedd's spool directory.
 
-Five tables. A cluster row holds the cluster ad (every attribute its procs share) and, for late
+Seven tables. A cluster row holds the cluster ad (every attribute its procs share) and, for late
 materialization, its factory state; a proc row holds only the proc's differences from its
 cluster ad (often nothing at all), so 100,000 procs of one submit cost a few bytes each. Ads are
 msgpack blobs in gridbus's wire codec, so expressions keep their type. Finished jobs move to the
-history table; submission ids (for idempotent Submit) have their own table.
+history table; submission ids (for idempotent Submit) have their own table. The outbox holds the job events
+the queue's commits still owe the user logs and the bus (outbox.py).
 
 The file carries its schema's version (PRAGMA user_version; see STORE_VERSION): a store of an
 older version is migrated forward at the start, after a copy of it is taken (`<file>.v<N>.bak`);
@@ -41,6 +42,8 @@ CREATE TABLE IF NOT EXISTS history (
 CREATE INDEX IF NOT EXISTS history_recorded ON history (recorded);
 CREATE TABLE IF NOT EXISTS factory_progress (
     cluster_id INTEGER PRIMARY KEY, next INTEGER NOT NULL, total INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS outbox (
+    seq INTEGER PRIMARY KEY, kind INTEGER NOT NULL, owner TEXT NOT NULL, path TEXT NOT NULL, body BLOB NOT NULL);
 """
 
 
@@ -49,7 +52,8 @@ CREATE TABLE IF NOT EXISTS factory_progress (
 # transaction before SCHEMA (whose IF NOT EXISTS then adds any table a version brought).
 STORE_VERSION = 1
 MIGRATIONS: dict[int, str] = {
-    0: "",  # version 1 numbers the tables 0.1.0 made; their rows are kept as they are
+    # Version 1: 0.1.0's tables, their rows as they are, and the outbox (made by SCHEMA).
+    0: "",
 }
 
 
@@ -161,6 +165,15 @@ class Store:
     def max_cluster_in_history(self) -> int:
         row = self.db.execute("SELECT MAX(cluster_id) FROM history").fetchone()
         return int(row[0] or 0)
+
+    def outbox_top(self) -> int:
+        """The highest outbox row number in use (0: none)."""
+        row = self.db.execute("SELECT MAX(seq) FROM outbox").fetchone()
+        return int(row[0] or 0)
+
+    def outbox_rows(self) -> list[tuple[int, int, str, str, bytes]]:
+        """Every outbox row (seq, kind, owner, path, body), in order."""
+        return list(self.db.execute("SELECT seq, kind, owner, path, body FROM outbox ORDER BY seq"))
 
     def submission(self, owner: str, submission_id: str) -> tuple[str, Any] | None:
         row = self.reader.execute(

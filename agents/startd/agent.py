@@ -97,6 +97,7 @@ class Startd(Agent):
         self.sandboxes = Sandboxes(self.starter if isinstance(self.starter, Starter) else None,
                                    self.machine.filesystem_domain, self.settings, lambda: self._connection,
                                    self._call_daemon)
+        self.slot_ads.daemon_stats = lambda: {**self.stats, **self.sandboxes.statistics()}
         self.claims = Claims(self.address, self.table, self.slot_ads, self.starter, self.sandboxes, self.settings,
                              spawn=self.spawn, ads_changed=self.ads_changed)
         self.reporter = Reporter(

@@ -83,6 +83,15 @@ class Sandboxes:
         self._closing: set[asyncio.Task] = set()  # endpoint closes under way
         self._returning: set[asyncio.Task] = set()  # output transfers under way
         self._open: dict[str, stream.Endpoint] = {}  # claim id -> its transfer under way
+        # Bytes of the sandboxes moved since the start, in (input) and out (output), for the
+        # startd's ad (the web console's transfer metrics).
+        self.bytes_moved = {"in": 0, "out": 0}
+
+    def statistics(self) -> dict[str, int]:
+        """Transfers under way and bytes moved, as the startd advertises them (HTCondor's
+        FileTransferUploadBytes / FileTransferDownloadBytes are the same counts)."""
+        return {"TransfersInFlight": len(self._open), "TransferInputBytes": self.bytes_moved["in"],
+                "TransferOutputBytes": self.bytes_moved["out"]}
 
     def wanted(self, job_ad: Mapping[str, Any]) -> bool:
         return self.starter is not None and spec.wants_transfer(job_ad, self.filesystem_domain)
@@ -123,6 +132,7 @@ class Sandboxes:
         except BaseException:
             _remove(scratch)
             raise
+        self.bytes_moved["in"] += stats.bytes
         accounting = {"BytesSent": stats.bytes, "TransferInStarted": int(started), "TransferInFinished": int(time.time())}
         self._by_claim[claim.id] = Sandbox(scratch, account, spec.snapshot(scratch), accounting)
         log.info("job %s: %d input file(s), %d bytes, in %.2f s", _job_id(job_ad), stats.files, stats.bytes,
@@ -184,6 +194,7 @@ class Sandboxes:
         started = time.time()
         entries = spec.output_entries(box.scratch, ad, box.before)
         stats = await self._transfer(claim, ad, "out", lambda ep: stream.send_files(ep, entries, opener=spec.open_nofollow))
+        self.bytes_moved["out"] += stats.bytes
         log.info("job %s: %d output file(s), %d bytes, in %.2f s", _job_id(ad), stats.files, stats.bytes,
                  time.time() - started)
         return {"BytesRecvd": stats.bytes, "TransferOutStarted": int(started), "TransferOutFinished": int(time.time())}

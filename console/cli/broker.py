@@ -41,10 +41,12 @@ def register(actions: Any) -> None:
     check.set_defaults(handler=cmd_broker_check)
 
 
-def wanted_queue(name: str, *, cluster: bool, queue_type: str) -> QueueSpec | None:
+def wanted_queue(name: str, *, cluster: bool, queue_type: str, found_age: Any = "24h") -> QueueSpec | None:
     """What this version declares as ``name`` (bindings aside), None for a queue it does not declare."""
     if name == bus.DEAD:
         return topology.dead_queue_spec(quorum=cluster)
+    if name == bus.EVENT_STREAM:  # the schedd's JOB_EVENT_STREAM_MAX_AGE: a stream's age is its own
+        return QueueSpec(name, True, {"x-queue-type": "stream", "x-max-age": found_age}, ((bus.EVENTS, bus.EVENT_STREAM_KEY),))
     if name.startswith(SCHEDD_QUEUE_PREFIX):
         quorum = queue_type == "quorum" or (queue_type == "auto" and cluster)
         return QueueSpec(name, True, topology.request_queue_arguments(durable=True, quorum=quorum))
@@ -85,7 +87,8 @@ def plan(mgmt: Management, vhost: str, *, cluster: bool, queue_type: str) -> lis
             rows.append(_row("queue", name, shown, "absent", ["a migration cut short"], "finish the migration",
                              state=found))
             continue
-        spec = wanted_queue(name, cluster=cluster, queue_type=queue_type)
+        spec = wanted_queue(name, cluster=cluster, queue_type=queue_type,
+                            found_age=found.arguments.get("x-max-age", "24h"))
         if q.get("exclusive") or spec is None:
             rows.append(_row("queue", name, shown, "(a running daemon's own)", [], ""))
             continue

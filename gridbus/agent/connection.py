@@ -102,12 +102,14 @@ class Connection:
 
     async def publish(self, exchange: str, key: str, body: Any, mtype: str, *, confirm: bool = False) -> None:
         """Publish ``body`` on ``exchange``. With ``confirm``, for messages whose loss would matter
-        (job events), the broker confirms it, and a publish lost with its connection or refused is
+        (job events), the message is persistent (a durable queue keeps it through a broker restart),
+        the broker confirms it, and a publish lost with its connection or refused is
         sent again, on the next broker if it fails over, for up to CONFIRM_RETRY seconds; a
         consumer recognises a resent message by its unchanged id (message_id, the body's EventId)."""
         channel = self.channel
         message = aio_pika.Message(wire.encode(body), content_type=wire.MSGPACK, type=mtype, app_id=self.address,
-                                   message_id=body.get("EventId") if isinstance(body, dict) else None)
+                                   message_id=body.get("EventId") if isinstance(body, dict) else None,
+                                   delivery_mode=aio_pika.DeliveryMode.PERSISTENT if confirm else None)
         if not confirm or self._confirm_channel is None:
             ex = await channel.get_exchange(exchange, ensure=False)
             await ex.publish(message, routing_key=key, mandatory=False)
@@ -218,6 +220,34 @@ def _retrieved(done: asyncio.Future) -> None:
     """A check that ended after its caller stopped waiting: its failure is not an error to report."""
     if not done.cancelled():
         done.exception()
+
+
+async def declare_event_stream(connection: AbstractRobustConnection, max_age: str, log: logging.Logger) -> bool:
+    """Declare the job events' stream queue (bus.EVENT_STREAM: x-queue-type stream, x-max-age
+    ``max_age``, e.g. "24h") bound to gridbus.events, on a channel of its own: a broker that refuses
+    it (one declared before with other arguments, a broker without streams) closes only that channel,
+    and the agent goes on without it (logged). True if declared."""
+    channel = await connection.channel(publisher_confirms=False)
+    spec = topology.QueueSpec(bus.EVENT_STREAM, True, {"x-queue-type": "stream", "x-max-age": max_age},
+                              ((bus.EVENTS, bus.EVENT_STREAM_KEY),))
+    try:
+        # Looked at first (gridbus.agent.reconcile): a stream of another x-max-age is adopted, a
+        # queue of another type migrated. Bounded: a cluster whose stream leader just died must
+        # not hold the agent's start.
+        durable, args = spec.durable, spec.arguments
+        plain = connection.transport.connection if connection.transport is not None else None
+        if plain is not None:
+            durable, args = await asyncio.wait_for(reconcile.ensure(plain, spec, log), QUEUE_CHECK_TIMEOUT)
+        queue = await channel.declare_queue(bus.EVENT_STREAM, durable=durable, timeout=QUEUE_CHECK_TIMEOUT,
+                                            arguments=args)
+        await queue.bind(bus.EVENTS, bus.EVENT_STREAM_KEY, timeout=QUEUE_CHECK_TIMEOUT)
+        return True
+    except Exception as exc:
+        log.warning("the job events' stream queue %s was not declared: %s", bus.EVENT_STREAM, exc)
+        return False
+    finally:
+        if not channel.is_closed:
+            await channel.close()
 
 
 async def declare_topology(channel: AbstractChannel, *, quorum: bool = False,

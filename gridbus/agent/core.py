@@ -73,7 +73,7 @@ class Agent(CommonMethods):
         started = time.time()
         self.start_time = int(started)  # DaemonStartTime: whole seconds, as HTCondor's
         self.objects: dict[str, ManagedObject] = {}
-        self.stats: dict[str, int] = {}
+        self.stats: dict[str, int | float] = {"BrokerReconnects": 0}
         self._handlers = self._bind_handlers(self)
         self.connection = Connection(self.url, self.address, self.log, prefetch=prefetch)
         self.dispatcher = Dispatcher(self, self.schema, self.classes, self._handlers, self.log, self.stats)
@@ -263,6 +263,7 @@ class Agent(CommonMethods):
         # The robust connection restores exchanges, queues, bindings and consumers it declared;
         # the direct reply-to consumer is a pseudo-queue it does not know about.
         self.log.warning("reconnected to the broker %s", self.connection.broker)
+        self.stats["BrokerReconnects"] += 1
         if self._client is not None:
             try:
                 await self._client.start()

@@ -70,7 +70,10 @@ class Dispatcher:
         self.handlers = handlers
         self.log = log
         self.stats = stats  # the agent's statistics: requests served, failed, in flight are counted here
-        stats.update({"RequestsServed": 0, "RequestsFailed": 0, "RequestsInFlight": 0, "AnswersAbandoned": 0})
+        # RequestsRuntime: seconds spent serving method calls, answered or failed (a Prometheus
+        # summary's sum, with RequestsServed + RequestsFailed its count: the mean RPC latency).
+        stats.update({"RequestsServed": 0, "RequestsFailed": 0, "RequestsInFlight": 0, "AnswersAbandoned": 0,
+                      "RequestsRuntime": 0.0})
         # The largest request any method takes (checked before decoding).
         sizes = [m.max_bytes for c in schema.classes.values() for m in c.methods.values()]
         self.largest_request = max(sizes, default=DEFAULT_MAX_BYTES)
@@ -255,6 +258,7 @@ class Dispatcher:
             text = f"internal error in {call.method}: {type(exc).__name__}: {exc}"
             await self._answer(message, {"status": Status.EXCEPTION, "text": text}, ctype)
         elapsed = time.monotonic() - started
+        self.stats["RequestsRuntime"] += elapsed
         if elapsed > 1.0:
             self.log.info("%s took %.2f s", call.method, elapsed)
         return False

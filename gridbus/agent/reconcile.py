@@ -168,8 +168,8 @@ async def _finish(connection: AbstractConnection, spec: QueueSpec, found: Found 
 
 
 def _type_only(arguments: dict[str, Any]) -> dict[str, Any]:
-    kind = arguments.get("x-queue-type")
-    return {"x-queue-type": kind} if kind else {}
+    # Replicated where the queue is; never a stream, which basic.get cannot empty.
+    return {"x-queue-type": "quorum"} if arguments.get("x-queue-type") == "quorum" else {}
 
 
 async def _move(channel: AbstractChannel, source: str, target: str, *, stream: bool) -> int:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from gridbus.classad import nodes as N
-from gridbus.classad.errors import ClassAdException, ClassAdParseError
+from gridbus.classad.errors import ClassAdException, ClassAdParseError, note_stream_error
 from gridbus.classad.lexer import EOF, NAME, OP, QNAME, STR, tokenize
 from gridbus.classad.parser import MAX_DEPTH, Parser, parse_expression
 from gridbus.classad.unparse import quote_string
@@ -187,10 +187,14 @@ def _from_json(v: Any) -> Any:
 
 def next_ad(text: str, pos: int, parser: ParserType) -> tuple[Any, int]:
     kind = _detect(text, pos) if parser in (ParserType.Auto, ParserType.FileAuto) else parser
-    if kind == ParserType.New:
-        return _next_new(text, pos)
-    if kind == ParserType.Old:
-        return _next_old(text, pos)
+    try:
+        if kind == ParserType.New:
+            return _next_new(text, pos)
+        if kind == ParserType.Old:
+            return _next_old(text, pos)
+    except ClassAdParseError as exc:
+        note_stream_error(exc)  # classad2's lastError()
+        raise
     raise ClassAdException(f"parser {ParserType(kind).name} cannot read ads one by one")
 
 

@@ -96,7 +96,8 @@ class Pool:
         return Path(path)
 
     # ------------------------------------------------------------------ processes
-    def start(self, kind: str, name: str, **env: Any) -> subprocess.Popen:
+    def start(self, kind: str, name: str, *, module: str | None = None, **env: Any) -> subprocess.Popen:
+        """Run daemon ``kind@name`` (``module``: the one to run, by default gridbus.agents.<kind>)."""
         address = f"{kind}@{name}"
         local = self.local_dir(address)
         self.reach(address, local).mkdir(parents=True, exist_ok=True)
@@ -114,7 +115,7 @@ class Pool:
         log = open(console / "stderr.log", "ab")  # noqa: SIM115 - lives as long as the process
         proc = subprocess.Popen(
             [*self.wrappers.get(address, []),
-             sys.executable, "-m", f"gridbus.agents.{kind}", "--name", name, "--log-dir", str(local / "log")],
+             sys.executable, "-m", module or f"gridbus.agents.{kind}", "--name", name, "--log-dir", str(local / "log")],
             env=full, cwd=str(console), stdout=log, stderr=subprocess.STDOUT,
         )
         self.procs[address] = proc
