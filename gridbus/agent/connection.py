@@ -28,7 +28,7 @@ import aiormq
 from aio_pika.abc import AbstractChannel, AbstractRobustConnection
 from aio_pika.exceptions import CONNECTION_EXCEPTIONS
 
-from gridbus import bus, topology, wire
+from gridbus import bus, protocol, topology, wire
 from gridbus.agent import failover, reconcile
 
 # A confirmed publish waits this long for the broker's confirm, and is sent again for this long
@@ -108,6 +108,7 @@ class Connection:
         consumer recognises a resent message by its unchanged id (message_id, the body's EventId)."""
         channel = self.channel
         message = aio_pika.Message(wire.encode(body), content_type=wire.MSGPACK, type=mtype, app_id=self.address,
+                                   headers=protocol.headers(),
                                    message_id=body.get("EventId") if isinstance(body, dict) else None,
                                    delivery_mode=aio_pika.DeliveryMode.PERSISTENT if confirm else None)
         if not confirm or self._confirm_channel is None:

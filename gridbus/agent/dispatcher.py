@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
 
-from gridbus import bus, wire
+from gridbus import bus, protocol, wire
 from gridbus.agent import access
 from gridbus.agent.common import COMMON_CLASS
 from gridbus.agent.objects import Call
@@ -175,6 +175,12 @@ class Dispatcher:
                 text = (f"a request of {size:,} bytes is over the largest {self.host.address} takes "
                         f"({self.largest_request:,} bytes)")
                 await self._answer(message, {"status": Status.INVALID_PARAMETER, "text": text}, wire.JSON)
+                return
+            refused = protocol.refusal(message.headers, message.app_id or message.user_id or "")
+            if refused is not None:
+                self.log.warning("dead-lettering a request: %s", refused)
+                await self._answer(message, {"status": Status.INVALID_PARAMETER, "text": refused}, wire.JSON)
+                dead = True
                 return
             try:
                 body = wire.decode(message.body, message.content_type)
@@ -332,7 +338,7 @@ class Dispatcher:
         # mandatory=False: RabbitMQ 3.10 returns a delivered direct reply-to message as unroutable.
         await self._answers.default_exchange.publish(
             aio_pika.Message(body, content_type=ctype, correlation_id=message.correlation_id, type=mtype,
-                             app_id=self.host.address),
+                             app_id=self.host.address, headers=protocol.headers()),
             routing_key=message.reply_to,
             mandatory=False,
         )
