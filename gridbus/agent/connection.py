@@ -30,6 +30,7 @@ from aio_pika.exceptions import CONNECTION_EXCEPTIONS
 
 from gridbus import bus, protocol, topology, wire
 from gridbus.agent import failover, reconcile
+from gridbus.mgmt import Management, ManagementError
 
 # A confirmed publish waits this long for the broker's confirm, and is sent again for this long
 # (long enough for a failover to another broker node, or a restarted broker).
@@ -66,7 +67,8 @@ class Connection:
         await self._channel.set_qos(prefetch_count=self.prefetch)
         self._confirm_channel = await self._robust.channel(publisher_confirms=True)
         self._answer_channel = await self._robust.channel(publisher_confirms=False)
-        await declare_topology(self._channel, quorum=quorum, reconcile_on=self._plain_connection(), log=self.log)
+        await declare_topology(self._channel, quorum=quorum, reconcile_on=self._plain_connection(), log=self.log,
+                               members=self.quorum_members)
 
     async def reconciled(self, spec: topology.QueueSpec) -> tuple[bool, dict[str, Any]]:
         """(durable, arguments) to declare ``spec``'s queue with, once it is found compatible or
@@ -74,7 +76,20 @@ class Connection:
         connection = self._plain_connection()
         if connection is None:
             return spec.durable, spec.arguments  # reconnecting: the queue was reconciled at the start
-        return await reconcile.ensure_waiting(connection, spec, self.log)
+        return await reconcile.ensure_waiting(connection, spec, self.log, self.quorum_members)
+
+    async def quorum_members(self, queue: str) -> tuple[list[str], list[str]] | None:
+        """(online, members) of a quorum queue, from the management API; None where it does not
+        say (unreachable, or not a quorum queue)."""
+        try:
+            info = await asyncio.to_thread(Management.for_broker(self.url).queue, self.url.vhost, queue)
+        except ManagementError as exc:
+            self.log.info("could not ask the management API about queue %s: %s", queue, exc)
+            return None
+        online, members = info.get("online"), info.get("members")
+        if not isinstance(online, list) or not isinstance(members, list) or not members:
+            return None
+        return [str(n) for n in online], [str(n) for n in members]
 
     @property
     def robust(self) -> AbstractRobustConnection | None:
@@ -253,7 +268,7 @@ async def declare_event_stream(connection: AbstractRobustConnection, max_age: st
 
 async def declare_topology(channel: AbstractChannel, *, quorum: bool = False,
                            reconcile_on: aiormq.abc.AbstractConnection | None = None,
-                           log: logging.Logger | None = None) -> None:
+                           log: logging.Logger | None = None, members: reconcile.Members | None = None) -> None:
     """Declare gridbus's exchanges and the dead-letter queue (a quorum queue on a cluster);
     idempotent, any order. With ``reconcile_on`` (the plain connection under ``channel``'s), the
     dead-letter queue is looked at first and adopted or migrated as `gridbus.agent.reconcile` says."""
@@ -262,6 +277,6 @@ async def declare_topology(channel: AbstractChannel, *, quorum: bool = False,
     spec = topology.dead_queue_spec(quorum=quorum)
     durable, args = spec.durable, spec.arguments
     if reconcile_on is not None:
-        durable, args = await reconcile.ensure_waiting(reconcile_on, spec, log or logging.getLogger("gridbus"))
+        durable, args = await reconcile.ensure_waiting(reconcile_on, spec, log or logging.getLogger("gridbus"), members)
     dead = await channel.declare_queue(bus.DEAD, durable=durable, arguments=args)
     await dead.bind(bus.DEAD, "")

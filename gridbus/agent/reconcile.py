@@ -12,14 +12,18 @@ moved to it (published with confirms before it is acknowledged); the queue is de
 anew; then the holding queue's messages come back and it is deleted. A migration cut short is
 finished by the next start, which finds the holding queue.
 
-A broker that does not answer a declaration in time is, on a cluster, a quorum queue without a
-majority of its nodes: the daemon says so and tries again (`ClusterUnavailable`), it does not exit.
+A quorum queue without a majority of its nodes online (a cluster restarted with one node of
+three) is still declared at once, but nothing can be published to it or consumed from it: its
+members are asked first (the management API's ``online`` and ``members``), and the daemon says
+that the cluster has lost its majority and tries again until it is back (`ClusterUnavailable`),
+as for a declaration the broker does not answer in time; it does not exit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiormq
@@ -40,6 +44,10 @@ class QueueConflict(NoRestart):
 
 class ClusterUnavailable(RuntimeError):
     """The broker does not answer for a queue (a quorum queue without a majority)."""
+
+
+# (online, members): the nodes of a quorum queue, None where the broker does not say.
+Members = Callable[[str], Awaitable[tuple[list[str], list[str]] | None]]
 
 
 async def _channel(connection: AbstractConnection) -> AbstractChannel:
@@ -84,9 +92,22 @@ async def find(connection: AbstractConnection, name: str, *, durable: bool, argu
     raise QueueConflict(f"could not learn the arguments of queue {name}; run `gridbus broker check`")
 
 
-async def ensure(connection: AbstractConnection, spec: QueueSpec, log: logging.Logger) -> tuple[bool, dict[str, Any]]:
+async def ensure(connection: AbstractConnection, spec: QueueSpec, log: logging.Logger,
+                 members: Members | None = None) -> tuple[bool, dict[str, Any]]:
     """Make ``spec.name`` usable: (durable, arguments) to declare it with from now on (those it has
-    when adopted). Raises QueueConflict with the sentence to stop with."""
+    when adopted). Raises QueueConflict with the sentence to stop with, ClusterUnavailable when
+    ``members`` says the (quorum) queue has lost its majority."""
+    durable, arguments = await _ensure(connection, spec, log)
+    if members is not None and arguments.get("x-queue-type") == "quorum":
+        nodes = await members(spec.name)
+        if nodes is not None and len(nodes[0]) * 2 <= len(nodes[1]):
+            online, every = nodes
+            raise ClusterUnavailable(f"queue {spec.name} has {len(online)} of its {len(every)} nodes online "
+                                     f"({', '.join(online) or 'none'})")
+    return durable, arguments
+
+
+async def _ensure(connection: AbstractConnection, spec: QueueSpec, log: logging.Logger) -> tuple[bool, dict[str, Any]]:
     holding = await find(connection, spec.name + MIGRATING_SUFFIX, durable=True, arguments={})
     found = await find(connection, spec.name, durable=spec.durable, arguments=spec.arguments)
     if holding is not None:  # a migration cut short: finish it
@@ -116,15 +137,16 @@ async def ensure(connection: AbstractConnection, spec: QueueSpec, log: logging.L
     return spec.durable, spec.arguments
 
 
-async def ensure_waiting(connection: AbstractConnection, spec: QueueSpec, log: logging.Logger) -> tuple[bool, dict[str, Any]]:
-    """`ensure`, tried again every RETRY_INTERVAL while the cluster does not answer for the queue."""
+async def ensure_waiting(connection: AbstractConnection, spec: QueueSpec, log: logging.Logger,
+                         members: Members | None = None) -> tuple[bool, dict[str, Any]]:
+    """`ensure`, tried again every RETRY_INTERVAL while the cluster cannot serve the queue."""
     while True:
         try:
-            return await ensure(connection, spec, log)
-        except ClusterUnavailable:
-            log.error("the broker does not answer for queue %s within %.0f s: the RabbitMQ cluster has lost the "
-                      "majority of its nodes (start the nodes that are down); trying again in %.0f s",
-                      spec.name, DECLARE_TIMEOUT, RETRY_INTERVAL)
+            return await ensure(connection, spec, log, members)
+        except ClusterUnavailable as exc:
+            why = str(exc) if str(exc) != spec.name else f"the broker does not answer for queue {spec.name} within {DECLARE_TIMEOUT:.0f} s"
+            log.error("the RabbitMQ cluster has lost the majority of its nodes: %s; start the nodes that are down "
+                      "(trying again in %.0f s)", why, RETRY_INTERVAL)
             await asyncio.sleep(RETRY_INTERVAL)
 
 
