@@ -17,7 +17,7 @@ from typing import Any
 import pika
 import pika.exceptions
 
-from gridbus import bus, tls, wire
+from gridbus import bus, protocol, tls, wire
 from gridbus.errors import HTCondorConnectionError, HTCondorTypeError
 from gridbus.rpc import (
     DEFAULT_TIMEOUT,
@@ -181,7 +181,7 @@ class Session:
             user_id=self.user,
             app_id=f"{self.name}@{_host()}",
             expiration=str(max(1, int(timeout * 1000))),
-            headers={"x-gridbus-timeout-ms": int(timeout * 1000)},
+            headers=protocol.headers({"x-gridbus-timeout-ms": int(timeout * 1000)}),
         )
         try:
             self._channel.basic_publish(bus.RPC, key, wire.encode(body, content_type), props)
