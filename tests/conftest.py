@@ -88,7 +88,7 @@ def amqp_url(broker_url: BrokerURL, vhost: str) -> str:
 
 # The tiers (`make test-fast` selects `-m "not broker and not e2e"`): a test is marked by where it
 # lives and by what it asks for, not by a line each file must remember. Everything outside
-# tests/unit talks to a broker; tests/e2e runs a real pool; a test anywhere that asks for the
+# tests/unit talks to a broker; tests/e2e and tests/cluster run real pools; a test anywhere that asks for the
 # broker (its fixtures, however deep) is a broker test. tests/unit/test_tiers.py checks the result.
 _BROKER_DIRS = ("integration", "e2e", "cluster", "multihost")
 
@@ -99,5 +99,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         parts = os.path.relpath(str(item.path), root).split(os.sep)
         if parts[0] in _BROKER_DIRS or "broker_url" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.broker)
-        if parts[0] == "e2e":
+        if parts[0] in ("e2e", "cluster"):  # a real pool (tests/cluster: on a cluster of brokers)
             item.add_marker(pytest.mark.e2e)
