@@ -127,6 +127,8 @@ class SlotAds:
                     # HTCondor's slot attribute: whom the negotiator charges the running job to.
                     user = lookup(job_ad, "AcctGroupUser")
                     ad["AccountingGroup"] = f"{group}.{user if isinstance(user, str) and user else claim.owner}"
+            if "AccountingGroup" not in ad and claim.accounting_group:
+                ad["AccountingGroup"] = claim.accounting_group  # claimed, its job not started yet
         if self.table.drain is not None:
             ad["DrainReason"] = self.table.drain.reason
         return ad

@@ -87,6 +87,10 @@ class Claim:
     last_ad: Mapping[str, Any] | None = None  # the job ad of the current or last activation
     retiring: bool = False  # draining: no new activation; released when idle
     requested_for: str = ""  # GlobalJobId of the RequestClaim that made the claim (tells retries from re-matches)
+    # Whom the claim is charged to (<AcctGroup>.<user>) from the job it was requested for: the slot
+    # says so from the claim on, not from the job's start only, or a negotiator cycle between the
+    # two would count the slot to the user and not to the group, and give the group more.
+    accounting_group: str = ""
     launch: asyncio.Task | None = None  # the job being spawned on the claim (its ad is last_ad)
     # Jobs the schedd queued ahead on the claim (CLAIM_PREFETCH_JOBS): (Seq, job ad), started in
     # order the moment the claim's job exits; ahead_seq is the highest Seq taken (a resent entry
@@ -228,6 +232,9 @@ class SlotTable:
     def claim(self, slot: Slot, schedd: str, lease: float, job_ad: Mapping[str, Any]) -> Claim:
         claim = Claim(slot.claim_id, slot, schedd, lease, str(lookup(job_ad, "Owner") or ""),
                       str(lookup(job_ad, "User") or lookup(job_ad, "Owner") or ""))
+        group, user = lookup(job_ad, "AcctGroup"), lookup(job_ad, "AcctGroupUser")
+        if isinstance(group, str) and group:
+            claim.accounting_group = f"{group}.{user if isinstance(user, str) and user else claim.owner}"
         slot.claim = claim
         slot.set(CLAIMED, IDLE)
         if slot.kind == STATIC:

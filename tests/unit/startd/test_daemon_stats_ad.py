@@ -23,3 +23,16 @@ def test_the_first_slot_carries_the_startds_counters(tmp_path):
     assert [ad["Name"] for ad in public if "RequestsServed" in ad] == [ads[0]["Name"]]
     public, _ = startd.ads_named({ads[2]["Name"]})
     assert not any("RequestsServed" in ad for ad in public)
+
+
+def test_a_claimed_slot_names_its_accounting_group_before_its_job_starts(tmp_path):
+    # A negotiator cycle between the claim and the job's start must charge the slot to the group.
+    settings = StartdSettings(execute=str(tmp_path / "ex"), base_cgroup="", num_slots=2,
+                              overrides={"NUM_CPUS": 2})
+    startd = Startd("r2", "amqp://guest:guest@127.0.0.1:5672/", settings=settings)
+    slots = list(startd.table.slots.values()) if isinstance(startd.table.slots, dict) else list(startd.table.slots)
+    startd.table.claim(slots[0], "schedd@s", 60.0, {"Owner": "alice", "AcctGroup": "group_a"})
+    startd.table.claim(slots[1], "schedd@s", 60.0, {"Owner": "bob"})
+    by_name = {ad["Name"]: ad for ad in startd.ads()}
+    assert by_name[slots[0].name]["State"] == "Claimed" and by_name[slots[0].name]["AccountingGroup"] == "group_a.alice"
+    assert "AccountingGroup" not in by_name[slots[1].name]
