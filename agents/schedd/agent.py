@@ -58,6 +58,7 @@ from gridbus.agents.schedd import limits, owner_shadow
 from gridbus.agents.schedd.ads import Ads, Counters
 from gridbus.agents.schedd.claims import Claims
 from gridbus.agents.schedd.commits import Commits
+from gridbus.agents.schedd.inline_sandboxes import InlineSandboxes
 from gridbus.agents.schedd.job_actions import JobActions
 from gridbus.agents.schedd.job_objects import JobObjects
 from gridbus.agents.schedd.jobattrs import RUNNING
@@ -160,7 +161,12 @@ class Schedd(Agent):
         self.spooling = Spooling(self.address, self.queue, self.state, self.commits, self.users, settings,
                                  lambda: self._connection, self.spawn, self.ads_changed)
         self.user_logs.schedd_owned = self.spooling.owns_log  # a spooled job's log is in the spool
-        self.transfers = Transfers(self.queue, self.claims, self.owner_shadows, self.spooling, settings)
+        self.inline_sandboxes = InlineSandboxes(self.address, self.queue, self.claims, self.owner_shadows,
+                                                self.spooling.is_spooled, lambda: self.settings.inline_transfer_max)
+        self.transfers = Transfers(self.queue, self.claims, self.owner_shadows, self.spooling, settings,
+                                   self.inline_sandboxes.stats)
+        self.shadows.attach_inline = self.inline_sandboxes.attach
+        self.reports.inline = self.inline_sandboxes
         self.queue.on_materialized.append(self.submission.log_submit)
         self.add_parts(self.submission, self.queries, self.actions, self.job_objects, self.negotiation, self.reports,
                        self.transfers, self.spooling)
@@ -242,7 +248,7 @@ class Schedd(Agent):
         return [self.daemon_ad(), *self.scheduler_ads.submitters()]
 
     def object_statistics(self) -> dict[str, Any]:
-        return {**self.stats, **self.scheduler_ads.statistics(), **self.claims.statistics()}
+        return {**self.stats, **self.scheduler_ads.statistics(), **self.claims.statistics(), **self.inline_sandboxes.stats}
 
     def is_super(self, user: str | None) -> bool:
         return self.users.is_super(user)

@@ -24,6 +24,7 @@ transfer with the token.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
@@ -188,6 +189,11 @@ class _Shadow:
         self.proc = None
 
 
+def _our_paths() -> list[str]:
+    """Where the shadow finds gridbus/transfer (it runs ``python -I``, with no path of ours)."""
+    return [p for p in sys.path if p and os.path.isabs(p)]
+
+
 def _tls_material(url: str) -> dict[str, Any] | None:
     """For amqps: the CA, the client certificate and its key as PEM text, read by the schedd, for
     the shadow to use from memory (it may not read the schedd's files, and must not keep them)."""
@@ -259,8 +265,7 @@ class OwnerShadows:
             # A shadow that died, or whose broker connection went, is started and connected again.
             for _attempt in (1, 2):
                 if not sh.queue or sh.proc is None or sh.proc.returncode is not None:
-                    paths = [p for p in sys.path if p and os.path.isabs(p)]
-                    answer = await self._call(owner, {"op": "connect", "url": self.bus_url, "paths": paths,
+                    answer = await self._call(owner, {"op": "connect", "url": self.bus_url, "paths": _our_paths(),
                                                       "name": f"gridbus shadow of {owner}",
                                                       "tls": _tls_material(self.bus_url)},
                                               "connect to the broker", sh)
@@ -273,6 +278,28 @@ class OwnerShadows:
                     raise ShadowRefused(f"the shadow of {owner} cannot expect a transfer: {answer.get('error')}")
                 sh.queue = ""
         raise ShadowRefused(f"the shadow of {owner} lost its broker connection twice while a transfer was being set up")
+
+    async def inline_inputs(self, owner: str, jobs: dict[str, dict[str, Any]], limit: int) -> dict[str, dict[str, Any]]:
+        """Small sandboxes inline: the inputs of many of ``owner``'s jobs (id -> the transfer
+        attributes of its ad) read as the owner in one request; per id ``{"files": [[name, mode,
+        bytes | None]]}``, ``{"big": True}`` (more than ``limit`` bytes: streamed) or ``{"error",
+        "errno", "path"}``. ShadowRefused when the shadow cannot answer at all."""
+        req = {"op": "inline_in", "paths": _our_paths(), "limit": limit,
+               "jobs": [{"id": k, "spec": v} for k, v in jobs.items()]}
+        answers = (await self._call(owner, req, "read the inputs of its jobs"))["jobs"]
+        for answer in answers.values():
+            if "files" in answer:
+                answer["files"] = [[n, m, None if d is None else base64.b64decode(d)] for n, m, d in answer["files"]]
+        return answers
+
+    async def inline_outputs(self, owner: str, jobs: dict[str, tuple[dict[str, Any], list[Any]]]) -> dict[str, dict[str, Any]]:
+        """The outputs of many of ``owner``'s jobs (id -> (transfer attributes, files)) written as
+        the owner where each ad says, in one request; per id ``{"bytes"}`` or ``{"error", "errno",
+        "path"}``. ShadowRefused when the shadow cannot answer at all."""
+        req = {"op": "inline_out", "paths": _our_paths(), "jobs": [
+            {"id": k, "spec": ad, "files": [[n, m, None if d is None else base64.b64encode(d).decode("ascii")]
+                                           for n, m, d in files]} for k, (ad, files) in jobs.items()]}
+        return (await self._call(owner, req, "write the outputs of its jobs"))["jobs"]
 
     async def uid_of(self, owner: str) -> int:
         return int((await self._call(owner, {"op": "whoami"}, "be"))["uid"])

@@ -13,6 +13,7 @@ from typing import Any
 from gridbus.agent import Call, method
 from gridbus.agents.schedd.claims import ACTIVATING, IDLE, Claim, Claims
 from gridbus.agents.schedd.commits import Commits
+from gridbus.agents.schedd.inline_sandboxes import InlineSandboxes
 from gridbus.agents.schedd.shadows import JobStateCalls, Shadows, job_of
 from gridbus.status import Status, invalid
 
@@ -20,11 +21,13 @@ log = logging.getLogger("gridbus.schedd.reports")
 
 
 class Reports:
-    def __init__(self, claims: Claims, shadows: Shadows, state: JobStateCalls, commits: Commits):
+    def __init__(self, claims: Claims, shadows: Shadows, state: JobStateCalls, commits: Commits,
+                 inline: InlineSandboxes | None = None):
         self.claims = claims
         self.shadows = shadows
         self.state = state
         self.commits = commits
+        self.inline = inline  # small sandboxes: outputs written from the reports, inputs put in the answer
 
     @method("scheduler")
     async def JobReports(self, call: Call, Reports: list) -> dict[str, Any]:
@@ -37,6 +40,8 @@ class Reports:
         resend: list[Claim] = []
         failed: list[dict[str, Any]] = []
         reporting: dict[str, tuple[Claim, int]] = {}  # claim id -> (claim, AheadSeq its reports carry)
+        if self.inline is not None:  # the outputs that came inside exit reports, in place before any is applied
+            await self.inline.take_outputs(r for r in Reports if r.get("Event") == "exit" and "OutputSandbox" in r)
         for report in Reports:
             claim = self.claims.by_id.get(report["ClaimId"])
             if claim is None:
@@ -70,6 +75,8 @@ class Reports:
         ahead = self.shadows.ahead_for_answer(reporting, {a["ClaimId"] for a in activations})
         if ahead:
             out["Ahead"] = ahead
+        if self.inline is not None and (activations or ahead):
+            await self.inline.attach([*activations, *ahead])
         # The rest of the next jobs chosen for this batch go out in one ActivateClaims per startd.
         self.shadows.flush_activations_now()
         # Answered only once the exits are on disk: the startd forgets a report it has an answer

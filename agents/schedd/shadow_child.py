@@ -20,9 +20,16 @@ output and writes it where the job's ad says); ``{"op": "busy"}`` answers how ma
 under way or expected (the schedd does not stop a shadow that has some). A starter opens an expected transfer by sending
 ``open`` with the token to the shadow's queue; an unknown token is refused, and a token opens
 once. Transfers run concurrently with the pipe's requests, on one event loop.
+
+Small sandboxes inline (gridbus/transfer/inline.py), many jobs a request: ``{"op": "inline_in",
+"paths", "limit", "jobs": [{"id", "spec"}]}`` reads each job's input if it comes to at most
+``limit`` bytes, answering per id ``{"files"}`` (data base64), ``{"big": true}`` or ``{"error",
+"errno", "path"}``; ``{"op": "inline_out", "paths", "jobs": [{"id", "spec", "files"}]}`` writes
+each job's output where its ad says, answering per id ``{"bytes"}`` or an error.
 """
 
 import asyncio
+import base64
 import ctypes
 import json
 import os
@@ -70,12 +77,16 @@ def _not_dumpable():
         pass
 
 
+def _add_paths(req):
+    for path in req.get("paths") or []:
+        if isinstance(path, str) and path not in sys.path:
+            sys.path.append(path)
+
+
 async def _connect(req):
     if _connected():
         return {"ok": True, "queue": _bus["queue"]}
-    for path in req.get("paths") or []:
-        if path not in sys.path:
-            sys.path.append(path)
+    _add_paths(req)
     try:
         import aio_pika
 
@@ -151,6 +162,50 @@ async def _serve_transfer(token, expected, peer):
         await ep.close()
 
 
+def _failed(error):
+    return {"error": error.reason, "errno": error.errno, "path": error.path}
+
+
+def _inline_in(req):
+    """The inputs of many jobs, each read whole if small enough (one pipe round trip for all)."""
+    _add_paths(req)
+    from gridbus.transfer import inline, stream
+
+    limit = int(req.get("limit") or 0)
+    out = {}
+    for job in req.get("jobs") or []:
+        try:
+            files = inline.read_input(job["spec"], limit)
+        except stream.TransferError as error:
+            out[str(job["id"])] = _failed(error)
+            continue
+        if files is None:
+            out[str(job["id"])] = {"big": True}
+        else:
+            out[str(job["id"])] = {"files": [[n, m, None if d is None else base64.b64encode(d).decode("ascii")]
+                                             for n, m, d in files]}
+    return {"ok": True, "jobs": out}
+
+
+def _inline_out(req):
+    """The outputs of many jobs, each written where its ad says (as a stream's receiver would)."""
+    _add_paths(req)
+    from gridbus.transfer import inline, spec, stream
+
+    out = {}
+    for job in req.get("jobs") or []:
+        ad = job["spec"]
+        try:
+            files = [[n, m, None if d is None else base64.b64decode(d)] for n, m, d in job.get("files") or []]
+            sink = stream.DirectorySink(lambda name, ad=ad: spec.output_destination(ad, name))
+            out[str(job["id"])] = {"bytes": inline.write_files(files, sink)}
+        except stream.TransferError as error:
+            out[str(job["id"])] = _failed(error)
+        except (ValueError, TypeError) as exc:
+            out[str(job["id"])] = {"error": f"a malformed inline sandbox: {exc}", "errno": 0, "path": ""}
+    return {"ok": True, "jobs": out}
+
+
 async def _handle(req):
     op = req.get("op")
     if op == "read":
@@ -175,6 +230,10 @@ async def _handle(req):
             if now - when > EXPECT_SECONDS:
                 del _transfers[token]
         return {"ok": True, "count": len(_tasks) + len(_transfers)}
+    if op == "inline_in":
+        return _inline_in(req)
+    if op == "inline_out":
+        return _inline_out(req)
     if op == "forget":
         _transfers.pop(str(req.get("token")), None)
         return {"ok": True}

@@ -35,7 +35,7 @@ import asyncio
 import heapq
 import logging
 import time
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Protocol
 
 from gridbus import classad
@@ -94,6 +94,8 @@ class Shadows:
         # Claims whose job exited with jobs queued ahead: settled once the call that reported the
         # exit is applied (a start behind the exit comes in the same call).
         self._awaiting: dict[str, Claim] = {}
+        # Gives activation entries their small input sandboxes (inline_sandboxes.py), if set.
+        self.attach_inline: Callable[[list[dict[str, Any]]], Awaitable[None]] | None = None
 
     # ------------------------------------------------------------------ after a restart
     async def reconcile_after_restart(self) -> None:
@@ -167,6 +169,8 @@ class Shadows:
             self.flush_activations_now()  # the claims passed on to other jobs
             return
         self.claims.stats["ActivationBatches"] += 1
+        if self.attach_inline is not None:
+            await self.attach_inline(activations)
         result = None
         try:
             result = await self.claims.call(startd, "ActivateClaims", {"Activations": activations},

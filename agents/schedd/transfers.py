@@ -16,17 +16,20 @@ from typing import Any
 from gridbus.agent import Call, method
 from gridbus.agents.schedd import matchexp
 from gridbus.agents.schedd.claims import Claims
+from gridbus.agents.schedd.inline_sandboxes import transfer_spec
 from gridbus.agents.schedd.jobqueue import JobQueue
 from gridbus.agents.schedd.owner_shadow import OwnerShadows, ShadowRefused
 from gridbus.agents.schedd.settings import ScheddSettings
 from gridbus.agents.schedd.spooling import Spooling
 from gridbus.status import app_error, forbidden, invalid
-from gridbus.transfer import OPEN_REFUSED, spec
+from gridbus.transfer import OPEN_REFUSED
 
 
 class Transfers:
     def __init__(self, queue: JobQueue, claims: Claims, owner_shadows: OwnerShadows, spooling: Spooling,
-                 settings: ScheddSettings):
+                 settings: ScheddSettings, stats: dict[str, int] | None = None):
+        self.stats = stats if stats is not None else {}
+        self.stats.setdefault("TransfersOpened", 0)  # streamed transfers (small sandboxes go inline)
         self.queue = queue
         self.claims = claims
         self.owner_shadows = owner_shadows
@@ -52,9 +55,10 @@ class Transfers:
         ad = matchexp.as_matched(ad)  # its $$() as expanded for this claim's slot at the activation
         stall = self.settings.transfer_stall
         token = secrets.token_hex(16)
+        self.stats["TransfersOpened"] += 1
         if self.spooling.is_spooled(ad):
             return {"Queue": await self.spooling.open_transfer(ad, Direction, token, stall), "Token": token}
-        wanted = {k: ad[k] for k in spec.SPEC_ATTRS if isinstance(ad.get(k), str | bool | int | float)}
+        wanted = transfer_spec(ad)
         try:
             queue = await self.owner_shadows.expect(str(ad.get("Owner") or ""), token, Direction,
                                                     {**wanted, "stall": stall})

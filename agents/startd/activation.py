@@ -94,6 +94,7 @@ class Activation:
             try:
                 if not isinstance(entry, dict) or not isinstance(cid, str) or not isinstance(entry.get("JobAd"), dict):
                     raise invalid(f"ActivateClaims: activation {i} must be a map with ClaimId (string) and JobAd (map)")
+                self.sandboxes.keep_inline(cid, entry)  # a small input sandbox rides in the activation
                 launch = self.activate(cid, entry["JobAd"], repeat=entry.get("Repeat") is True)
                 if launch is not None:
                     launches.append(launch)
@@ -129,6 +130,7 @@ class Activation:
             if claim is None or claim.schedd != schedd:
                 log.warning("%s sent an activation for claim %s..., which it does not hold here", schedd, cid[:6])
                 continue
+            self.sandboxes.keep_inline(cid, entry)
             try:
                 launch = self.activate(cid, job_ad, repeat=entry.get("Repeat") is True)
             except Exception as exc:  # reported for this activation; the next ones still start
@@ -165,6 +167,7 @@ class Activation:
             claim.ahead_seq = seq
             if cid in refused or self._runs_no_more(claim):
                 continue
+            self.sandboxes.keep_inline(cid, entry)  # its input moves now, while the claim's job runs
             claim.ahead.append((seq, job_ad))
             claim.ahead_peak = max(claim.ahead_peak, len(claim.ahead))
             if claim not in touched:

@@ -10,6 +10,11 @@ FILESYSTEM_DOMAIN) the startd, before the starter spawns it:
 3. receives the input (gridbus/transfer/stream.py) into the scratch directory and runs the job
    there, with Cmd, In, Out and Err rewritten to files in it (gridbus/transfer/spec.py).
 
+Small sandboxes (MAX_INLINE_TRANSFER_KB, the schedd's knob) need neither: the schedd puts the
+input into the activation (``Sandbox``: ``Files``, written here into the scratch directory) and
+says how big an output may come back inside the exit report (``OutputLimit``, the report's
+``OutputSandbox``); gridbus/transfer/inline.py.
+
 When the job has exited (or was evicted, with ``when_to_transfer_output = ON_EXIT_OR_EVICT``)
 the output goes back the same way before the exit is reported, and the scratch directory is
 removed (kept while the job is held, if KEEP_SANDBOX_ON_HOLD says so).
@@ -41,7 +46,7 @@ from gridbus.agents.startd.settings import StartdSettings
 from gridbus.agents.startd.starter import Job, Starter, StartFailed
 from gridbus.rpc import MethodResult
 from gridbus.status import Status
-from gridbus.transfer import OPEN_REFUSED, spec, stream
+from gridbus.transfer import OPEN_REFUSED, inline, spec, stream
 
 log = logging.getLogger("gridbus.startd.sandbox")
 
@@ -59,6 +64,7 @@ class Sandbox:
     account: Account
     before: dict[str, tuple[int, int]]  # the top-level files after the input arrived
     accounting: dict[str, Any]
+    output_limit: int = 0  # bytes of output that may go back inside the exit report (the schedd's word)
 
 
 # How the startd calls a daemon: (address, method, arguments, timeout) -> its answer.
@@ -83,6 +89,10 @@ class Sandboxes:
         self._closing: set[asyncio.Task] = set()  # endpoint closes under way
         self._returning: set[asyncio.Task] = set()  # output transfers under way
         self._open: dict[str, stream.Endpoint] = {}  # claim id -> its transfer under way
+        # What activations brought (claim id, job id) -> their Sandbox entry, until the job starts;
+        # bounded (an entry of a job withdrawn before its start is never taken).
+        self._inline: dict[tuple[str, str], dict[str, Any]] = {}
+        self._inline_bytes = 0
 
     def wanted(self, job_ad: Mapping[str, Any]) -> bool:
         return self.starter is not None and spec.wants_transfer(job_ad, self.filesystem_domain)
@@ -91,6 +101,26 @@ class Sandboxes:
         return claim_id in self._by_claim
 
     # ------------------------------------------------------------------ input
+    def keep_inline(self, claim_id: str, entry: Mapping[str, Any]) -> None:
+        """An activation's ``Sandbox`` (its inline input, the output allowed back inline), kept
+        for the job's start (now, or later for a job queued ahead)."""
+        box = entry.get("Sandbox")
+        job_ad = entry.get("JobAd")
+        if not isinstance(box, dict) or not isinstance(job_ad, dict):
+            return
+        key = (claim_id, _job_id(job_ad))
+        self._drop_inline(key)
+        self._inline[key] = box
+        self._inline_bytes += _inline_size(box)
+        while self._inline_bytes > INLINE_KEPT_MAX and len(self._inline) > 1:
+            self._drop_inline(next(iter(self._inline)))
+
+    def _drop_inline(self, key: tuple[str, str]) -> dict[str, Any] | None:
+        box = self._inline.pop(key, None)
+        if box is not None:
+            self._inline_bytes -= _inline_size(box)
+        return box
+
     async def fetch_input(self, claim: sl.Claim, job_ad: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
         """Make the job's scratch directory and bring its input there; returns the ad to run and
         the directory. Raises StartFailed (held, 13) or TransferLost (back to Idle)."""
@@ -110,10 +140,16 @@ class Sandboxes:
             raise StartFailed(f"cannot make the scratch directory {scratch}: {exc.strerror}", HOLD_TRANSFER_INPUT,
                               exc.errno or 0) from None
         started = time.time()
+        box = self._drop_inline((claim.id, _job_id(job_ad))) or {}
+        output_limit = box.get("OutputLimit") if isinstance(box.get("OutputLimit"), int) else 0
         try:
             chown = (account.uid, account.gid) if account.switch else None
-            stats = await self._transfer(claim, job_ad, "in", lambda ep: stream.receive_files(
-                ep, stream.DirectorySink(lambda name: os.path.join(scratch, name), chown)))
+            sink = stream.DirectorySink(lambda name: os.path.join(scratch, name), chown)
+            if "Files" in box:  # inline: it came with the activation
+                stats = stream.Stats(files=len(box["Files"]) if isinstance(box["Files"], list) else 0)
+                stats.bytes = inline.write_files(box["Files"], sink)
+            else:
+                stats = await self._transfer(claim, job_ad, "in", lambda ep: stream.receive_files(ep, sink))
         except stream.TransferError as exc:
             _remove(scratch)
             where = f"Transfer input files failure at execution point {claim.slot.name} while receiving files from the access point"
@@ -124,9 +160,9 @@ class Sandboxes:
             _remove(scratch)
             raise
         accounting = {"BytesSent": stats.bytes, "TransferInStarted": int(started), "TransferInFinished": int(time.time())}
-        self._by_claim[claim.id] = Sandbox(scratch, account, spec.snapshot(scratch), accounting)
-        log.info("job %s: %d input file(s), %d bytes, in %.2f s", _job_id(job_ad), stats.files, stats.bytes,
-                 time.time() - started)
+        self._by_claim[claim.id] = Sandbox(scratch, account, spec.snapshot(scratch), accounting, output_limit)
+        log.debug("job %s: %d input file(s), %d bytes%s, in %.3f s", _job_id(job_ad), stats.files, stats.bytes,
+                  " inline" if "Files" in box else "", time.time() - started)
         return spec.sandbox_ad(job_ad, scratch), scratch
 
     def forget(self, claim_id: str) -> None:
@@ -182,6 +218,12 @@ class Sandboxes:
 
     async def _send_output(self, claim: sl.Claim, ad: Mapping[str, Any], box: Sandbox) -> dict[str, Any]:
         started = time.time()
+        if box.output_limit > 0:
+            files = inline.read_output(box.scratch, ad, box.before, box.output_limit)
+            if files is not None:  # small: it goes back inside the exit report
+                size = sum(len(f[2]) for f in files if f[2] is not None)
+                return {"OutputSandbox": files, "BytesRecvd": size, "TransferOutStarted": int(started),
+                        "TransferOutFinished": int(time.time())}
         entries = spec.output_entries(box.scratch, ad, box.before)
         stats = await self._transfer(claim, ad, "out", lambda ep: stream.send_files(ep, entries, opener=spec.open_nofollow))
         log.info("job %s: %d output file(s), %d bytes, in %.2f s", _job_id(ad), stats.files, stats.bytes,
@@ -239,6 +281,16 @@ class Sandboxes:
         task = asyncio.get_running_loop().create_task(ep.close())
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
+
+
+INLINE_KEPT_MAX = 256 << 20  # bytes of inline input kept for jobs not started yet
+
+
+def _inline_size(box: Mapping[str, Any]) -> int:
+    files = box.get("Files")
+    if not isinstance(files, list):
+        return 0
+    return sum(len(f[2]) for f in files if isinstance(f, list | tuple) and len(f) == 3 and isinstance(f[2], bytes))
 
 
 def _remove(path: str) -> None:
