@@ -6,6 +6,7 @@ an answer to, so a schedd that dies before its commit leaves the startd the repo
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -75,13 +76,15 @@ class Reports:
         ahead = self.shadows.ahead_for_answer(reporting, {a["ClaimId"] for a in activations})
         if ahead:
             out["Ahead"] = ahead
-        if self.inline is not None and (activations or ahead):
-            await self.inline.attach([*activations, *ahead])
         # The rest of the next jobs chosen for this batch go out in one ActivateClaims per startd.
         self.shadows.flush_activations_now()
         # Answered only once the exits are on disk: the startd forgets a report it has an answer
-        # to, so a crash before this commit must leave it the report to send again.
-        await self.commits.now()
+        # to, so a crash before this commit must leave it the report to send again. The owners'
+        # shadows read the small inputs of the answer's activations meanwhile.
+        if self.inline is not None and (activations or ahead):
+            await asyncio.gather(self.inline.attach([*activations, *ahead]), self.commits.now())
+        else:
+            await self.commits.now()
         return out
 
     async def _take_report(self, claim: Claim, report: dict[str, Any], resend: list[Claim]) -> None:

@@ -212,9 +212,9 @@ class Sandboxes:
             log.exception("output transfer of job %s failed", _job_id(ad))
             extra = {**extra, "Evicted": True, "EvictReason": f"output transfer failed: {exc!r}"}
         finally:
+            report(extra)  # first: the output is back (or its failure known), the directory's removal need not delay it
             if not (extra.get("HoldReason") and self.settings.keep_sandbox_on_hold):
                 await asyncio.get_running_loop().run_in_executor(None, _remove, box.scratch)
-            report(extra)
 
     async def _send_output(self, claim: sl.Claim, ad: Mapping[str, Any], box: Sandbox) -> dict[str, Any]:
         started = time.time()
