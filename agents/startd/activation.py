@@ -307,13 +307,20 @@ class Activation:
             memory, held = self._checked(slot, job_ad, self.ads.slot_ad(slot))
             beside = None
         claim.last_ad = job_ad
-        if (beside is None and held is None and self.starter.spawns_beside and not self.sandboxes.wanted(job_ad)
-                and self.starter.starts_now(job_ad)):
+        run_ad: dict = job_ad  # the ad the job runs with (in its sandbox, when its files travel)
+        inline = self.sandboxes.wanted(job_ad) and self.sandboxes.inline_ready(claim.id, job_ad)
+        if (beside is None and held is None and self.starter.spawns_beside
+                and (inline or not self.sandboxes.wanted(job_ad)) and self.starter.starts_now(job_ad)):
             # Spawned now, not on the launch task's first turn of the loop: a slot freed by an
-            # exit starts its next job before anything else the loop has to do.
+            # exit starts its next job before anything else the loop has to do. A job whose
+            # input came inline with its activation has its sandbox filled first, as quickly.
             try:
-                beside = self.starter.begin_beside(job_ad, slot.name, _job_env(slot), memory)
+                sandbox = None
+                if inline:
+                    run_ad, sandbox = self.sandboxes.fill_inline(claim, job_ad)
+                beside = self.starter.begin_beside(run_ad, slot.name, _job_env(slot), memory, sandbox)
             except (StartFailed, OSError) as exc:  # reported by the task, after the activation's answer
+                self.sandboxes.discard(claim.id)  # (a sandbox filled for a spawn that failed)
                 held = exc
         loop = asyncio.get_running_loop()
         if beside is not None:
@@ -321,7 +328,8 @@ class Activation:
             # not by a task: a task's first step, its wake-up behind a shield and its done
             # callbacks were three more turns of the loop per job. ``launch`` is done then.
             launch: asyncio.Future = loop.create_future()
-            self.starter.when_known(beside, lambda: self._launched_beside(claim, job_ad, memory, beside, launch))
+            self.starter.when_known(beside, lambda: self._launched_beside(claim, job_ad, memory, beside, launch,
+                                                                          run_ad))
         else:
             launch = loop.create_task(self._launch(claim, job_ad, memory, held), name=f"launch {slot.name}")
         claim.launch = launch
@@ -368,16 +376,19 @@ class Activation:
         self._started(claim, job_ad, started)
 
     def _launched_beside(self, claim: sl.Claim, job_ad: dict, memory: int, beside: Beside,
-                         launch: asyncio.Future) -> None:
+                         launch: asyncio.Future, run_ad: dict | None = None) -> None:
         """A start spawned beside the loop (`activate`), once its child's outcome is known. The
-        launch is over when this returns (or raises), unless the start was made anew."""
+        launch is over when this returns (or raises), unless the start was made anew. ``run_ad``:
+        the ad the job runs with, if not ``job_ad`` (in the sandbox its input came into)."""
         again = False
         try:
-            done = self.starter.finish_known(claim.id, job_ad, claim.slot.name, memory, beside)
+            done = self.starter.finish_known(claim.id, run_ad or job_ad, claim.slot.name, memory, beside)
             if isinstance(done, Beside):  # a successor started anew: finished in its turn
                 again = True
-                self.starter.when_known(done, lambda: self._launched_beside(claim, job_ad, memory, done, launch))
+                self.starter.when_known(done, lambda: self._launched_beside(claim, job_ad, memory, done, launch,
+                                                                            run_ad))
                 return
+            done.sandbox = run_ad is not None and run_ad is not job_ad  # (its directory is the sandbox's to remove)
             claim.launch = None
             self._started(claim, job_ad, done)
         except (StartFailed, OSError) as exc:

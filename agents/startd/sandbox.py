@@ -121,17 +121,55 @@ class Sandboxes:
             self._inline_bytes -= _inline_size(box)
         return box
 
+    def inline_ready(self, claim_id: str, job_ad: Mapping[str, Any]) -> bool:
+        """Whether the job's input came with its activation (`fill_inline` needs no await)."""
+        return "Files" in self._inline.get((claim_id, _job_id(job_ad)), {})
+
     async def fetch_input(self, claim: sl.Claim, job_ad: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
         """Make the job's scratch directory and bring its input there; returns the ad to run and
         the directory. Raises StartFailed (held, 13) or TransferLost (back to Idle)."""
+        if self.inline_ready(claim.id, job_ad):
+            return self.fill_inline(claim, job_ad)
+        box = self._drop_inline((claim.id, _job_id(job_ad))) or {}
+        scratch, account = self._make_scratch(job_ad)
+        started = time.time()
+        try:
+            sink = stream.DirectorySink(lambda name: os.path.join(scratch, name), _chown(account))
+            stats = await self._transfer(claim, job_ad, "in", lambda ep: stream.receive_files(ep, sink))
+        except stream.TransferError as exc:
+            _remove(scratch)
+            raise _input_failed(claim, exc) from None
+        except BaseException:
+            _remove(scratch)
+            raise
+        return self._filled(claim, job_ad, scratch, account, box, stats, started)
+
+    def fill_inline(self, claim: sl.Claim, job_ad: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+        """`fetch_input` for an input that came with the activation, at once: the claim's next
+        job can be spawned without a turn of the loop. Raises StartFailed (held, 13)."""
+        box = self._drop_inline((claim.id, _job_id(job_ad))) or {}
+        scratch, account = self._make_scratch(job_ad)
+        started = time.time()
+        try:
+            stats = stream.Stats(files=len(box["Files"]) if isinstance(box.get("Files"), list) else 0)
+            stats.bytes = inline.write_files(box.get("Files"),
+                                             stream.DirectorySink(lambda name: os.path.join(scratch, name), _chown(account)))
+        except stream.TransferError as exc:
+            _remove(scratch)
+            raise _input_failed(claim, exc) from None
+        except BaseException:
+            _remove(scratch)
+            raise
+        return self._filled(claim, job_ad, scratch, account, box, stats, started)
+
+    def _make_scratch(self, job_ad: Mapping[str, Any]) -> tuple[str, Account]:
         if self.starter is None:
             raise StartFailed("this startd simulates its jobs: it transfers no files", HOLD_TRANSFER_INPUT)
         try:
             account = self.starter.policy.account_for(_owner(job_ad))
         except RunAsRefused as exc:
             raise StartFailed(exc.reason, exc.code) from None
-        execute = self.starter.execute
-        scratch = os.path.join(execute, f"dir_{os.getpid()}_t{next(self._seq)}")
+        scratch = os.path.join(self.starter.execute, f"dir_{os.getpid()}_t{next(self._seq)}")
         try:
             os.mkdir(scratch, 0o700)
             if account.switch:
@@ -139,26 +177,12 @@ class Sandboxes:
         except OSError as exc:
             raise StartFailed(f"cannot make the scratch directory {scratch}: {exc.strerror}", HOLD_TRANSFER_INPUT,
                               exc.errno or 0) from None
-        started = time.time()
-        box = self._drop_inline((claim.id, _job_id(job_ad))) or {}
+        return scratch, account
+
+    def _filled(self, claim: sl.Claim, job_ad: Mapping[str, Any], scratch: str, account: Account,
+                box: Mapping[str, Any], stats: stream.Stats, started: float) -> tuple[dict[str, Any], str]:
+        """The input is in: the sandbox is the claim's, and the job runs in it."""
         output_limit = box.get("OutputLimit") if isinstance(box.get("OutputLimit"), int) else 0
-        try:
-            chown = (account.uid, account.gid) if account.switch else None
-            sink = stream.DirectorySink(lambda name: os.path.join(scratch, name), chown)
-            if "Files" in box:  # inline: it came with the activation
-                stats = stream.Stats(files=len(box["Files"]) if isinstance(box["Files"], list) else 0)
-                stats.bytes = inline.write_files(box["Files"], sink)
-            else:
-                stats = await self._transfer(claim, job_ad, "in", lambda ep: stream.receive_files(ep, sink))
-        except stream.TransferError as exc:
-            _remove(scratch)
-            where = f"Transfer input files failure at execution point {claim.slot.name} while receiving files from the access point"
-            if exc.link:
-                raise TransferLost(f"{where}: {exc.reason}", HOLD_TRANSFER_INPUT) from None
-            raise StartFailed(f"{where}: {exc.reason}", HOLD_TRANSFER_INPUT, exc.errno) from None
-        except BaseException:
-            _remove(scratch)
-            raise
         accounting = {"BytesSent": stats.bytes, "TransferInStarted": int(started), "TransferInFinished": int(time.time())}
         self._by_claim[claim.id] = Sandbox(scratch, account, spec.snapshot(scratch), accounting, output_limit)
         log.debug("job %s: %d input file(s), %d bytes%s, in %.3f s", _job_id(job_ad), stats.files, stats.bytes,
@@ -179,11 +203,38 @@ class Sandboxes:
     def return_output(self, claim: sl.Claim, job: Job, extra: dict[str, Any],
                       report: Callable[[dict[str, Any]], None]) -> None:
         """The job ended: send its output back (unless it was evicted with ON_EXIT, or held by
-        the startd), then ``report(extra)`` with the accounting and any transfer failure."""
+        the startd), then ``report(extra)`` with the accounting and any transfer failure. An
+        output small enough to go inside the report (or none wanted) is reported now, without a
+        task: the claim's next job starts at once."""
         box = self._by_claim.pop(claim.id)
+        extra = {**extra, **box.accounting}
+        if not _output_wanted(job.ad, extra):
+            self._reported(box, extra, report)
+            return
+        if box.output_limit > 0:
+            started = time.time()
+            try:
+                files = inline.read_output(box.scratch, job.ad, box.before, box.output_limit)
+            except stream.TransferError as exc:
+                self._reported(box, _failed(claim, extra, exc), report)
+                return
+            except OSError as exc:  # (as a stream's failure of this kind: the job runs again)
+                self._reported(box, _failed(claim, extra, stream.TransferError(repr(exc), link=True)), report)
+                return
+            if files is not None:  # small: it goes back inside the exit report
+                size = sum(len(f[2]) for f in files if f[2] is not None)
+                self._reported(box, {**extra, "OutputSandbox": files, "BytesRecvd": size,
+                                     "TransferOutStarted": int(started), "TransferOutFinished": int(time.time())}, report)
+                return
         task = asyncio.get_running_loop().create_task(self._return_output(claim, job.ad, box, extra, report))
         self._returning.add(task)  # referenced until done; a stopping startd waits for it (settle)
         task.add_done_callback(self._returning.discard)
+
+    def _reported(self, box: Sandbox, extra: dict[str, Any], report: Callable[[dict[str, Any]], None]) -> None:
+        """Report, then remove the sandbox off the loop (kept for a held job: KEEP_SANDBOX_ON_HOLD)."""
+        report(extra)
+        if not (extra.get("HoldReason") and self.settings.keep_sandbox_on_hold):
+            asyncio.get_running_loop().run_in_executor(None, _remove, box.scratch)
 
     async def settle(self, timeout: float) -> None:
         """At the startd's stop: wait (at most ``timeout``) for the outputs on their way back,
@@ -193,21 +244,11 @@ class Sandboxes:
 
     async def _return_output(self, claim: sl.Claim, ad: Mapping[str, Any], box: Sandbox, extra: dict[str, Any],
                              report: Callable[[dict[str, Any]], None]) -> None:
-        extra = {**extra, **box.accounting}
-        evicted = bool(extra.get("Evicted"))
-        when = str(ad.get("WhenToTransferOutput") or "ON_EXIT").upper()
-        wanted = not extra.get("HoldReason") and (not evicted or when == "ON_EXIT_OR_EVICT")
+        """The streamed output (too big to go inline)."""
         try:
-            if wanted:
-                extra.update(await self._send_output(claim, ad, box))
+            extra.update(await self._send_output(claim, ad, box))
         except stream.TransferError as exc:
-            where = f"Transfer output files failure at execution point {claim.slot.name} while sending files to the access point"
-            if exc.link:
-                if not evicted:  # the run's result is not all back: the job runs again, never completes
-                    extra = {**extra, "Evicted": True, "EvictReason": f"{where}: {exc.reason}"}
-            else:
-                extra.update({"HoldReason": f"{where}: {exc.reason}", "HoldReasonCode": HOLD_TRANSFER_OUTPUT,
-                              "HoldReasonSubCode": exc.errno})
+            extra = _failed(claim, extra, exc)
         except Exception as exc:  # never a lost exit report
             log.exception("output transfer of job %s failed", _job_id(ad))
             extra = {**extra, "Evicted": True, "EvictReason": f"output transfer failed: {exc!r}"}
@@ -218,12 +259,6 @@ class Sandboxes:
 
     async def _send_output(self, claim: sl.Claim, ad: Mapping[str, Any], box: Sandbox) -> dict[str, Any]:
         started = time.time()
-        if box.output_limit > 0:
-            files = inline.read_output(box.scratch, ad, box.before, box.output_limit)
-            if files is not None:  # small: it goes back inside the exit report
-                size = sum(len(f[2]) for f in files if f[2] is not None)
-                return {"OutputSandbox": files, "BytesRecvd": size, "TransferOutStarted": int(started),
-                        "TransferOutFinished": int(time.time())}
         entries = spec.output_entries(box.scratch, ad, box.before)
         stats = await self._transfer(claim, ad, "out", lambda ep: stream.send_files(ep, entries, opener=spec.open_nofollow))
         log.info("job %s: %d output file(s), %d bytes, in %.2f s", _job_id(ad), stats.files, stats.bytes,
@@ -281,6 +316,35 @@ class Sandboxes:
         task = asyncio.get_running_loop().create_task(ep.close())
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
+
+
+def _chown(account: Account) -> tuple[int, int] | None:
+    return (account.uid, account.gid) if account.switch else None
+
+
+def _input_failed(claim: sl.Claim, exc: stream.TransferError) -> StartFailed:
+    """The job could not start for its input: held (13) for a file's fault, back to Idle for a link's."""
+    where = f"Transfer input files failure at execution point {claim.slot.name} while receiving files from the access point"
+    if exc.link:
+        return TransferLost(f"{where}: {exc.reason}", HOLD_TRANSFER_INPUT)
+    return StartFailed(f"{where}: {exc.reason}", HOLD_TRANSFER_INPUT, exc.errno)
+
+
+def _output_wanted(ad: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
+    """Whether the run's output goes back: not for a job the startd held, nor for an eviction
+    unless WhenToTransferOutput is ON_EXIT_OR_EVICT."""
+    when = str(ad.get("WhenToTransferOutput") or "ON_EXIT").upper()
+    return not extra.get("HoldReason") and (not extra.get("Evicted") or when == "ON_EXIT_OR_EVICT")
+
+
+def _failed(claim: sl.Claim, extra: dict[str, Any], exc: stream.TransferError) -> dict[str, Any]:
+    """The exit report of a run whose output could not go back: held (code 12) for a file's
+    fault; for a link's, evicted (the run's result is not all back: it runs again, never completes)."""
+    where = f"Transfer output files failure at execution point {claim.slot.name} while sending files to the access point"
+    if exc.link:
+        return extra if extra.get("Evicted") else {**extra, "Evicted": True, "EvictReason": f"{where}: {exc.reason}"}
+    return {**extra, "HoldReason": f"{where}: {exc.reason}", "HoldReasonCode": HOLD_TRANSFER_OUTPUT,
+            "HoldReasonSubCode": exc.errno}
 
 
 INLINE_KEPT_MAX = 256 << 20  # bytes of inline input kept for jobs not started yet
