@@ -125,8 +125,7 @@ class Schedd(Agent):
         self.reload_seconds = time.monotonic() - started
         self.commits = Commits(self.queue, settings.write_behind)
         # The job state, its events and the user logs (through the owners' shadows, as the owners).
-        self.owner_shadows = owner_shadows or owner_shadow.for_schedd(lambda: self.config,
-                                                                      self.url.alternatives[0].url)
+        self.owner_shadows = owner_shadows or owner_shadow.for_schedd(lambda: self.config, self.url.url)
         self.user_logs = UserLogs(self.owner_shadows, lambda owner, path, why: self.state.hold_for_log(owner, path, why))
         self.events = JobEvents(self.publish_event, self.address, self.user_logs)
         self.queue.on_take.append(self.events.seal)

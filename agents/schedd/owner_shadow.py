@@ -16,7 +16,8 @@ The interface the schedd uses: ``await shadows.read(owner, path, start, end, mos
 ``await shadows.append(owner, path, text)``; both raise :class:`ShadowRefused` with a sentence.
 The schedd's user-log writer (userlogs.py) queues the appends.
 For file transfer, ``await shadows.expect(owner, token, direction, spec)`` connects the owner's
-shadow to the broker if it is not (the URL with the daemon's credentials goes over the pipe, never
+shadow to the broker if it is not (the first of the broker URL list that answers, as every daemon
+fails over) (the URL with the daemon's credentials goes over the pipe, never
 into a file or the environment) and answers the shadow's queue, where the starter opens the
 transfer with the token.
 """
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from gridbus.agents.startd.accounts import Account, RunAsPolicy, RunAsRefused, UserMap, _current
+from gridbus.bus import BrokerURL
 from gridbus.config import Config
 
 log = logging.getLogger("gridbus.schedd.shadow")
@@ -222,7 +224,7 @@ class OwnerShadows:
         # scheduler universe runs the owner's jobs under it too.
         self.account_for = policy.account_for if isinstance(policy, RunAsPolicy) else policy
         self._shadows: dict[str, _Shadow] = {}
-        self.bus_url = bus_url  # the broker the shadows connect to for file transfer
+        self.bus_url = bus_url  # the brokers the shadows connect to for file transfer (a list: failover)
 
     def _shadow(self, owner: str) -> _Shadow:
         sh = self._shadows.get(owner)
@@ -265,7 +267,11 @@ class OwnerShadows:
             # A shadow that died, or whose broker connection went, is started and connected again.
             for _attempt in (1, 2):
                 if not sh.queue or sh.proc is None or sh.proc.returncode is not None:
-                    answer = await self._call(owner, {"op": "connect", "url": self.bus_url, "paths": _our_paths(),
+                    # Every broker of the URL, in order: the shadow takes the first that answers,
+                    # and after a lost connection starts from the one after it (failover).
+                    urls = [a.url for a in BrokerURL(self.bus_url).alternatives]
+                    answer = await self._call(owner, {"op": "connect", "url": urls[0], "urls": urls,
+                                                      "paths": _our_paths(),
                                                       "name": f"gridbus shadow of {owner}",
                                                       "tls": _tls_material(self.bus_url)},
                                               "connect to the broker", sh)

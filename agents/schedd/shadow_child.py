@@ -10,8 +10,8 @@ Requests: ``{"op": "read", "path", "start", "end", "max"}`` answers ``{"ok": tru
 uid. A failure answers ``{"ok": false, "errno", "error"}``: the operating system's word, as the
 owner.
 
-File transfer (gridbus/transfer): ``{"op": "connect", "url", "paths"}`` makes the shadow connect
-to the broker (the URL, with the credentials, comes over the pipe and is kept in memory only; the
+File transfer (gridbus/transfer): ``{"op": "connect", "url", "urls", "paths"}`` makes the shadow
+connect to the first broker of ``urls`` (or ``url``) that answers (the URL, with the credentials, comes over the pipe and is kept in memory only; the
 process makes itself non-dumpable first, so the owner cannot read it out of its memory either)
 and answers its own exclusive queue; for amqps the request carries the CA, client certificate and
 key as text, used from memory; ``{"op": "expect", "token", "direction", "spec"}`` lets
@@ -37,6 +37,7 @@ import sys
 import time
 
 EXPECT_SECONDS = 600  # an expected transfer nobody opened within this is forgotten
+CONNECT_TIMEOUT = 10  # seconds a broker of the list has to answer before the next is tried
 _transfers = {}  # token -> (direction, spec, when): what the schedd let in
 _bus = {}  # "connection", "queue" once connected
 
@@ -94,8 +95,23 @@ async def _connect(req):
     except ImportError as exc:
         return {"ok": False, "errno": 0, "error": f"cannot load the transfer code as this user: {exc}"}
     extra = {"ssl_context": _tls_context(req["tls"])} if req.get("tls") else {}
-    connection = await aio_pika.connect(req["url"], client_properties={"connection_name": req.get("name") or "shadow"},
-                                        **extra)
+    # The brokers in the URL list's order, from the one after the broker whose connection went
+    # (failover, as every daemon): the first that answers is taken.
+    urls = [u for u in req.get("urls") or [req["url"]] if isinstance(u, str)]
+    first = (_bus.get("index", -1) + 1) % len(urls) if _bus.get("closed") else 0
+    connection = None
+    errors = []
+    for i in [*range(first, len(urls)), *range(first)]:
+        try:
+            connection = await asyncio.wait_for(aio_pika.connect(
+                urls[i], client_properties={"connection_name": req.get("name") or "shadow"}, **extra), CONNECT_TIMEOUT)
+        except (OSError, TimeoutError, aio_pika.exceptions.AMQPError) as exc:
+            errors.append(f"{urls[i].rsplit('@', 1)[-1]}: {exc!r}")  # (no credentials in the sentence)
+            continue
+        _bus["index"] = i
+        break
+    if connection is None:
+        return {"ok": False, "errno": 0, "error": "no broker answered: " + "; ".join(errors)}
     channel = await connection.channel()
     queue = await channel.declare_queue("", exclusive=True, auto_delete=True)
     await queue.consume(_on_open, no_ack=True)
