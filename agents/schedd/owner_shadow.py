@@ -39,10 +39,12 @@ from typing import Any
 from gridbus.agents.startd.accounts import Account, RunAsPolicy, RunAsRefused, UserMap, _current
 from gridbus.bus import BrokerURL
 from gridbus.config import Config
+from gridbus.transfer.spec import output_directories
 
 log = logging.getLogger("gridbus.schedd.shadow")
 
 IDLE_SECONDS = 300.0
+OUTPUT_DIRS_KEPT = 1000  # directories an owner's outputs went to, remembered for the sweep
 _CHILD_SOURCE = (Path(__file__).with_name("shadow_child.py")).read_text()
 
 
@@ -116,6 +118,10 @@ class _Shadow:
         # a shadow in use is never stopped as idle, or a request waiting behind the check that
         # found it idle would find it stopping, and start another beside it.
         self.users = 0
+        # Where this owner's outputs were written (ordered, bounded): a shadow killed mid-write
+        # leaves temporary files there, which its successor removes.
+        self.output_dirs: dict[str, None] = {}
+        self.lost = 0  # the pid of a shadow that died under a request (reaped), until its successor sweeps
 
     @contextlib.contextmanager
     def in_use(self) -> Iterator[None]:
@@ -150,12 +156,15 @@ class _Shadow:
             self.used = time.monotonic()
             for attempt in (1, 2):  # a shadow that died is started again, once per request
                 if self.proc is None or self.proc.returncode is not None:
+                    dead, self.lost = (self.proc.pid if self.proc is not None else self.lost), 0
                     try:
                         await self.start()
                     except OSError as exc:
                         raise ShadowRefused(
                             f"the shadow of {self.owner} could not start as uid {self.account.uid}: {exc}"
                         ) from None
+                    if dead and self.output_dirs:
+                        await self._sweep(dead)
                 assert self.proc is not None and self.proc.stdin and self.proc.stdout
                 try:
                     self.proc.stdin.write((json.dumps(req) + "\n").encode())
@@ -170,8 +179,29 @@ class _Shadow:
                     raise ShadowRefused(f"the shadow of {self.owner} died twice on one request")
         raise AssertionError("unreachable")
 
+    def wrote_to(self, directories: Iterable[str]) -> None:
+        for d in directories:
+            self.output_dirs.pop(d, None)
+            self.output_dirs[d] = None
+        while len(self.output_dirs) > OUTPUT_DIRS_KEPT:
+            del self.output_dirs[next(iter(self.output_dirs))]
+
+    async def _sweep(self, dead: int) -> None:
+        """The new shadow removes the temporary files its killed predecessor left (best effort)."""
+        assert self.proc is not None and self.proc.stdin and self.proc.stdout
+        req = {"op": "sweep", "pid": dead, "dirs": list(self.output_dirs), "paths": _our_paths()}
+        try:
+            self.proc.stdin.write((json.dumps(req) + "\n").encode())
+            await self.proc.stdin.drain()
+            answer = json.loads(await self.proc.stdout.readline() or b"{}")
+        except (BrokenPipeError, ConnectionResetError, ValueError):
+            return
+        if answer.get("removed"):
+            log.info("the shadow of %s removed %d file(s) its killed predecessor left", self.owner, answer["removed"])
+
     async def _reap(self) -> None:
         if self.proc is not None:
+            self.lost = self.proc.pid
             try:
                 self.proc.kill()
             except ProcessLookupError:
@@ -277,6 +307,8 @@ class OwnerShadows:
                                               "connect to the broker", sh)
                     sh.queue = str(answer["queue"])
                 queue = sh.queue
+                if direction == "out":
+                    sh.wrote_to(output_directories(spec))
                 answer = await sh.request({"op": "expect", "token": token, "direction": direction, "spec": spec})
                 if answer.get("ok") and sh.queue == queue:  # (a restart in between would have lost it)
                     return queue
@@ -302,10 +334,13 @@ class OwnerShadows:
         """The outputs of many of ``owner``'s jobs (id -> (transfer attributes, files)) written as
         the owner where each ad says, in one request; per id ``{"bytes"}`` or ``{"error", "errno",
         "path"}``. ShadowRefused when the shadow cannot answer at all."""
+        sh = self._shadow(owner)
+        for ad, _files in jobs.values():
+            sh.wrote_to(output_directories(ad))
         req = {"op": "inline_out", "paths": _our_paths(), "jobs": [
             {"id": k, "spec": ad, "files": [[n, m, None if d is None else base64.b64encode(d).decode("ascii")]
                                            for n, m, d in files]} for k, (ad, files) in jobs.items()]}
-        return (await self._call(owner, req, "write the outputs of its jobs"))["jobs"]
+        return (await self._call(owner, req, "write the outputs of its jobs", sh))["jobs"]
 
     async def uid_of(self, owner: str) -> int:
         return int((await self._call(owner, {"op": "whoami"}, "be"))["uid"])

@@ -26,6 +26,8 @@ Small sandboxes inline (gridbus/transfer/inline.py), many jobs a request: ``{"op
 ``limit`` bytes, answering per id ``{"files"}`` (data base64), ``{"big": true}`` or ``{"error",
 "errno", "path"}``; ``{"op": "inline_out", "paths", "jobs": [{"id", "spec", "files"}]}`` writes
 each job's output where its ad says, answering per id ``{"bytes"}`` or an error.
+``{"op": "sweep", "pid", "dirs", "paths"}`` removes the temporary files a killed shadow (``pid``)
+left in ``dirs`` (the schedd asks it of the shadow it starts in the killed one's place).
 """
 
 import asyncio
@@ -246,6 +248,11 @@ async def _handle(req):
             if now - when > EXPECT_SECONDS:
                 del _transfers[token]
         return {"ok": True, "count": len(_tasks) + len(_transfers)}
+    if op == "sweep":  # a killed predecessor's temporary files, in the directories it wrote to
+        from gridbus.transfer import stream
+
+        _add_paths(req)
+        return {"ok": True, "removed": stream.sweep_partials([str(d) for d in req.get("dirs") or []], int(req["pid"]))}
     if op == "inline_in":
         return _inline_in(req)
     if op == "inline_out":

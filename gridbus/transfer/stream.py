@@ -387,6 +387,36 @@ def _commit(sink: Sink, name: str, fh: BinaryIO) -> None:
                             errno=exc.errno or 0) from None
 
 
+PARTIAL_SUFFIX = ".gridbus-partial"
+
+
+def partial_tag(pid: int) -> str:
+    """How the temporary names written by process ``pid`` begin their tag."""
+    return f"{pid}x"
+
+
+def sweep_partials(directories: Iterable[str], pid: int) -> int:
+    """Remove the temporary files that process ``pid`` (gone: killed mid-write) left in
+    ``directories``; answers how many. Only regular files named as its DirectorySink names them."""
+    marker = "." + partial_tag(pid)
+    removed = 0
+    for d in directories:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(".") and name.endswith(PARTIAL_SUFFIX) and marker in name:
+                try:
+                    path = os.path.join(d, name)
+                    if os.path.isfile(path) and not os.path.islink(path):
+                        os.unlink(path)
+                        removed += 1
+                except OSError:
+                    pass
+    return removed
+
+
 class DirectorySink:
     """Files put where ``place(name)`` says, written to a temporary name beside it and renamed
     into place once verified (a failed transfer leaves no file that looks whole); made files and
@@ -398,8 +428,9 @@ class DirectorySink:
         self.chown = chown
         self._temps: dict[str, str] = {}
         # Two transfers may write the same name at once (jobs of one cluster with one Iwd): each
-        # has temporary names of its own; the last rename wins, as the last writer would.
-        self._tag = secrets.token_hex(4)
+        # has temporary names of its own; the last rename wins, as the last writer would. The
+        # writer's pid leads the tag: a killed owner's shadow's leftovers are found by it (sweep).
+        self._tag = partial_tag(os.getpid()) + secrets.token_hex(4)
 
     def directory(self, name: str, mode: int) -> None:
         path = self.place(name)
@@ -416,7 +447,7 @@ class DirectorySink:
     def open(self, name: str, size: int, mode: int) -> BinaryIO:
         final = self.place(name)
         os.makedirs(os.path.dirname(final), exist_ok=True)
-        temp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.{self._tag}.gridbus-partial")
+        temp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.{self._tag}{PARTIAL_SUFFIX}")
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         if self.chown:
             os.fchown(fd, *self.chown)

@@ -127,3 +127,21 @@ def test_the_shadow_reads_and_writes_many_jobs_in_one_request_each(iwd, tmp_path
     assert (out / "job.out").read_bytes() == b"result" and (out / "moved.txt").read_bytes() == b"result"
     assert answer["1.1"]["errno"] == 20 and "Not a directory" in answer["1.1"]["error"]
     assert [p.name for p in out.iterdir() if "partial" in p.name] == []
+
+
+def test_a_killed_writer_s_temporary_files_are_swept_by_its_pid_and_only_its(tmp_path):
+    sink = stream.DirectorySink(lambda n: str(tmp_path / n))
+    fh = sink.open("out.txt", 3, 0o644)  # left open, as by a writer killed mid-file
+    fh.write(b"par")
+    other = tmp_path / f".out.txt.{stream.partial_tag(os.getpid() + 1)}abcd{stream.PARTIAL_SUFFIX}"
+    other.write_text("another writer's")
+    assert stream.sweep_partials([str(tmp_path), str(tmp_path / "missing")], os.getpid()) == 1
+    assert [p.name for p in tmp_path.iterdir()] == [other.name]
+    fh.close()
+
+
+def test_the_directories_an_output_goes_to():
+    ad = {"Iwd": "/home/u/run", "Out": "logs/job.out", "Err": "/dev/null",
+          "TransferOutputRemaps": "a.txt = /data/a.txt; results = /data/results"}
+    # (A remap's destination counts as a directory too: it may name one; a file's is passed over.)
+    assert spec.output_directories(ad) == {"/home/u/run", "/home/u/run/logs", "/data", "/data/results", "/data/a.txt"}
