@@ -14,7 +14,10 @@ file smaller than a chunk goes as one ``whole`` message (name, size, mode, sha25
 The receiver acknowledges by number (cumulatively, every few messages and at every ``eof``);
 the sender never has more than WINDOW messages unacknowledged, so at most WINDOW chunks of a
 transfer are in flight whatever the file's size, and a slow receiver slows the sender down.
-``end`` is answered ``done`` once every file is written and verified.
+``end`` is answered ``done`` once every file is written and verified. Both ends are pipelined:
+the sender reads and hashes the next chunk on a thread while it publishes the current one, and
+the receiver hashes and writes a chunk on a thread while the next one comes, so the disk, the
+hash and the broker overlap.
 
 Failures: either end may send ``error`` (a named file cannot be read, or written) and give up;
 silence for ``stall`` seconds (a connection or a process gone) ends the transfer as a link
@@ -243,9 +246,18 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
             digest = hashlib.sha256()
             await put("file", name=entry.name, size=size, mode=entry.mode & 0o7777)
             sent = 0
+
+            def read_and_hash(fh: Any = fh, digest: Any = digest) -> bytes:
+                data = fh.read(chunk_size)
+                digest.update(data)  # (hashlib and the read let the loop go on meanwhile)
+                return data
+
+            # Pipelined: the next chunk is read and hashed on a thread while this one is sent.
+            loop = asyncio.get_running_loop()
+            reading = loop.run_in_executor(None, read_and_hash)
             while True:
                 try:
-                    data = fh.read(chunk_size)
+                    data = await reading
                 except OSError as exc:
                     error = TransferError(f"reading from file {entry.path}: (errno {exc.errno}) {exc.strerror}",
                                           path=entry.path, errno=exc.errno or 0)
@@ -253,9 +265,13 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
                     raise error from None
                 if not data:
                     break
-                digest.update(data)
+                reading = loop.run_in_executor(None, read_and_hash)
                 sent += len(data)
-                await put("data", data)
+                try:
+                    await put("data", data)
+                except BaseException:
+                    await asyncio.wait([reading])  # (the file is closed below: no read on it after)
+                    raise
             await put("eof", sha256=digest.hexdigest(), size=sent)
         stats.files += 1
         stats.bytes += sent
@@ -280,6 +296,18 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
     got = 0
     digest: Any = None
     every = max(1, window // 2)
+    loop = asyncio.get_running_loop()
+    writing: asyncio.Future | None = None  # the chunk being hashed and written on a thread
+
+    def write_and_hash(fh: BinaryIO, body: bytes, digest: Any, name: str) -> None:
+        digest.update(body)
+        _write(fh, body, name)
+
+    async def written() -> None:
+        nonlocal writing
+        if writing is not None:
+            pending, writing = writing, None
+            await pending
     try:
         while True:
             message = await ep.next()
@@ -300,8 +328,9 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
                 got += len(body)
                 if got > size:
                     raise TransferError(f"{name}: more data than the announced {size} bytes", link=True)
-                digest.update(body)
-                _write(fh, body, name)
+                # Pipelined: this chunk is hashed and written on a thread while the next arrives.
+                await written()
+                writing = loop.run_in_executor(None, write_and_hash, fh, body, digest, name)
             elif kind == "file":
                 name, size = str(h.get("name") or ""), int(h.get("size") or 0)
                 if not safe_name(name):
@@ -323,6 +352,7 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
             elif kind == "eof":
                 if fh is None:
                     raise TransferError("end of file outside a file", link=True)
+                await written()
                 if got != size or h.get("sha256") != digest.hexdigest():
                     raise TransferError(f"{name}: received {got} of {size} bytes, or a wrong sha256", link=True)
                 opened, fh = fh, None
@@ -347,7 +377,13 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
                 raise TransferError(f"unknown message {kind!r}", link=True)
             if kind == "eof" or seq % every == 0:
                 await ep.send("ack", seq=seq)
-    except TransferError as error:
+    except BaseException as error:
+        if writing is not None:  # (no write on the file once it is closed)
+            await asyncio.wait([writing])
+        if not isinstance(error, TransferError):
+            if fh is not None:
+                sink.abort(name, fh)
+            raise
         if fh is not None:
             sink.abort(name, fh)
         if ep.peer and not error.reason.startswith("no word"):
