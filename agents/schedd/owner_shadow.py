@@ -16,10 +16,11 @@ The interface the schedd uses: ``await shadows.read(owner, path, start, end, mos
 ``await shadows.append(owner, path, text)``; both raise :class:`ShadowRefused` with a sentence.
 The schedd's user-log writer (userlogs.py) queues the appends.
 For file transfer, ``await shadows.expect(owner, token, direction, spec)`` connects the owner's
-shadow to the broker if it is not (the first of the broker URL list that answers, as every daemon
-fails over) (the URL with the daemon's credentials goes over the pipe, never
-into a file or the environment) and answers the shadow's queue, where the starter opens the
-transfer with the token.
+shadow to the broker if it is not (the first broker of the URL list that answers, failing over
+as every daemon does; the URL with the daemon's credentials goes over the pipe, never into a file
+or the environment) and answers the shadow's queue, where the starter opens the transfer with the
+token. ``inline_inputs`` and ``inline_outputs`` read and write the small sandboxes of many jobs in
+one request (agents/schedd/inline_sandboxes.py).
 """
 
 from __future__ import annotations
