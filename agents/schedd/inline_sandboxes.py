@@ -97,8 +97,9 @@ class InlineSandboxes:
                 continue
             cluster, proc = report.get("ClusterId"), report.get("ProcId")
             ad = self.queue.get(cluster, proc) if isinstance(cluster, int) and isinstance(proc, int) else None
-            if ad is None or ad.get("JobStatus") not in _LIVE or report.get("HoldReason"):
-                continue  # a repeated report of a job done with, or one held by the startd
+            if (ad is None or ad.get("JobStatus") not in _LIVE or report.get("HoldReason")
+                    or str(report.get("ClaimId")) not in self.claims.by_id):
+                continue  # a repeated report of a job done with, one held by the startd, or of a claim gone
             if not isinstance(files, list):
                 self._hold(report, "the output sandbox came malformed", 0)
                 continue

@@ -112,7 +112,7 @@ class Sandboxes:
         self._drop_inline(key)
         self._inline[key] = box
         self._inline_bytes += _inline_size(box)
-        while self._inline_bytes > INLINE_KEPT_MAX and len(self._inline) > 1:
+        while (self._inline_bytes > INLINE_KEPT_MAX or len(self._inline) > INLINE_KEPT_JOBS) and len(self._inline) > 1:
             self._drop_inline(next(iter(self._inline)))
 
     def _drop_inline(self, key: tuple[str, str]) -> dict[str, Any] | None:
@@ -348,6 +348,7 @@ def _failed(claim: sl.Claim, extra: dict[str, Any], exc: stream.TransferError) -
 
 
 INLINE_KEPT_MAX = 256 << 20  # bytes of inline input kept for jobs not started yet
+INLINE_KEPT_JOBS = 10_000  # and jobs (an entry of a job withdrawn before its start is never taken)
 
 
 def _inline_size(box: Mapping[str, Any]) -> int:
