@@ -234,7 +234,10 @@ def pool_rates(url: str, work: Path, jobs: int, big_mib: int, small_only: bool =
         if small_only:
             return out
 
-        def left() -> bool:
+        shadow_rss = [0.0]
+
+        def left() -> bool:  # (the shadow's peak taken while it lives: the schedd stops it once idle)
+            shadow_rss.append(max([_peak_rss_mib(p) for p in _shadows(pool.procs["schedd@s"].pid)] or [0.0]))
             return not pool.jobs("schedd@s", "JobStatus <= 2", ["ProcId"])
 
         big = submit / "big.bin"
@@ -256,7 +259,8 @@ def pool_rates(url: str, work: Path, jobs: int, big_mib: int, small_only: bool =
         span = max(1, int(job.get("TransferInFinished", 0)) - int(job.get("TransferInStarted", 0)))
         out["big_input_MiB_per_s_approx"] = big_mib / span  # whole seconds only
         out["big_copy_intact"] = float(_digest(copy) == _digest(big))
-        out["shadow_peak_rss_MiB"] = max([_peak_rss_mib(p) for p in _shadows(pool.procs["schedd@s"].pid)] or [0.0])
+        left()
+        out["shadow_peak_rss_MiB"] = max(shadow_rss)
         out["startd_peak_rss_MiB"] = _peak_rss_mib(pool.procs["startd@a"].pid)
         out["schedd_peak_rss_MiB"] = _peak_rss_mib(pool.procs["schedd@s"].pid)
     finally:
