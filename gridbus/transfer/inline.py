@@ -52,15 +52,12 @@ def read_entries(entries: Iterable[Entry], opener: Callable[[str], int] | None =
             try:
                 before = os.fstat(fd)
                 data = _read_fd(fd, before.st_size + 1)  # one byte more: a file that grew shows
-                after = os.fstat(fd)
+                stream.check_unchanged(fd, before, len(data), e.path)
             finally:
                 os.close(fd)
         except OSError as exc:
             raise TransferError(f"reading from file {e.path}: (errno {exc.errno}) {exc.strerror}",
                                 path=e.path, errno=exc.errno or 0) from None
-        if len(data) != before.st_size or (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
-            raise TransferError(f"reading from file {e.path}: ReliSock: put_file: only sent {len(data)} bytes out of "
-                                f"{after.st_size} (the file changed while it was being sent)", path=e.path)
         out.append([e.name, e.mode & 0o7777, data])
         total += len(data)
     return out, total

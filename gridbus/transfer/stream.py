@@ -229,26 +229,29 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
             await send_error(ep, error)
             raise error from None
         with os.fdopen(fd, "rb", buffering=0) as fh:
-            size = os.fstat(fh.fileno()).st_size
+            before = os.fstat(fh.fileno())
+            size = before.st_size
             if size < chunk_size:  # a small file is one message: name, data and sha256 together
                 try:
                     data = _read_all(fh, entry.path, size)
+                    check_unchanged(fh.fileno(), before, len(data), entry.path)
                 except TransferError as refused:
                     await send_error(ep, refused)
                     raise
-                if len(data) < chunk_size:
-                    await put("whole", data, name=entry.name, size=len(data), mode=entry.mode & 0o7777,
-                              sha256=hashlib.sha256(data).hexdigest())
-                    stats.files += 1
-                    stats.bytes += len(data)
-                    continue
-                fh.seek(0)
+                await put("whole", data, name=entry.name, size=len(data), mode=entry.mode & 0o7777,
+                          sha256=hashlib.sha256(data).hexdigest())
+                stats.files += 1
+                stats.bytes += len(data)
+                continue
             digest = hashlib.sha256()
             await put("file", name=entry.name, size=size, mode=entry.mode & 0o7777)
             sent = 0
 
-            def read_and_hash(fh: Any = fh, digest: Any = digest) -> bytes:
-                data = fh.read(chunk_size)
+            left = [size]  # never more than announced: a file that grew is refused below
+
+            def read_and_hash(fh: Any = fh, digest: Any = digest, left: list[int] = left) -> bytes:
+                data = fh.read(min(chunk_size, left[0])) if left[0] > 0 else b""
+                left[0] -= len(data)
                 digest.update(data)  # (hashlib and the read let the loop go on meanwhile)
                 return data
 
@@ -272,6 +275,11 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
                 except BaseException:
                     await asyncio.wait([reading])  # (the file is closed below: no read on it after)
                     raise
+            try:
+                check_unchanged(fh.fileno(), before, sent, entry.path)
+            except TransferError as refused:
+                await send_error(ep, refused)
+                raise
             await put("eof", sha256=digest.hexdigest(), size=sent)
         stats.files += 1
         stats.bytes += sent
@@ -389,6 +397,20 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
         if ep.peer and not error.reason.startswith("no word"):
             await send_error(ep, error)
         raise
+
+
+def check_unchanged(fd: int, before: os.stat_result, sent: int, path: str) -> None:
+    """Raise TransferError, with HTCondor's sentence (put_file's), if the file read from ``fd``
+    changed while it was being sent: its size or mtime now, or the bytes read, differ from
+    ``before``. (The owner's files are never sent torn: the job is held, its owner told.)"""
+    try:
+        now = os.fstat(fd)
+    except OSError as exc:
+        raise TransferError(f"reading from file {path}: (errno {exc.errno}) {exc.strerror}", path=path,
+                            errno=exc.errno or 0) from None
+    if sent != before.st_size or (now.st_size, now.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+        raise TransferError(f"reading from file {path}: ReliSock: put_file: only sent {sent} bytes out of "
+                            f"{now.st_size} (the file changed while it was being sent)", path=path)
 
 
 def _read_all(fh: Any, path: str, size: int) -> bytes:
