@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 
 # test-fast: the unit tier (no broker, no pool), tests/unit/test_tiers.py keeps the markers true.
-.PHONY: demo test test-fast install broker node-deps containers bench docs lint cluster cluster-stop tutorials-as-user
+.PHONY: demo test test-fast install broker node-deps containers browser bench docs lint cluster cluster-stop tutorials-as-user
 
 $(BIN)/gridbus: pyproject.toml setup.py agents/startd/_spawn.c
 	$(PY) -m venv $(VENV)
@@ -22,6 +22,10 @@ broker:
 containers:
 	bash scripts/ensure-containers.sh
 
+# Debian's chromium and chromedriver, for the web console's browser test (it skips without them).
+browser:
+	bash scripts/ensure-browser.sh
+
 demo: install broker
 	$(BIN)/python scripts/demo.py
 
@@ -30,7 +34,7 @@ demo: install broker
 node-deps:
 	bash scripts/ensure-node-deps.sh
 
-test: install broker node-deps containers
+test: install broker node-deps containers browser
 	$(BIN)/python -m pytest -q
 
 test-fast: install

@@ -160,7 +160,9 @@ def product_defaults() -> dict[str, str]:
     return out
 
 
-def gridbus_rate(jobs: int, slots: int = SLOTS, cgroups: bool = True, fast_spawn: bool = True) -> dict:
+def gridbus_rate(jobs: int, slots: int = SLOTS, cgroups: bool = True, fast_spawn: bool = True,
+                 schedd_env: dict[str, str] | None = None) -> dict:
+    """``schedd_env``: knobs of the schedd's own (bench_durable_events.py: SCHEDD_DURABLE_EVENTS)."""
     from tests.e2e.pool import Pool, wait_for
 
     mgmt, vhost, url = _vhost("pool")
@@ -169,7 +171,7 @@ def gridbus_rate(jobs: int, slots: int = SLOTS, cgroups: bool = True, fast_spawn
         try:
             pool.start("collector", "c")
             pool.start("negotiator", "n")
-            pool.start("schedd", "s")
+            pool.start("schedd", "s", **(schedd_env or {}))
             off = {} if cgroups else {"GRIDBUS_BASE_CGROUP": ""}
             if not fast_spawn:
                 off["GRIDBUS_STARTER_FAST_SPAWN"] = "false"

@@ -21,9 +21,10 @@ from gridbus.config import Config
 from gridbus.errors import HTCondorTypeError, HTCondorValueError
 
 # The daemon modules that declare knobs (importing a module declares its knobs); a daemon's
-# package alone declares only what its __init__ imports.
+# package alone declares only what its __init__ imports. Names are under gridbus.agents, but for
+# a full name (the web console's, which lives with the console).
 DAEMON_MODULES = ("master.agent", "master.children", "collector", "negotiator.main", "schedd.settings",
-                  "schedd.shadows", "schedd.scheduniv", "startd.settings")
+                  "schedd.shadows", "schedd.scheduniv", "startd.settings", "gridbus.console.web.knobs")
 TOOL = "TOOL"
 
 log = logging.getLogger("gridbus.console")
@@ -33,7 +34,7 @@ def declare_daemon_knobs() -> None:
     """Import every daemon module, so the knobs they read are declared with their types."""
     for module in DAEMON_MODULES:
         try:
-            importlib.import_module(f"gridbus.agents.{module}")
+            importlib.import_module(module if module.startswith("gridbus.") else f"gridbus.agents.{module}")
         except Exception:  # a daemon that does not import still leaves the others' knobs
             pass
 

@@ -22,7 +22,7 @@ import fnmatch
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from gridbus.submit import Submit
 
@@ -301,7 +301,7 @@ class BaseNode:
         self._dag._edges.add(node, self, edge)
         return node
 
-    def add_children(self, *nodes: Any, edge: BaseEdge | None = None) -> BaseNode:
+    def add_children(self, *nodes: Any, edge: BaseEdge | None = None) -> Self:
         for node in _flat(nodes):
             self._dag._edges.add(self, node, edge)
         return self
@@ -311,7 +311,7 @@ class BaseNode:
             self._dag._edges.pop(self, node)
         return self
 
-    def add_parents(self, *nodes: Any, edge: BaseEdge | None = None) -> BaseNode:
+    def add_parents(self, *nodes: Any, edge: BaseEdge | None = None) -> Self:
         for node in _flat(nodes):
             self._dag._edges.add(node, self, edge)
         return self
@@ -397,16 +397,16 @@ class Nodes:
         return next(iter(self._nodes.values()))
 
     def child_layer(self, type: BaseEdge | None = None, **kwargs: Any) -> NodeLayer:
-        return self._first()._dag.layer(**kwargs).add_parents(self, edge=type)  # type: ignore[return-value]
+        return self._first()._dag.layer(**kwargs).add_parents(self, edge=type)
 
     def parent_layer(self, type: BaseEdge | None = None, **kwargs: Any) -> NodeLayer:
-        return self._first()._dag.layer(**kwargs).add_children(self, edge=type)  # type: ignore[return-value]
+        return self._first()._dag.layer(**kwargs).add_children(self, edge=type)
 
     def child_subdag(self, type: BaseEdge | None = None, **kwargs: Any) -> SubDAG:
-        return self._first()._dag.subdag(**kwargs).add_parents(self, edge=type)  # type: ignore[return-value]
+        return self._first()._dag.subdag(**kwargs).add_parents(self, edge=type)
 
     def parent_subdag(self, type: BaseEdge | None = None, **kwargs: Any) -> SubDAG:
-        return self._first()._dag.subdag(**kwargs).add_children(self, edge=type)  # type: ignore[return-value]
+        return self._first()._dag.subdag(**kwargs).add_children(self, edge=type)
 
     def add_children(self, *nodes: Any, type: BaseEdge | None = None) -> Nodes:
         for n in self:

@@ -17,7 +17,7 @@ from typing import Any
 import pika
 import pika.exceptions
 
-from gridbus import bus, tls, wire
+from gridbus import bus, protocol, tls, wire
 from gridbus.errors import HTCondorConnectionError, HTCondorTypeError
 from gridbus.rpc import (
     DEFAULT_TIMEOUT,
@@ -131,6 +131,12 @@ class Session:
         self._broker += 1
         self._connect()
 
+    def _pump(self, seconds: float) -> None:
+        """Let the connection deliver what came, waiting up to ``seconds`` (a call waits so)."""
+        if self._connection is None:
+            raise HTCondorConnectionError("the session is closed")
+        self._connection.process_data_events(time_limit=seconds)
+
     def close(self) -> None:
         if self._connection is not None and self._connection.is_open:
             self._connection.close()
@@ -175,7 +181,7 @@ class Session:
             user_id=self.user,
             app_id=f"{self.name}@{_host()}",
             expiration=str(max(1, int(timeout * 1000))),
-            headers={"x-gridbus-timeout-ms": int(timeout * 1000)},
+            headers=protocol.headers({"x-gridbus-timeout-ms": int(timeout * 1000)}),
         )
         try:
             self._channel.basic_publish(bus.RPC, key, wire.encode(body, content_type), props)
@@ -239,7 +245,7 @@ class Session:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise CallTimeout(address, method, timeout)
-                self._connection.process_data_events(time_limit=min(remaining, 1.0))  # type: ignore[union-attr]
+                self._pump(min(remaining, 1.0))
         finally:
             self._pending.pop(cid, None)
 
@@ -276,7 +282,7 @@ class Session:
                 if now >= deadline:
                     break
                 wait = min(deadline - now, 0.05 if first is not None else 0.5)
-                self._connection.process_data_events(time_limit=max(wait, 0.001))  # type: ignore[union-attr]
+                self._pump(max(wait, 0.001))
             records: list[dict] = []
             for reply in replies.values():
                 if reply.done and reply.status == 0:

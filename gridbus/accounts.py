@@ -132,9 +132,16 @@ def declare_topology(mgmt: Management, vhost: str, *, quorum: bool = False) -> N
     for name, kind in bus.EXCHANGES:
         mgmt.request("PUT", f"/exchanges/{mgmt.q(vhost)}/{mgmt.q(name)}",
                      {"type": kind, "durable": True, "auto_delete": False, "internal": False, "arguments": {}})
-    mgmt.request("PUT", f"/queues/{mgmt.q(vhost)}/{mgmt.q(bus.DEAD)}",
-                 {"durable": True, "auto_delete": False,
-                  "arguments": bus.DEAD_QUEUE_ARGS | ({"x-queue-type": "quorum"} if quorum else {})})
+    # A dead-letter queue already there is left as it is: the daemons adopt or migrate it at their
+    # start (gridbus.agent.reconcile), and `gridbus broker check` says how it differs.
+    try:
+        mgmt.queue(vhost, bus.DEAD)
+    except ManagementError as exc:
+        if "404" not in str(exc):
+            raise
+        mgmt.request("PUT", f"/queues/{mgmt.q(vhost)}/{mgmt.q(bus.DEAD)}",
+                     {"durable": True, "auto_delete": False,
+                      "arguments": bus.DEAD_QUEUE_ARGS | ({"x-queue-type": "quorum"} if quorum else {})})
     mgmt.request("POST", f"/bindings/{mgmt.q(vhost)}/e/{mgmt.q(bus.DEAD)}/q/{mgmt.q(bus.DEAD)}", {"routing_key": ""})
 
 

@@ -130,7 +130,7 @@ def value_refs(value: Any) -> frozenset[str] | None:
             if len(_REFS_BY_TEXT) >= _REFS_CACHE_MAX:
                 _REFS_BY_TEXT.clear()
             _REFS_BY_TEXT[text] = refs
-        return refs  # type: ignore[return-value]
+        return refs  # type: ignore[return-value]  # False (not cached) was replaced just above
     items: Iterable[Any]
     if isinstance(value, dict):
         items = value.values()
@@ -217,7 +217,7 @@ def lowered(ad: dict[str, Any]) -> dict[str, Any]:
         _LOWER_KEYS[keys] = low
     if low is None:
         return {k.lower(): v for k, v in ad.items() if isinstance(k, str)}
-    return dict(zip(low, ad.values(), strict=True))  # type: ignore[arg-type]
+    return dict(zip(low, ad.values(), strict=True))  # type: ignore[arg-type]  # low holds str keys once not None
 
 
 def slot_job_refs(lowered_slot_ads: Iterable[dict[str, Any]] | SlotRefs) -> frozenset[str] | None:

@@ -95,6 +95,7 @@ def _ref_or_type(name: str) -> dict[str, Any]:
 
 def value_schema(item: Arg | Field | Property, event_body: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON Schema of one argument, field or property."""
+    out: dict[str, Any]
     if item.shape:
         out = {"$ref": SCHEMAS + item.shape}
     else:
@@ -113,7 +114,7 @@ def value_schema(item: Arg | Field | Property, event_body: dict[str, Any] | None
     return out
 
 
-def object_schema(fields: tuple[Field, ...] | list[Field], *, closed: bool = False, required: bool = True,
+def object_schema(fields: tuple[Field, ...] | list[Field] | tuple[Arg, ...], *, closed: bool = False, required: bool = True,
                   event_body: dict[str, Any] | None = None, **const: str) -> dict[str, Any]:
     """An object of ``fields`` (the non-optional ones required); ``const`` pins fields' values."""
     props = {f.name: value_schema(f, event_body) for f in fields}
@@ -128,24 +129,13 @@ def object_schema(fields: tuple[Field, ...] | list[Field], *, closed: bool = Fal
     return out
 
 
-def _args_schema(args: tuple[Arg, ...], *, closed: bool, required: bool) -> dict[str, Any]:
-    props = {a.name: value_schema(a) for a in args}
-    out: dict[str, Any] = {"type": "object", "properties": props}
-    needed = [a.name for a in args if required and not a.optional]
-    if needed:
-        out["required"] = needed
-    if closed:
-        out["additionalProperties"] = False
-    return out
-
-
 def _field(schema: Schema, message: str, name: str) -> Field:
     return next(f for f in schema.messages[message].fields if f.name == name)
 
 
 def method_request_payload(schema: Schema, method: Method) -> dict[str, Any]:
     env = schema.messages["method_request"].fields
-    args = _args_schema(method.inputs, closed=True, required=True)
+    args = object_schema(method.inputs, closed=True, required=True)
     payload = object_schema([f for f in env if f.name != "args"], method=method.name)
     payload["properties"]["args"] = {**args, "description": _field(schema, "method_request", "args").desc}
     if any(not a.optional for a in method.inputs):
@@ -156,7 +146,7 @@ def method_request_payload(schema: Schema, method: Method) -> dict[str, Any]:
 def method_reply_payload(schema: Schema, method: Method) -> dict[str, Any]:
     env = schema.messages["method_response"].fields
     payload = object_schema([f for f in env if f.name != "out"])
-    out = _args_schema(method.outputs, closed=False, required=False)
+    out = object_schema(method.outputs, closed=False, required=False)
     payload["properties"]["out"] = {**out, "description": _field(schema, "method_response", "out").desc}
     return payload
 
@@ -284,7 +274,8 @@ def document(schema: Schema) -> dict[str, Any]:
 
     # Ads
     ad_msg, inv = schema.messages["ad"], schema.messages["invalidate"]
-    public, private = [], []
+    public: list[str] = []
+    private: list[str] = []
     for ad in schema.ads.values():
         name = f"ad.{ad.name}"
         payload = object_schema(ad_msg.fields)

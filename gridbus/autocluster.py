@@ -198,7 +198,7 @@ class AutoClusters:
                     for one in job.ads():
                         add(one, None, frozenset())
             else:
-                add(job, None, frozenset())  # type: ignore[arg-type]
+                add(job, None, frozenset())  # type: ignore[arg-type]  # None: a job of no cluster, its own group
         self._keys_of[owner] = used
         if owner is not None:
             self._drop_unused(owner, order.keys())

@@ -27,6 +27,12 @@ EXCHANGES: tuple[tuple[str, str], ...] = (
     (DEAD, "fanout"),
 )
 
+# The replay path of job events: a stream queue bound to gridbus.events (job.#), declared by each
+# schedd, that keeps the events of the last JOB_EVENT_STREAM_MAX_AGE. A consumer that was away reads
+# it from an offset (x-stream-offset: "first", a timestamp, or the offset it stopped at).
+EVENT_STREAM = "gridbus.events.stream"
+EVENT_STREAM_KEY = "job.#"
+
 # The dead-letter queue keeps the newest messages only, so a flood of garbage cannot fill the disk.
 DEAD_QUEUE_ARGS: dict[str, int | str] = {"x-max-length": 10_000, "x-overflow": "drop-head"}
 

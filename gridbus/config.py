@@ -394,7 +394,8 @@ knob("RUN", "$(LOCAL_DIR)/run", "directory of the pid files of the master and it
 knob("EXECUTE", "$(LOCAL_DIR)/execute", "directory under which the startd makes each job's scratch directory")
 knob("MAX_DAEMON_LOG", 10_000_000, "bytes a daemon log grows to before it is rotated")
 knob("MAX_NUM_DAEMON_LOG", 2, "rotated daemon logs kept besides the current one")
-knob("DAEMON_LIST", ["MASTER", "COLLECTOR", "NEGOTIATOR", "SCHEDD", "STARTD"], "the daemons the master runs on this host")
+knob("DAEMON_LIST", ["MASTER", "COLLECTOR", "NEGOTIATOR", "SCHEDD", "STARTD", "WEB"],
+     "the daemons the master runs on this host (WEB: the web console and /metrics on WEB_ADDRESS)")
 knob("NEGOTIATOR_INTERVAL", 60.0, "seconds between negotiation cycles")
 knob("START", "TRUE", "the startd's START expression: when a slot is willing to run a job")
 knob("NUM_SLOTS", os.cpu_count() or 1, "number of static slots when no slot type is configured")

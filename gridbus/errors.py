@@ -38,3 +38,9 @@ class HTCondorConnectionError(HTCondorException, ConnectionError):
 
 class HTCondorRuntimeError(HTCondorException, RuntimeError):
     pass
+
+
+class NoRestart(RuntimeError):
+    """A daemon cannot run until an operator acts (a broker queue it may not use, a job queue
+    written by a newer version): it stops with this one sentence and the status that tells its
+    master not to start it again (HTCondor's DAEMON_NO_RESTART)."""

@@ -127,6 +127,10 @@ class Management:
     def queue(self, vhost: str, name: str) -> dict[str, Any]:
         return self.request("GET", f"/queues/{self.q(vhost)}/{self.q(name)}")
 
+    def queue_bindings(self, vhost: str, name: str) -> list[dict[str, Any]]:
+        """The bindings of a queue (its default-exchange binding included, with source "")."""
+        return self.request("GET", f"/queues/{self.q(vhost)}/{self.q(name)}/bindings")
+
     def delete_queue(self, vhost: str, name: str) -> None:
         """Delete a queue, as the management UI's "Delete queue" button does."""
         self.request("DELETE", f"/queues/{self.q(vhost)}/{self.q(name)}")

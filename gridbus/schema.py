@@ -58,8 +58,8 @@ ACCESS: dict[str, str] = {
     "admin": "only administrators (ALLOW_ADMINISTRATOR) may",
     "daemon": "only daemons of the pool may",
 }
-UNDECLARED_ACCESS = "admin"
-EVENT_BODY = "<event>"  # a batch's list of event bodies (EventFamily.batch)  # a method without a rule is closed to all but administrators
+UNDECLARED_ACCESS = "admin"  # a method without a rule is closed to all but administrators
+EVENT_BODY = "<event>"  # a batch's list of event bodies (EventFamily.batch)
 
 # The largest request a method takes, in bytes, unless it declares ``max_bytes``: the body is
 # measured before it is decoded, so a 10 MB argument costs a daemon nothing but its receipt.
@@ -226,7 +226,7 @@ class Schema:
         """References to shapes that no schema file declares, each with its place."""
         missing = []
 
-        def check(where: str, item: Arg | Field) -> None:
+        def check(where: str, item: Arg | Field | Property) -> None:
             for ref in (item.items, item.values, item.shape):
                 if ref and ref not in TYPES and ref not in self.shapes and ref != EVENT_BODY:
                     missing.append(f"{where}: {ref}")
@@ -356,7 +356,8 @@ def builtin() -> Schema:
     global _BUILTIN
     if _BUILTIN is None:
         schema = Schema("gridbus", 1)
-        files = sorted(f for f in resources.files("gridbus.schemas").iterdir() if f.name.endswith(".toml"))
+        files = sorted((f for f in resources.files("gridbus.schemas").iterdir() if f.name.endswith(".toml")),
+                       key=lambda f: f.name)
         for f in files:
             schema = schema.merge(Schema.from_toml(f.read_text(), f.name))
         _BUILTIN = schema

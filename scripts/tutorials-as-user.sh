@@ -18,16 +18,17 @@ if [ "$(id -u "$user")" = 0 ]; then
   echo "tutorials-as-user: $user is root; the point is a plain user" >&2
   exit 2
 fi
-py="$(command -v python3)"
-"$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
-  echo "tutorials-as-user: $py is older than 3.11" >&2; exit 2; }
 home="$(getent passwd "$user" | cut -d: -f6)"
+as_user() { runuser -u "$user" -- env HOME="$home" PATH="/usr/bin:/bin" "$@"; }
+# The system's python3 (root's own, e.g. under pyenv in /root, is out of the user's reach).
+py="${TUTORIAL_PYTHON:-/usr/bin/python3}"
+as_user "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
+  echo "tutorials-as-user: $user cannot run $py, or it is older than 3.11 (set TUTORIAL_PYTHON)" >&2; exit 2; }
 work="${TUTORIAL_DIR:-/tmp/gridbus-tutorials-$user}"
 rm -rf "$work"
 mkdir -p "$work/src"
 git archive HEAD | tar -x -C "$work/src"
 chown -R "$user" "$work"
-as_user() { runuser -u "$user" -- env HOME="$home" PATH="/usr/bin:/bin" "$@"; }
 as_user "$py" -m venv "$work/venv"
 as_user bash -c "cd '$work/src' && '$work/venv/bin/pip' install -q -e '.[test]'"
 as_user bash -c "cd '$work/src' && '$work/venv/bin/python' -m pytest -q -p no:cacheprovider \

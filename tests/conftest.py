@@ -17,6 +17,9 @@ import pytest
 from gridbus.bus import BrokerURL
 from gridbus.mgmt import Management
 
+# The previous tagged release, for the upgrade tests (its fixture, `previous_release`).
+pytest_plugins = ("tests.previous_release",)
+
 LOCAL_URL = "amqp://guest:guest@127.0.0.1:5672/"
 HOW_TO = (
     "no RabbitMQ for the tests: set GRIDBUS_TEST_AMQP_URL, or start a local broker with "

@@ -34,6 +34,9 @@ CTL = SBIN / "rabbitmqctl"
 AMQP_BASE = int(os.environ.get("GRIDBUS_CLUSTER_PORT_BASE", "5780"))
 COOKIE = "GRIDBUSTESTCLUSTERCOOKIE"
 DEFAULT_DIR = Path(os.environ.get("GRIDBUS_CLUSTER_DIR", "/tmp/gridbus-cluster"))
+# The nodes' names (<prefix><i>@localhost): another prefix (and GRIDBUS_CLUSTER_PORT_BASE) keeps two
+# clusters on one machine apart; each takes the other's nodes for strays otherwise.
+DEFAULT_PREFIX = os.environ.get("GRIDBUS_CLUSTER_PREFIX", "gbc")
 
 
 class ClusterUnavailable(RuntimeError):
@@ -179,7 +182,7 @@ class Node:
 
 
 class RabbitCluster:
-    def __init__(self, base: Path | str = DEFAULT_DIR, size: int = 3, prefix: str = "gbc"):
+    def __init__(self, base: Path | str = DEFAULT_DIR, size: int = 3, prefix: str = DEFAULT_PREFIX):
         self.base = Path(base)
         self.nodes = [Node(i, self.base, prefix) for i in range(1, size + 1)]
 

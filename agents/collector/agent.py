@@ -19,7 +19,7 @@ from typing import Any
 
 from aio_pika.abc import AbstractIncomingMessage
 
-from gridbus import bus, wire
+from gridbus import bus, protocol, wire
 from gridbus.agent import Agent, Call, method
 from gridbus.agent.pacing import Pacer
 from gridbus.agents.collector.query import (
@@ -144,6 +144,7 @@ class Collector(Agent):
         self._readvertise_asked: dict[str, float] = {}
         self._readvertise_wanted: dict[str, None] = {}  # senders to ask (an ordered set)
         self.updates_lost = 0
+        self._refusals_said: set[str] = set()
         self.readvertise_asked = 0
 
     # ------------------------------------------------------------------ lifecycle
@@ -236,7 +237,11 @@ class Collector(Agent):
             slice_start = time.monotonic()
             while self._inbox:
                 message = self._inbox.popleft()
-                self.ingest(message.body, message.content_type, message.type, message.routing_key or "")
+                refused = protocol.refusal(message.headers, message.app_id or "")
+                if refused is None:
+                    self.ingest(message.body, message.content_type, message.type, message.routing_key or "")
+                else:
+                    self.refuse_ad(refused)
                 self._unacked = message
                 self._unacked_count += 1
                 if self._unacked_count >= ADS_ACK_EVERY:
@@ -259,6 +264,14 @@ class Collector(Agent):
             await asyncio.sleep(ADS_ACK_DELAY)
             if self._unacked is not None:
                 await self._ack_ads()
+
+    def refuse_ad(self, sentence: str) -> None:
+        """An ad message of a protocol version this collector does not take: counted in
+        UpdatesRejected, and said in the log once per sentence (a sender repeats itself)."""
+        self.rejected += 1
+        if sentence not in self._refusals_said:
+            self._refusals_said.add(sentence)
+            self.log.warning("%s", sentence)
 
     def ingest(self, body: bytes, content_type: str | None, mtype: str | None, routing_key: str) -> int:
         """Handle one message from gridbus.ads; return how many ads it stored. Never raises."""

@@ -124,7 +124,7 @@ def fast_predicate(compiled: Any) -> Predicate:
 
     if not terms or any(t is None for t in terms):
         return slow
-    checks = [(name, decide) for name, decide in terms]  # type: ignore[misc]
+    checks = [(name, decide) for name, decide in terms]  # type: ignore[misc]  # each term's decide function takes its own kind of value
 
     def predicate(ad: dict[str, Any]) -> bool:
         for name, decide in checks:

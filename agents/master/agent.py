@@ -39,9 +39,15 @@ def daemon_list(cfg: Config) -> list[str]:
     return out
 
 
+# Daemons of DAEMON_LIST that are not under gridbus.agents: the web console is a client of the
+# pool (it lives with the console, above core), though the master runs it as any other daemon.
+DAEMON_MODULES = {"WEB": "gridbus.console.web"}
+
+
 def daemon_module(cfg: Config, name: str) -> str:
-    """The module run for daemon ``name``: the knob of that name, else gridbus.agents.<name>."""
-    return str(cfg.get(name, "") or f"gridbus.agents.{name.lower()}")
+    """The module run for daemon ``name``: the knob of that name, else gridbus.agents.<name>
+    (DAEMON_MODULES names the exceptions)."""
+    return str(cfg.get(name, "") or DAEMON_MODULES.get(name) or f"gridbus.agents.{name.lower()}")
 
 
 def daemon_args(cfg: Config, name: str) -> list[str]:

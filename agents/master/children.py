@@ -26,6 +26,7 @@ from typing import IO, Any
 
 from gridbus.agents.master import pidfile
 from gridbus.config import knob
+from gridbus.topology import DAEMON_NO_RESTART
 
 log = logging.getLogger("gridbus.master")
 
@@ -174,6 +175,14 @@ class DaemonProcess:
         ran = time.time() - self.start_time
         if not self.wanted or self.state == "Stopping":
             self.state = "Stopped"
+            self.on_change()
+            return
+        if code == DAEMON_NO_RESTART:
+            # HTCondor's DAEMON_NO_RESTART: the daemon said why in its log and would stop the same
+            # way again (a queue it may not use); starting it in a loop helps no one.
+            self.state = "Stopped"
+            log.error("%s (pid %d) exited with status %d (DAEMON_NO_RESTART): not restarting it; its log says why",
+                      self.name, process.pid, code)
             self.on_change()
             return
         if ran >= self.backoff.recover:

@@ -96,7 +96,7 @@ def analyze(job: dict[str, Any], machines: list[dict[str, Any]]) -> dict[str, An
                 running_yours += 1
             else:
                 serving_others += 1
-    table = [{"Clause": c, "Rejects": n} for c, n in zip(clauses, rejects, strict=True)]
+    table: list[dict[str, Any]] = [{"Clause": c, "Rejects": n} for c, n in zip(clauses, rejects, strict=True)]
     worst = max(table, key=lambda r: r["Rejects"], default=None)
     total = len(machines)
     if total == 0:

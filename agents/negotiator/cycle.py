@@ -219,6 +219,14 @@ class Cycle:
         negotiated in), the groups' quotas and allocations assigned, then each group in turn,
         the most starving first, its customers by user priority within its allocation; last, the
         customers of groups that autoregroup with the <none> group's, in what is left."""
+        usage: dict[str, float] = {}
+        for name, held in in_use.items():
+            key = self.groups.group_of(name).name.lower()
+            usage[key] = usage.get(key, 0.0) + held
+        if not self._room(mm):  # nothing to hand out: the schedds, busy claiming, are not asked
+            for g in self.groups.groups():
+                g.usage = usage.get(g.name.lower(), 0.0)
+            return
         for sub in subs:  # every page: a group's turn needs its requests, wherever they are paged
             while not sub.exhausted and not sub.failed:
                 if not await self.schedds.fetch(sub, self._job_attrs, stats):
@@ -235,22 +243,19 @@ class Cycle:
                 group_of[name] = group
                 cpus = get(job, "RequestCpus", 1)
                 demand[group] = demand.get(group, 0.0) + req["Left"] * (float(cpus) if is_number(cpus) and cpus > 0 else 1.0)
-        usage: dict[str, float] = {}
-        for name, held in in_use.items():
-            key = self.groups.group_of(name).name.lower()
-            usage[key] = usage.get(key, 0.0) + held
+        for key, held in usage.items():
             demand[key] = demand.get(key, 0.0) + held
         self.groups.assign(pie, usage, demand)
         regroup: list[str] = []
-        for group in self.groups.order():
-            members = [c for c, g in group_of.items() if g == group.name.lower()]
-            if group.autoregroup and group.parent is not None:
+        for grp in self.groups.order():
+            members = [c for c, g in group_of.items() if g == grp.name.lower()]
+            if grp.autoregroup and grp.parent is not None:
                 regroup += members
-            if group.parent is None:  # <none>: last, with the autoregrouped customers
+            if grp.parent is None:  # <none>: last, with the autoregrouped customers
                 break
-            budget = group.allocated - group.usage
+            budget = grp.allocated - grp.usage
             if members and budget > 1e-9:
-                await self._negotiate_customers(members, customers, mm, group.allocated, budget, in_use, limits_used, stats)
+                await self._negotiate_customers(members, customers, mm, grp.allocated, budget, in_use, limits_used, stats)
         none_members = [c for c, g in group_of.items() if g == self.groups.root.name.lower()]
         root = self.groups.root
         budget = root.allocated - root.usage

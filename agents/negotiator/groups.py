@@ -253,9 +253,9 @@ class GroupConfig:
                 spent += extra
             left -= spent
         node.allocated = given[0]
-        for (c, _q, _w, _a), share in zip(members[1:], given[1:], strict=True):
-            if c is not None:
-                self._allocate(c, share, wanted)
+        for (child, _q, _w, _a), share in zip(members[1:], given[1:], strict=True):
+            if child is not None:
+                self._allocate(child, share, wanted)
 
     def order(self) -> list[Group]:
         """The groups in negotiation order: most starving first, <none> last."""

@@ -17,7 +17,7 @@ class PendingMatches:
     def __init__(self, match_hold: float):
         self.match_hold = match_hold
         # claim id -> (UpdateSequenceNumber of the ad matched, when, cpus/memory/disk carved)
-        self.claims: dict[str, tuple[Any, float, tuple[float, float, float] | None]] = {}
+        self.claims: dict[str, tuple[Any, float, tuple[float, ...] | None]] = {}
         # claim id -> {accounting name: slot weight matched to it}: usage the collector's ads do
         # not show yet, counted against the name's share and its group's quota.
         self.charged: dict[str, dict[str, float]] = {}
@@ -27,15 +27,16 @@ class PendingMatches:
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The ads without the slots still pending (the ads, and the same keyed by lower-case
         names)."""
-        for cid, (_seq, when, _carved) in list(self.claims.items()):
+        for old, (_seq, when, _carved) in list(self.claims.items()):
             if now - when > self.match_hold:
-                self._forget(cid)
+                self._forget(old)
         if not self.claims:
             return machines, lows
         out, out_low = [], []
         for m, low in zip(machines, lows, strict=True):
-            cid = low.get("claimid")
-            pending = self.claims.get(cid) if isinstance(cid, str) else None
+            found = low.get("claimid")
+            cid = found if isinstance(found, str) else ""
+            pending = self.claims.get(cid) if cid else None
             if pending is None:  # a claimed slot matched to preempt it
                 pcid = low.get("preemptingclaimid")
                 if isinstance(pcid, str) and pcid in self.claims:

@@ -88,9 +88,9 @@ class Preemption:
             cid, owner = low.get("preemptingclaimid"), low.get("remoteowner")
             if not isinstance(cid, str) or not cid or not isinstance(owner, str) or not owner:
                 continue
-            started = low.get("jobstart")
-            retirement = low.get("maxjobretirementtime")
-            if _num(started) is not None and (_num(retirement) or 0.0) > 0 and started + retirement > now:
+            started = _num(low.get("jobstart"))
+            retirement = _num(low.get("maxjobretirementtime")) or 0.0
+            if started is not None and retirement > 0 and started + retirement > now:
                 continue  # still retiring: not preempted early
             charged = low.get("accountinggroup") if by_group else None
             name = (charged if isinstance(charged, str) and charged else owner).split("@", 1)[0]
@@ -101,7 +101,7 @@ class Preemption:
             ad["Requirements"] = classad.ExprTree(f"({get(m, 'Requirements', True)}) && ({_MAY_PREEMPT})")
             ad["RemoteUserPrio"] = priority.get(name, 0.5)
             ad["RemoteGroup"] = group_of.get(name, "<none>")
-            if _num(started) is not None:
+            if started is not None:
                 ad["TotalJobRunTime"] = max(0, int(now - started))
             if get(ad, "CurrentRank") is None:
                 ad["CurrentRank"] = 0.0

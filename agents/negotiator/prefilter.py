@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from gridbus import classad
 from gridbus.adrefs import operands
@@ -35,7 +35,7 @@ class Conjunct:
     value: int | float | str
 
 
-def _is_number(v: Any) -> bool:
+def _is_number(v: Any) -> TypeGuard[int | float]:
     t = type(v)
     return (t is int and -_EXACT <= v <= _EXACT) or (t is float and math.isfinite(v))
 
@@ -45,15 +45,14 @@ def _job_constant(node: N.Node, job_low: dict[str, Any], seen: set[str]) -> bool
     stack = [node]
     while stack:
         n = stack.pop()
-        t = type(n)
-        if t is N.Literal:
+        if type(n) is N.Literal:
             continue
-        if t is N.AttrRef:
-            if n.scope == "target":  # type: ignore[attr-defined]
+        if type(n) is N.AttrRef:
+            if n.scope == "target":
                 return False
-            lname = n.lname  # type: ignore[attr-defined]
+            lname = n.lname
             if lname not in job_low:
-                if n.scope == "my":  # type: ignore[attr-defined]
+                if n.scope == "my":
                     continue  # MY.x missing is undefined, not a TARGET lookup
                 return False  # an unscoped name missing from the job is read from the slot
             value = job_low[lname]
@@ -65,7 +64,7 @@ def _job_constant(node: N.Node, job_low: dict[str, Any], seen: set[str]) -> bool
                 seen.add(lname)
                 stack.append(classad.compile(value).node)
         else:
-            kids = None if t is N.Call and n.lname == "eval" else operands(n)  # type: ignore[attr-defined]
+            kids = None if type(n) is N.Call and n.lname == "eval" else operands(n)
             if kids is None:
                 return False  # eval(), selections, lists, records: not worth proving
             stack += kids
@@ -74,7 +73,7 @@ def _job_constant(node: N.Node, job_low: dict[str, Any], seen: set[str]) -> bool
 
 def _unwrap(node: N.Node) -> N.Node:
     while type(node) is N.Paren:
-        node = node.inner  # type: ignore[attr-defined]
+        node = node.inner
     return node
 
 
@@ -83,17 +82,17 @@ def conjuncts(requirements: Any, job_low: dict[str, Any]) -> list[Conjunct]:
     if not isinstance(requirements, classad.ExprTree):
         return []
     top = _unwrap(classad.compile(requirements).node)
-    parts = top.operands if type(top) is N.Chain and top.op == "&&" else [top]  # type: ignore[attr-defined]
+    parts = top.operands if type(top) is N.Chain and top.op == "&&" else [top]
     out = []
     for part in parts:
         part = _unwrap(part)
-        if type(part) is not N.Binary or part.op not in _FLIP:  # type: ignore[attr-defined]
+        if type(part) is not N.Binary or part.op not in _FLIP:
             continue
-        left, right, op = _unwrap(part.left), _unwrap(part.right), part.op  # type: ignore[attr-defined]
+        left, right, op = _unwrap(part.left), _unwrap(part.right), part.op
         for ref, other, slot_op in ((left, right, op), (right, left, _FLIP[op])):
             if type(ref) is not N.AttrRef:
                 continue
-            scope, lname = ref.scope, ref.lname  # type: ignore[attr-defined]
+            scope, lname = ref.scope, ref.lname
             if not (scope == "target" or (scope == "" and lname not in job_low)):
                 continue
             if not _job_constant(other, job_low, set()):

@@ -53,9 +53,11 @@ from pathlib import Path
 from typing import Any
 
 from gridbus.agent import Agent
+from gridbus.agent.connection import declare_event_stream
 from gridbus.agent.objects import ManagedObject
 from gridbus.agents.schedd import limits, owner_shadow
 from gridbus.agents.schedd.ads import Ads, Counters
+from gridbus.agents.schedd.checkpoints import Checkpointing, CheckpointStore
 from gridbus.agents.schedd.claims import Claims
 from gridbus.agents.schedd.commits import Commits
 from gridbus.agents.schedd.inline_sandboxes import InlineSandboxes
@@ -67,6 +69,7 @@ from gridbus.agents.schedd.jobqueue import JobQueue
 from gridbus.agents.schedd.jobstate import JobState
 from gridbus.agents.schedd.leases import Leases
 from gridbus.agents.schedd.negotiation import Negotiation
+from gridbus.agents.schedd.outbox import Outbox
 from gridbus.agents.schedd.policy_loop import PeriodicPolicy
 from gridbus.agents.schedd.queries import Queries
 from gridbus.agents.schedd.reports import Reports
@@ -91,7 +94,8 @@ SCHEDD_KNOBS = frozenset({
     "TRANSFER_STALL_TIMEOUT", "MAX_INLINE_TRANSFER_KB", "SPOOL_SWEEP_INTERVAL",
     "JOB_TRANSFORM_NAMES", "MAX_JOBS_PER_OWNER", "MAX_JOBS_PER_SUBMISSION", "MAX_JOBS_RUNNING",
 })
-RESTART_KNOBS = frozenset({"SCHEDD_NAME", "SPOOL", "SCHEDD_QUEUE_SYNC", "SCHEDD_REQUEST_QUEUE_TYPE"})
+RESTART_KNOBS = frozenset({"SCHEDD_NAME", "SPOOL", "SCHEDD_QUEUE_SYNC", "SCHEDD_REQUEST_QUEUE_TYPE",
+                           "SCHEDD_DURABLE_EVENTS", "JOB_EVENT_STREAM_MAX_AGE"})
 
 
 class Schedd(Agent):
@@ -126,8 +130,12 @@ class Schedd(Agent):
         self.commits = Commits(self.queue, settings.write_behind)
         # The job state, its events and the user logs (through the owners' shadows, as the owners).
         self.owner_shadows = owner_shadows or owner_shadow.for_schedd(lambda: self.config, self.url.url)
-        self.user_logs = UserLogs(self.owner_shadows, lambda owner, path, why: self.state.hold_for_log(owner, path, why))
-        self.events = JobEvents(self.publish_event, self.address, self.user_logs)
+        # What the commits owe the user logs and the bus, kept in the job queue until delivered.
+        self.outbox = (Outbox(self.queue.store, self.queue.add_writes, self.commits.soon)
+                       if settings.durable_events else None)
+        self.user_logs = UserLogs(self.owner_shadows, lambda owner, path, why: self.state.hold_for_log(owner, path, why),
+                                  self.outbox.delivered_rows if self.outbox is not None else None)
+        self.events = JobEvents(self.publish_event, self.address, self.user_logs, self.outbox)
         self.queue.on_take.append(self.events.seal)
         self.queue.on_flush.append(self.events.write_logs)
         self.counters = Counters()
@@ -141,6 +149,9 @@ class Schedd(Agent):
         # The shadows.
         self.claims = Claims(self.queue, self.commits, self._call_daemon, self.spawn, settings)
         self.shadows = Shadows(self.queue, self.claims, self.state, self.spawn, settings)
+        self.checkpoint_store = CheckpointStore(settings.spool, self.owner_shadows.account_for)
+        self.shadows.checkpoints = Checkpointing(self.queue, self.commits, self.events, self.checkpoint_store,
+                                                 self.ads_changed)
         self.queue.on_left_idle.append(self.shadows.job_left_idle)  # a job queued ahead is withdrawn
         self.autoclusters = AutoClusters()
         self.negotiation = Negotiation(self.address, self.queue, self.claims, self.shadows, self.autoclusters,
@@ -161,9 +172,10 @@ class Schedd(Agent):
                                  lambda: self._connection, self.spawn, self.ads_changed)
         self.user_logs.schedd_owned = self.spooling.owns_log  # a spooled job's log is in the spool
         self.inline_sandboxes = InlineSandboxes(self.address, self.queue, self.claims, self.owner_shadows,
-                                                self.spooling.is_spooled, lambda: self.settings.inline_transfer_max)
+                                                self.spooling.is_spooled, lambda: self.settings.inline_transfer_max,
+                                                self.checkpoint_store)
         self.transfers = Transfers(self.queue, self.claims, self.owner_shadows, self.spooling, settings,
-                                   self.inline_sandboxes.stats)
+                                   self.checkpoint_store, self.inline_sandboxes.stats)
         self.shadows.attach_inline = self.inline_sandboxes.attach
         self.reports.inline = self.inline_sandboxes
         self.queue.on_materialized.append(self.submission.log_submit)
@@ -178,11 +190,16 @@ class Schedd(Agent):
     # ------------------------------------------------------------------ lifecycle
     async def setup(self) -> None:
         self.events.start()
+        self.events.replay()  # what a crash left owed goes before anything new
         await super().setup()
         if self._channel is not None:  # None: set up without a broker (unit tests)
             self.connection.watch(await self.leases.listen(self._channel))
+            if self.settings.event_stream_max_age and self.connection.robust is not None:
+                # The replay path for consumers that were away (docs/protocols.md, "Events").
+                await declare_event_stream(self.connection.robust, self.settings.event_stream_max_age, self.log)
 
     async def on_start(self) -> None:
+        self.local.kill_leftovers()  # a dead run's DAGMans, before their jobs are started again
         self.spawn(self.events.pump(), "job-events")
         self.spawn(self._retain_shadows(), "owner-shadows")
         self.spawn(self.policy.run(), "periodic-policy")
@@ -214,6 +231,9 @@ class Schedd(Agent):
         try:
             await super().stop()
         finally:
+            # The appends under way end first, so the last commit deletes their outbox rows
+            # (else the next start would write them again).
+            await self.user_logs.written(timeout=5.0)
             await self.commits.close()
             await self.user_logs.close()
 
@@ -281,7 +301,7 @@ class Schedd(Agent):
         # Every part holds this settings object: it changes in place. What needs a restart keeps
         # its value: the file, the queue's sync mode, the queue type.
         for f in dataclasses.fields(new):
-            if f.name not in ("spool", "queue_sync", "request_queue_type"):
+            if f.name not in ("spool", "queue_sync", "request_queue_type", "durable_events"):
                 setattr(self.settings, f.name, getattr(new, f.name))
         self.commits.write_behind = new.write_behind
         if "MAX_JOBS_RUNNING" in changed:

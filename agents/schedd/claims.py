@@ -65,6 +65,7 @@ class Claim:
     in_reports: bool = False  # the startd takes this claim's next activations in JobReports answers
     reply_sent: float = 0.0  # monotonic time claim.job's activation went out in a JobReports answer
     asked: bool = False  # claim.job's activation went out already: a further one is a repeat
+    restarting: bool = False  # claim.job, Running, starts again after its checkpoint (shadows.restart_in_place)
     # Prefetch (CLAIM_PREFETCH_JOBS): the owner's next jobs queued ahead on the startd, (Seq, job)
     # in order; reserved, still Idle. ahead_seq is the last Seq given; withdrawn the entries held
     # or removed since, which the startd was asked to drop (kept until it says so or passes them).
@@ -95,7 +96,7 @@ class Claim:
                 "slot_ad": self._slot_ad_wire, "worklife_end": self.worklife_end,
                 "job": list(self.job) if self.job else None, "jobs_run": self.jobs_run,
                 "in_reports": self.in_reports, "ahead": [[seq, list(job)] for seq, job in self.ahead],
-                "ahead_seq": self.ahead_seq,
+                "ahead_seq": self.ahead_seq, "restarting": self.restarting,
             }
         )
 
@@ -108,6 +109,8 @@ class Claim:
         if raw.get("job"):
             claim.job = (int(raw["job"][0]), int(raw["job"][1]))
             claim.state = RUNNING_JOB
+            if raw.get("restarting"):  # its in-place restart after a checkpoint was not answered yet
+                claim.state, claim.restarting = ACTIVATING, True
         claim.ahead = [(int(seq), (int(job[0]), int(job[1]))) for seq, job in raw.get("ahead") or []]
         claim.ahead_seq = int(raw.get("ahead_seq", 0))
         return claim

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from gridbus.agents.schedd import matchexp
+from gridbus.agents.schedd.checkpoints import CheckpointStore
 from gridbus.agents.schedd.claims import Claims
 from gridbus.agents.schedd.jobqueue import JobQueue
 from gridbus.agents.schedd.owner_shadow import OwnerShadows, ShadowRefused
@@ -39,13 +40,15 @@ def transfer_spec(ad: dict[str, Any]) -> dict[str, Any]:
 
 class InlineSandboxes:
     def __init__(self, address: str, queue: JobQueue, claims: Claims, owner_shadows: OwnerShadows,
-                 is_spooled: Callable[[dict[str, Any]], bool], limit: Callable[[], int]):
+                 is_spooled: Callable[[dict[str, Any]], bool], limit: Callable[[], int],
+                 checkpoints: CheckpointStore | None = None):
         self.address = address
         self.queue = queue
         self.claims = claims
         self.owner_shadows = owner_shadows
         self.is_spooled = is_spooled
         self.limit = limit  # MAX_INLINE_TRANSFER_KB in bytes, read at each use (a reconfig applies)
+        self.checkpoints = checkpoints  # a self-checkpointing job's input brings its last checkpoint back
         self.stats = {"InlineInputs": 0, "InlineOutputs": 0, "InlineShadowRequests": 0}
 
     def _travels(self, entry: dict[str, Any]) -> bool:
@@ -76,7 +79,7 @@ class InlineSandboxes:
         self.stats["InlineShadowRequests"] += 1
         try:
             answers = await self.owner_shadows.inline_inputs(
-                owner, {k: transfer_spec(matchexp.as_matched(e["JobAd"])) for k, e in jobs.items()}, limit)
+                owner, {k: self._input_spec(e["JobAd"]) for k, e in jobs.items()}, limit)
         except ShadowRefused as exc:
             log.info("the inputs of %d job(s) of %s go streamed: %s", len(jobs), owner, exc.sentence)
             return
@@ -85,6 +88,12 @@ class InlineSandboxes:
             if isinstance(files, list):
                 entry["Sandbox"]["Files"] = files
                 self.stats["InlineInputs"] += 1
+
+    def _input_spec(self, ad: dict[str, Any]) -> dict[str, Any]:
+        wanted = transfer_spec(matchexp.as_matched(ad))
+        if self.checkpoints is not None:
+            wanted.update(self.checkpoints.input_spec(int(ad.get("ClusterId", -1)), int(ad.get("ProcId", -1))))
+        return wanted
 
     async def take_outputs(self, reports: Iterable[dict[str, Any]]) -> None:
         """Write the outputs that came inside exit reports (``OutputSandbox``, taken out of the

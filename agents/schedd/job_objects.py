@@ -135,9 +135,9 @@ class JobObjects:
                 return []
             p = self.queue.proc(cid, pid) if pid is not None else None
             return [p] if p else []
-        cid = filters.get("ClusterId")
-        if isinstance(cid, int):
-            c = self.queue.clusters.get(cid)
+        wanted = filters.get("ClusterId")
+        if isinstance(wanted, int):
+            c = self.queue.clusters.get(wanted)
             return [c.procs[k] for k in sorted(c.procs)] if c else []
         owner = filters.get("Owner")
         return self.queue.procs(owner if isinstance(owner, str) else None)

@@ -244,10 +244,10 @@ class JobQueue:
             self.clusters[cid] = c
             self.by_owner.setdefault(owner, {})[cid] = c
         for cid, pid, status, attrs in self.store.procs():
-            c = self.clusters.get(cid)
-            if c is None:  # cannot happen through write(); never let one stray row stop a restart
+            of = self.clusters.get(cid)
+            if of is None:  # cannot happen through write(); never let one stray row stop a restart
                 continue
-            self._attach(c, Proc(c, pid, status, unpack(attrs)))
+            self._attach(of, Proc(of, pid, status, unpack(attrs)))
         top = max([0, *self.clusters, self.store.max_cluster_in_history()])
         self.next_cluster = max(int(self.store.meta("next_cluster", 1)), top + 1)
 
@@ -451,7 +451,7 @@ class JobQueue:
                     canon = name
                     if own is not None:
                         own[low] = name
-            had_own_prio = canon == "JobPrio" and bool(p.attrs) and p.attrs.get("JobPrio") is not None
+            had_own_prio = canon == "JobPrio" and p.attrs is not None and p.attrs.get("JobPrio") is not None
             if (value is None and canon not in c.ad) or (
                     value is not None and canon in c.ad and _same(c.ad[canon], value)):
                 if p.attrs and canon in p.attrs:
@@ -463,7 +463,7 @@ class JobQueue:
                     p.attrs = {}
                 p.attrs[canon] = value
             if canon == "JobPrio":
-                has_own = bool(p.attrs) and p.attrs.get("JobPrio") is not None
+                has_own = p.attrs is not None and p.attrs.get("JobPrio") is not None
                 c.prio_procs += int(has_own) - int(had_own_prio)
         if p.attrs is not None and not p.attrs:
             p.attrs = None
@@ -638,6 +638,7 @@ class JobQueue:
                 break
             pid = f["Next"]
             diffs = f.get("Procs")
+            diff: dict[str, Any] | None
             if f.get("Template"):
                 diff = materialize.proc_ad(f["Template"], materialize.proc_for(pid, f["Items"], f["Steps"]))
             else:

@@ -204,8 +204,12 @@ class JobState:
         its exit_code or signal), in HTCondor's "terminated and was requeued" form with the reason."""
         self.queue.set_status(p, IDLE, attrs, when=now)
         ad = self.queue.ad(p)
-        text = writer.evicted(p.cluster.id, p.id, now, _num(ad.get("RemoteUserCpu")), _num(ad.get("RemoteSysCpu")),
-                              **({"requeued": True, "reason": reason, **exited} if exited is not None else {}))
+        if exited is None:
+            text = writer.evicted(p.cluster.id, p.id, now, _num(ad.get("RemoteUserCpu")), _num(ad.get("RemoteSysCpu")))
+        else:
+            text = writer.evicted(p.cluster.id, p.id, now, _num(ad.get("RemoteUserCpu")), _num(ad.get("RemoteSysCpu")),
+                                  requeued=True, reason=reason, exit_code=exited.get("exit_code"),
+                                  signal=exited.get("signal"))
         self.events.emit("evicted", ad, text, {"Reason": reason})
 
     def _run_end_attrs(self, p: Proc, now: float) -> dict[str, Any]:

@@ -216,7 +216,7 @@ class Negotiation:
             startd=match["Startd"],
             slot=str(out.get("Slot") or match["Slot"]),
             owner=str(ad.get("Owner", "")),
-            slot_ad=out.get("SlotAd") if isinstance(out.get("SlotAd"), dict) else match.get("SlotAd", {}),
+            slot_ad=slot_ad if isinstance(slot_ad := out.get("SlotAd"), dict) else match.get("SlotAd") or {},
             worklife_end=time.time() + self.settings.claim_worklife,
             in_reports=out.get("ReportActivations") is True,
         )

@@ -59,6 +59,11 @@ class ShadowRefused(Exception):
         self.errno = errno
 
 
+class ShadowDied(ShadowRefused):
+    """The owner's shadow died on a request twice (killed, or crashed): nothing said the owner may
+    not do it, and the request may have been done or not; the caller may send it again."""
+
+
 def policy_from_config(cfg: Any) -> RunAsPolicy:
     """The run-as policy of the starter, read from the schedd's configuration (same knobs)."""
     import gridbus.agents.startd.settings  # noqa: F401 - registers USER_MAP and the STARTER_* knobs
@@ -177,7 +182,7 @@ class _Shadow:
                     return json.loads(line)
                 await self._reap()
                 if attempt == 2:
-                    raise ShadowRefused(f"the shadow of {self.owner} died twice on one request")
+                    raise ShadowDied(f"the shadow of {self.owner} died twice on one request")
         raise AssertionError("unreachable")
 
     def wrote_to(self, directories: Iterable[str]) -> None:

@@ -9,6 +9,7 @@ NumJobCompletions <= JobMaxRetries.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +50,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _test(ad: dict[str, Any], name: str) -> bool | None:
+def _test(ad: Mapping[str, Any], name: str) -> bool | None:
     """EvalBool of attribute ``name`` of ``ad``: None when the job has no such attribute."""
     value = ad.get(name)
     if value is None:
@@ -64,7 +65,7 @@ def _test(ad: dict[str, Any], name: str) -> bool | None:
         return False  # an expression that cannot be evaluated never fires a policy
 
 
-def _reason(ad: dict[str, Any], attr: str, reason_attr: str | None) -> str:
+def _reason(ad: Mapping[str, Any], attr: str, reason_attr: str | None) -> str:
     if reason_attr:
         custom = ad.get(reason_attr)
         if custom is not None:
@@ -79,7 +80,7 @@ def _reason(ad: dict[str, Any], attr: str, reason_attr: str | None) -> str:
     return f"The job attribute {attr} expression '{_text(ad.get(attr))}' evaluated to TRUE"
 
 
-def _subcode(ad: dict[str, Any], attr: str) -> int:
+def _subcode(ad: Mapping[str, Any], attr: str) -> int:
     value = ad.get(attr)
     if is_number(value) and isinstance(value, int):
         return value
@@ -92,9 +93,9 @@ def _subcode(ad: dict[str, Any], attr: str) -> int:
     return 0
 
 
-def periodic(ad: dict[str, Any]) -> Decision | None:
+def periodic(job: dict[str, Any]) -> Decision | None:
     """What the periodic policy says about a job now, or None."""
-    ad = _SPELLINGS.spelled(ad)
+    ad = _SPELLINGS.spelled(job)
     status = ad.get("JobStatus")
     if status in (JobStatus.REMOVED, JobStatus.COMPLETED):
         return None
@@ -108,9 +109,9 @@ def periodic(ad: dict[str, Any]) -> Decision | None:
     return None
 
 
-def at_exit(ad: dict[str, Any]) -> Decision:
-    """What happens to a job that exited (``ad`` carries ExitCode/ExitBySignal and the new counts)."""
-    ad = _SPELLINGS.spelled(ad)
+def at_exit(job: dict[str, Any]) -> Decision:
+    """What happens to a job that exited (``job`` carries ExitCode/ExitBySignal and the new counts)."""
+    ad = _SPELLINGS.spelled(job)
     if _test(ad, "OnExitHold"):
         return Decision(HOLD, _reason(ad, "OnExitHold", "OnExitHoldReason"), int(HoldCode.JOB_POLICY),
                         _subcode(ad, "OnExitHoldSubCode"))

@@ -15,6 +15,14 @@ Removing a job stops it with its RemoveKillSig (DAGMan's is SIGUSR1: remove your
 with its KillSig (default SIGTERM); a job that ignores it is killed after SCHEDD_LOCAL_KILL_TIMEOUT
 seconds. Removing one removes the jobs whose DAGManJobId is its cluster (a DAGMan's nodes), and
 those its OtherJobRemoveRequirements names.
+
+A schedd that dies (SIGKILL) leaves its running jobs behind: a DAGMan lives on, orphaned, while the
+restarted schedd finds the job Running with no process and starts it again. Two DAGMans on one DAG
+would each run it (a DAGMan that finished the DAG and one started after would run it all again),
+so each running job's process is recorded under the spool (``local_jobs/<cluster>.<proc>``: its
+pid and start time), and a schedd at its start kills the session of each one still alive, as
+HTCondor's procd kills a dead schedd's job family; the DAGMan started again recovers from its
+nodes log.
 """
 
 from __future__ import annotations
@@ -25,12 +33,14 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gridbus.agents.schedd.claims import Spawn
 from gridbus.agents.schedd.jobattrs import IDLE, LOCAL_UNIVERSES, REMOVED, runs_on_submit_host
 from gridbus.agents.schedd.jobqueue import JobQueue, Proc
 from gridbus.agents.schedd.settings import ScheddSettings
+from gridbus.agents.startd import proctree
 from gridbus.jobargs import ArgumentError, job_argv, job_environment
 
 if TYPE_CHECKING:
@@ -66,6 +76,46 @@ class LocalUniverse:
         self.settings = settings
         self._jobs: dict[tuple[int, int], asyncio.subprocess.Process] = {}
         self._wake = asyncio.Event()
+
+    # ------------------------------------------------------------------ a previous run's processes
+    def _record_dir(self) -> Path:
+        return Path(self.settings.spool) / "local_jobs"
+
+    def _record(self, key: tuple[int, int], pid: int) -> None:
+        st = proctree.read_stat(pid)
+        if st is None:
+            return
+        directory = self._record_dir()
+        directory.mkdir(exist_ok=True)
+        (directory / f"{key[0]}.{key[1]}").write_text(f"{pid} {st.start_ticks}\n")
+
+    def _forget(self, key: tuple[int, int]) -> None:
+        (self._record_dir() / f"{key[0]}.{key[1]}").unlink(missing_ok=True)
+
+    def kill_leftovers(self) -> int:
+        """At the start, before any job is started again: kill the sessions of the jobs a previous
+        run of this schedd started and left running (it died); how many were alive."""
+        directory = self._record_dir()
+        if not directory.is_dir():
+            return 0
+        killed = 0
+        for record in directory.iterdir():
+            try:
+                pid, ticks = (int(x) for x in record.read_text().split())
+            except (OSError, ValueError):
+                record.unlink(missing_ok=True)
+                continue
+            st = proctree.read_stat(pid)
+            # The leader gone, its session may live on (a PRE script); a pid reused since leads
+            # a session of another start time, which is left alone.
+            if st is None or st.start_ticks == ticks:
+                found = proctree.kill_session(pid)
+                if found:
+                    killed += 1
+                    log.warning("job %s: killed the %d process(es) a previous run of the schedd left running",
+                                record.name, found)
+            record.unlink(missing_ok=True)
+        return killed
 
     def stop_all(self) -> None:
         """At the schedd's stop. The jobs stay Running in the queue; a restarted schedd finds no
@@ -150,6 +200,7 @@ class LocalUniverse:
             for f in files:
                 f.close()
         self._jobs[key] = proc
+        self._record(key, proc.pid)
         await self.state.job_started(key[0], key[1], remote_host=self.address, slot="", claim_id="")
         self._spawn(self._wait_local(key, proc), f"local-{key[0]}.{key[1]}")
 
@@ -186,6 +237,7 @@ class LocalUniverse:
     async def _wait_local(self, key: tuple[int, int], proc: asyncio.subprocess.Process) -> None:
         code = await proc.wait()
         self._jobs.pop(key, None)
+        self._forget(key)
         report: dict[str, Any] = {"Time": time.time()}
         if code < 0:
             report.update({"ExitBySignal": True, "ExitSignal": -code})

@@ -18,6 +18,10 @@ knob("PERIODIC_EXPR_INTERVAL", 60.0, "seconds between evaluations of PeriodicHol
 knob("SCHEDD_HISTORY_RETENTION", 7 * 86400.0, "seconds a completed or removed job stays in the history")
 knob("SCHEDD_HISTORY_MAX_JOBS", 1_000_000, "at most this many jobs in the history (oldest forgotten first)")
 knob("SCHEDD_QUEUE_SYNC", "FULL", "SQLite synchronous mode of the job queue: FULL (a Submit survives a power cut) or NORMAL")
+knob("SCHEDD_DURABLE_EVENTS", True, "the schedd keeps the job events each commit owes the user logs and the bus in "
+     "that commit's transaction until delivered, and delivers them again after a crash (at least once)")
+knob("JOB_EVENT_STREAM_MAX_AGE", "24h", "how long the stream queue gridbus.events.stream keeps job events for "
+     "consumers that were away (RabbitMQ's x-max-age: 24h, 7D, 30m); empty: the schedd declares no stream")
 knob("SCHEDD_WRITE_BEHIND", 0.005, "seconds the schedd batches job updates from shadows before one commit")
 knob("SCHEDD_REQUEST_QUEUE_TYPE", "auto",
      "auto, classic or quorum: the schedd's durable request queue as a replicated quorum queue, for a "
@@ -83,6 +87,8 @@ class ScheddSettings:
     history_max_jobs: int = 1_000_000
     queue_sync: str = "FULL"
     write_behind: float = 0.005
+    durable_events: bool = True  # SCHEDD_DURABLE_EVENTS
+    event_stream_max_age: str = "24h"  # JOB_EVENT_STREAM_MAX_AGE ("": no stream)
     max_job_objects: int = 10_000
     request_queue_type: str = "auto"
     uid_domain: str = field(default_factory=socket.getfqdn)
@@ -123,6 +129,8 @@ class ScheddSettings:
             "history_max_jobs": cfg.get("SCHEDD_HISTORY_MAX_JOBS"),
             "queue_sync": str(cfg.get("SCHEDD_QUEUE_SYNC")).upper(),
             "write_behind": cfg.get("SCHEDD_WRITE_BEHIND"),
+            "durable_events": bool(cfg.get("SCHEDD_DURABLE_EVENTS")),
+            "event_stream_max_age": str(cfg.get("JOB_EVENT_STREAM_MAX_AGE") or ""),
             "max_job_objects": cfg.get("SCHEDD_MAX_JOB_OBJECTS"),
             "request_queue_type": str(cfg.get("SCHEDD_REQUEST_QUEUE_TYPE")).lower(),
             "uid_domain": cfg.get("UID_DOMAIN") or socket.getfqdn(),

@@ -26,7 +26,9 @@ docs/protocols.md, "Claiming and running":
   (`settle_awaiting`); a claim that ends returns them too (Claims.drop).
 
 The endpoints that feed it are negotiation.py (GetResourceRequests, Match) and reports.py
-(JobReports); leases.py ends the claims whose startd went silent.
+(JobReports); leases.py ends the claims whose startd went silent. A self-checkpointing job's run
+that exits with its checkpoint code is started again on its claim (`restart_in_place`; its
+checkpoint is checkpoints.py's).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from typing import Any, Protocol
 
 from gridbus import classad
 from gridbus.agents.schedd import matchexp
+from gridbus.agents.schedd.checkpoints import Checkpointing
 from gridbus.agents.schedd.claims import (
     ACTIVATING,
     IDLE,
@@ -96,6 +99,7 @@ class Shadows:
         self._awaiting: dict[str, Claim] = {}
         # Gives activation entries their small input sandboxes (inline_sandboxes.py), if set.
         self.attach_inline: Callable[[list[dict[str, Any]]], Awaitable[None]] | None = None
+        self.checkpoints: Checkpointing | None = None  # self-checkpointing jobs; set by the schedd
 
     # ------------------------------------------------------------------ after a restart
     async def reconcile_after_restart(self) -> None:
@@ -109,6 +113,8 @@ class Shadows:
                 self.claims.by_job.pop(job, None)
                 claim.job, claim.state = None, IDLE
                 self.claims.changed(claim)
+            elif claim.restarting:  # its restart after a checkpoint, asked again (a repeat runs it once)
+                self._to_activate.setdefault(claim.startd, []).append((claim, job))
         for ad in list(self._running_ads()):
             key = (ad.get("ClusterId"), ad.get("ProcId"))
             if key not in self.claims.by_job:
@@ -138,6 +144,7 @@ class Shadows:
     def activate(self, claim: Claim, job: tuple[int, int]) -> None:
         """Queue ``job`` for activation on ``claim``; sent in one ActivateClaims per startd."""
         claim.job, claim.state, claim.stopping, claim.asked = job, ACTIVATING, False, False
+        claim.restarting = False
         self.claims.reserved.add(job)
         self.claims.by_job[job] = claim
         self._to_activate.setdefault(claim.startd, []).append((claim, job))
@@ -200,7 +207,7 @@ class Shadows:
         ``$$()`` expanded for that slot (matchexp.py; what was looked up is kept in the job), or,
         when one cannot be, the job held and None."""
         p = self.queue.proc(*job)
-        if p is None or p.status != IDLE_JOB:
+        if p is None or p.status != (RUNNING if claim.restarting else IDLE_JOB):
             return None
         ad = self.queue.ad(p)
         if not p.cluster.match_macros and not (p.attrs and matchexp.needs_expansion(p.attrs)):
@@ -243,12 +250,15 @@ class Shadows:
             self._retry_activation(claim, job)
             return
         if status == 0:
-            if self.queue.status(*job) != 1:
+            if self.queue.status(*job) != (RUNNING if claim.restarting else 1):
                 await self._stop_unwanted_job(claim, job)
             else:
                 await self._job_running(claim, job)
             return
         log.info("activation of job %d.%d on %s failed: %s", *job, claim.slot, text)
+        if claim.restarting:  # still Running after its checkpoint: it runs again elsewhere, from it
+            claim.restarting = False
+            await self.state.job_evicted(job[0], job[1], f"{claim.slot} did not start it again after its checkpoint: {text}")
         self.claims.free(claim, job)
         if status == Status.FORBIDDEN:
             self.claims.drop(claim)  # the startd does not know the claim: it has ended
@@ -288,7 +298,10 @@ class Shadows:
         claim.started_at = time.monotonic()
         claim.jobs_run += 1
         self.claims.reserved.discard(job)
-        await self.state.job_started(job[0], job[1], remote_host=claim.slot, slot=claim.slot, claim_id=claim.claim_id)
+        if claim.restarting:  # after a checkpoint, in place: the same run as HTCondor counts them
+            claim.restarting = False
+        else:
+            await self.state.job_started(job[0], job[1], remote_host=claim.slot, slot=claim.slot, claim_id=claim.claim_id)
         self.claims.changed(claim)
         await self._apply_buffered(claim)
         self.flush_activations_now()
@@ -457,6 +470,10 @@ class Shadows:
                 await self.state.job_update(job[0], job[1], attrs)
         elif event == "exit":
             self.claims.stats["ExitReports"] += 1
+            if report.get("Checkpointed"):  # (a job held or removed meanwhile: its checkpoint is dropped)
+                report = await self._checkpointed(claim, job, report)
+                if not report:
+                    return  # started again in place
             if not claim.stopping and self.queue.status(*job) in (RUNNING, SUSPENDED):
                 if report.get("Evicted"):
                     # The startd stopped the job on its own (lease, drain, vacate, shutdown): the
@@ -477,6 +494,26 @@ class Shadows:
                 self._awaiting[claim.claim_id] = claim  # its start of the next comes behind this report
             else:
                 self.start_next(claim)
+
+    async def _checkpointed(self, claim: Claim, job: tuple[int, int], report: dict[str, Any]) -> dict[str, Any]:
+        """A self-checkpointing job's run exited with its checkpoint code, its checkpoint sent
+        (checkpoints.py keeps it): the job starts again on the claim and {} is answered; when
+        the claim cannot take it (it ended with the run, or jobs are queued ahead on it), the
+        report answered is an eviction: the job runs again elsewhere, from its checkpoint."""
+        kept = self.checkpoints is not None and await self.checkpoints.checkpointed(job[0], job[1], claim.claim_id, report)
+        if kept and not claim.stopping and not report.get("ClaimEnded") and not claim.ahead and claim.job == job:
+            self.restart_in_place(claim, job)
+            return {}
+        return {**report, "Evicted": True, "EvictReason": "it checkpointed, and its claim cannot start it again"}
+
+    def restart_in_place(self, claim: Claim, job: tuple[int, int]) -> None:
+        """As HTCondor's starter restarts a job that exited with its checkpoint code: the claim
+        runs it again at once, a new activation, the job Running throughout (no start counted,
+        no execute event; `_job_running`). Its input brings its checkpoint back."""
+        self.activate(claim, job)
+        claim.restarting = True
+        self.claims.changed(claim)
+        self.flush_activations_now()
 
     def start_next(self, claim: Claim) -> None:
         """Claim reuse: the owner's next idle job that matches the slot, at once; else release."""

@@ -76,16 +76,19 @@ class Spooling:
     # ------------------------------------------------------------------ the sweep
     async def sweep_loop(self) -> None:
         """Every SPOOL_SWEEP_INTERVAL: remove the spool directories of jobs no longer in the queue
-        (a spooled job removed before its output was retrieved)."""
+        (a spooled job removed before its output was retrieved, a self-checkpointing job's
+        checkpoints once it has left)."""
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(self.settings.spool_sweep_interval)
             try:
                 # The directories are listed and removed in a worker thread; the queue is read here.
-                found = await loop.run_in_executor(None, _job_dirs, self._spool_root() / "jobs")
-                orphans = [path for (cluster, proc), path in found.items() if self.queue.proc(cluster, proc) is None]
-                if orphans:
-                    await loop.run_in_executor(None, _remove_job_dirs, orphans)
+                # A self-checkpointing job's checkpoints (checkpoints.py) go the same way.
+                for kind in ("jobs", "checkpoints"):
+                    found = await loop.run_in_executor(None, _job_dirs, self._spool_root() / kind)
+                    orphans = [path for (cluster, proc), path in found.items() if self.queue.proc(cluster, proc) is None]
+                    if orphans:
+                        await loop.run_in_executor(None, _remove_job_dirs, orphans)
             except Exception:
                 log.exception("sweeping the spool failed")
 

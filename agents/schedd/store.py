@@ -1,10 +1,15 @@
 """The job queue on disk: SQLite in WAL mode under the schedd's spool directory.
 
-Five tables. A cluster row holds the cluster ad (every attribute its procs share) and, for late
+Seven tables. A cluster row holds the cluster ad (every attribute its procs share) and, for late
 materialization, its factory state; a proc row holds only the proc's differences from its
 cluster ad (often nothing at all), so 100,000 procs of one submit cost a few bytes each. Ads are
 msgpack blobs in gridbus's wire codec, so expressions keep their type. Finished jobs move to the
-history table; submission ids (for idempotent Submit) have their own table.
+history table; submission ids (for idempotent Submit) have their own table. The outbox holds the job events
+the queue's commits still owe the user logs and the bus (outbox.py).
+
+The file carries its schema's version (PRAGMA user_version; see STORE_VERSION): a store of an
+older version is migrated forward at the start, after a copy of it is taken (`<file>.v<N>.bak`);
+one of a newer version is refused with a sentence, never read half-understood.
 
 Every change goes through `write()`, one transaction per batch; the caller decides when (a
 Submit commits before it is answered, shadow updates are batched a few milliseconds).
@@ -19,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gridbus import wire
+from gridbus.errors import NoRestart
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
@@ -36,7 +42,23 @@ CREATE TABLE IF NOT EXISTS history (
 CREATE INDEX IF NOT EXISTS history_recorded ON history (recorded);
 CREATE TABLE IF NOT EXISTS factory_progress (
     cluster_id INTEGER PRIMARY KEY, next INTEGER NOT NULL, total INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS outbox (
+    seq INTEGER PRIMARY KEY, kind INTEGER NOT NULL, owner TEXT NOT NULL, path TEXT NOT NULL, body BLOB NOT NULL);
 """
+
+
+# The schema's version. 0 is a store with no version (gridbus 0.1.0's, whose tables are those
+# above); MIGRATIONS[n] is the SQL that takes a store from version n to n + 1, run in one
+# transaction before SCHEMA (whose IF NOT EXISTS then adds any table a version brought).
+STORE_VERSION = 1
+MIGRATIONS: dict[int, str] = {
+    # Version 1: 0.1.0's tables, their rows as they are, and the outbox (made by SCHEMA).
+    0: "",
+}
+
+
+class StoreTooNew(NoRestart):
+    """The job queue was written by a newer gridbus."""
 
 
 def pack(obj: Any) -> bytes:
@@ -81,11 +103,43 @@ class Store:
         self.db.execute("PRAGMA journal_mode=WAL")
         # FULL: a commit is on disk before Submit is answered, even across a power cut.
         self.db.execute(f"PRAGMA synchronous={synchronous}")
+        self._migrate()
         self.db.executescript(SCHEMA)
         # Writes run in a worker thread (commits.py) on `db`; what the event loop reads goes
         # through a connection of its own, which WAL lets read the last commit meanwhile.
         self.reader = self._connect()
         self.writes = 0  # transactions committed (for statistics and tests)
+
+    def _migrate(self) -> None:
+        """Bring the file to STORE_VERSION: a new file is numbered; an older one is copied, then
+        migrated one version at a time; a newer one is refused."""
+        version = int(self.db.execute("PRAGMA user_version").fetchone()[0])
+        if version > STORE_VERSION:
+            self.db.close()
+            raise StoreTooNew(f"the job queue {self.path} has schema version {version}, newer than this gridbus's "
+                              f"{STORE_VERSION}: run the gridbus release that wrote it, or restore the backup an "
+                              "upgrade left beside it")
+        empty = self.db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
+        if version == STORE_VERSION:
+            return
+        if not empty:
+            backup = self.path.with_name(f"{self.path.name}.v{version}.bak")
+            copy = sqlite3.connect(str(backup))
+            try:
+                self.db.backup(copy)  # SQLite's online backup: a consistent copy, WAL included
+            finally:
+                copy.close()
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for step in range(version, STORE_VERSION):
+                if not empty:  # statement by statement: executescript would commit half way
+                    for statement in filter(str.strip, MIGRATIONS[step].split(";")):
+                        self.db.execute(statement)
+            self.db.execute(f"PRAGMA user_version = {STORE_VERSION}")
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
@@ -111,6 +165,15 @@ class Store:
     def max_cluster_in_history(self) -> int:
         row = self.db.execute("SELECT MAX(cluster_id) FROM history").fetchone()
         return int(row[0] or 0)
+
+    def outbox_top(self) -> int:
+        """The highest outbox row number in use (0: none)."""
+        row = self.db.execute("SELECT MAX(seq) FROM outbox").fetchone()
+        return int(row[0] or 0)
+
+    def outbox_rows(self) -> list[tuple[int, int, str, str, bytes]]:
+        """Every outbox row (seq, kind, owner, path, body), in order."""
+        return list(self.db.execute("SELECT seq, kind, owner, path, body FROM outbox ORDER BY seq"))
 
     def submission(self, owner: str, submission_id: str) -> tuple[str, Any] | None:
         row = self.reader.execute(

@@ -63,8 +63,8 @@ class TakenSet(set):
             super().add(job)
             self.index.add(job)
 
-    def discard(self, job: Job) -> None:
-        if job in self:
+    def discard(self, job: object) -> None:
+        if isinstance(job, tuple) and job in self:
             super().discard(job)
             self.index.remove(job)
 
@@ -92,18 +92,20 @@ class TakenSet(set):
             self.index.remove(job)
         super().clear()
 
-    def __ior__(self, other: Any) -> TakenSet:  # type: ignore[override]
+    # In place the set stays a TakenSet (indexed); set's own | and - make plain sets, which mypy
+    # takes for a mismatch between the two forms.
+    def __ior__(self, other: Any) -> TakenSet:  # type: ignore[misc]
         self.update(other)
         return self
 
-    def __isub__(self, other: Any) -> TakenSet:  # type: ignore[override]
+    def __isub__(self, other: Any) -> TakenSet:  # type: ignore[misc]
         self.difference_update(other)
         return self
 
     def _unindexed(self, *args: Any) -> Any:
         raise NotImplementedError("a TakenSet keeps add, discard, update and difference_update in its index, not this")
 
-    intersection_update = symmetric_difference_update = __iand__ = __ixor__ = _unindexed  # type: ignore[assignment]
+    intersection_update = symmetric_difference_update = __iand__ = __ixor__ = _unindexed
 
 
 class TakenDict(dict):

@@ -6,6 +6,10 @@ the job's ad (Iwd, TransferInput, TransferOutput, TransferOutputRemaps, Cmd, In,
 with a fresh token, and answers the shadow's queue and the token. The shadow, as the owner, sends
 the input or writes the output; the startd reports the outcome with the job's exit. A spooled
 job's files are the schedd's own (spooling.py): the schedd serves its transfers itself.
+
+A self-checkpointing job's checkpoint (checkpoints.py) is a transfer of its own, Direction
+``checkpoint``: the shadow receives it as output, into the job's incoming checkpoint directory in
+the spool; and a run's input (``in``) brings back the job's last checkpoint, if it has one.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 
 from gridbus.agent import Call, method
 from gridbus.agents.schedd import matchexp
+from gridbus.agents.schedd.checkpoints import CheckpointStore
 from gridbus.agents.schedd.claims import Claims
 from gridbus.agents.schedd.inline_sandboxes import transfer_spec
 from gridbus.agents.schedd.jobqueue import JobQueue
@@ -22,12 +27,14 @@ from gridbus.agents.schedd.owner_shadow import OwnerShadows, ShadowRefused
 from gridbus.agents.schedd.settings import ScheddSettings
 from gridbus.agents.schedd.spooling import Spooling
 from gridbus.status import app_error, forbidden, invalid
-from gridbus.transfer import OPEN_REFUSED
+from gridbus.transfer import OPEN_REFUSED, spec
 
 
 class Transfers:
     def __init__(self, queue: JobQueue, claims: Claims, owner_shadows: OwnerShadows, spooling: Spooling,
-                 settings: ScheddSettings, stats: dict[str, int] | None = None):
+                 settings: ScheddSettings, checkpoints: CheckpointStore | None = None,
+                 stats: dict[str, int] | None = None):
+        self.checkpoints = checkpoints
         self.stats = stats if stats is not None else {}
         self.stats.setdefault("TransfersOpened", 0)  # streamed transfers (small sandboxes go inline)
         self.queue = queue
@@ -38,8 +45,8 @@ class Transfers:
 
     @method("scheduler")
     async def OpenTransfer(self, call: Call, ClaimId: str, ClusterId: int, ProcId: int, Direction: str) -> dict[str, Any]:
-        if Direction not in ("in", "out"):
-            raise invalid(f"OpenTransfer: Direction must be in or out, not {Direction[:20]!r}")
+        if Direction not in ("in", "out", "checkpoint"):
+            raise invalid(f"OpenTransfer: Direction must be in, out or checkpoint, not {Direction[:20]!r}")
         job = (ClusterId, ProcId)
         claim = self.claims.by_job.get(job)
         ahead = self.claims.ahead_of.get(job)
@@ -56,12 +63,30 @@ class Transfers:
         stall = self.settings.transfer_stall
         token = secrets.token_hex(16)
         self.stats["TransfersOpened"] += 1
+        extra, direction = self._checkpoint_spec(ad, Direction, ClaimId)
         if self.spooling.is_spooled(ad):
-            return {"Queue": await self.spooling.open_transfer(ad, Direction, token, stall), "Token": token}
+            return {"Queue": await self.spooling.open_transfer({**ad, **extra}, direction, token, stall), "Token": token}
         wanted = transfer_spec(ad)
         try:
-            queue = await self.owner_shadows.expect(str(ad.get("Owner") or ""), token, Direction,
-                                                    {**wanted, "stall": stall})
+            queue = await self.owner_shadows.expect(str(ad.get("Owner") or ""), token, direction,
+                                                    {**wanted, **extra, "stall": stall})
         except ShadowRefused as exc:
             raise app_error(OPEN_REFUSED, f"OpenTransfer: {exc.sentence}") from None
         return {"Queue": queue, "Token": token}
+
+    def _checkpoint_spec(self, ad: dict[str, Any], direction: str, claim_id: str) -> tuple[dict[str, str], str]:
+        """What a transfer's spec adds for checkpoints, and the direction the submit side serves:
+        a checkpoint is received as output, into a fresh incoming directory; an input brings the
+        job's last checkpoint back too."""
+        store = self.checkpoints
+        cluster, proc = int(ad.get("ClusterId", -1)), int(ad.get("ProcId", -1))
+        if direction == "checkpoint":
+            if store is None:
+                raise app_error(OPEN_REFUSED, "OpenTransfer: this schedd keeps no checkpoints")
+            try:
+                where = store.incoming(cluster, proc, claim_id, str(ad.get("Owner") or ""))
+            except OSError as exc:
+                raise app_error(OPEN_REFUSED, f"OpenTransfer: cannot make the checkpoint directory in the spool: "
+                                              f"{exc.strerror}") from None
+            return {spec.CHECKPOINT_TO: str(where)}, "out"
+        return (store.input_spec(cluster, proc) if direction == "in" and store is not None else {}), direction

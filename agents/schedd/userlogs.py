@@ -8,6 +8,18 @@ its neighbours' share one round trip to the shadow and one write). An owner whos
 hangs (a hung NFS mount, a FIFO nobody reads) delays only that owner's later log text, never
 another owner's, nor any call the schedd answers. A log the owner cannot write (refused by its
 shadow) calls ``on_error(owner, path, sentence)``: the schedd holds the jobs that log there.
+
+Each append names the outbox rows it carries (outbox.py); ``on_delivered(rows)`` is told once the
+shadow has written them, or refused them for good (the jobs are held: that is their record). An
+append the shadow died on (killed, twice in one request) is not refused: it waits RETRY_SECONDS
+and goes again, ahead of the owner's later text, so a log's events keep their order (checked
+against the log's end first, as below: the shadow may have written it before it died).
+
+Text a previous run owed (``replayed``: the outbox rows a crash left) may be in the log already:
+the crash can come between the append and the commit that deletes its row. Those rows are each
+log's last appends, in order, so before writing them again the writer reads the log's end and
+leaves out the first rows whose text it already ends with. A log is written twice only when
+something else wrote to it in between (then HTCondor's readers see the repeat, which they tolerate).
 """
 
 from __future__ import annotations
@@ -17,29 +29,39 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterable
 
-from gridbus.agents.schedd.owner_shadow import OwnerShadows, ShadowRefused
+from gridbus.agents.schedd.owner_shadow import OwnerShadows, ShadowDied, ShadowRefused
 from gridbus.eventlog import writer
 
 log = logging.getLogger("gridbus.schedd.userlogs")
 
 # HTCondor's HoldReasonCode UnableToInitUserLog: the user log cannot be opened or written.
 HOLD_USER_LOG = 22
+RETRY_SECONDS = 0.5  # before an append the shadow died on goes again
+
+Delivered = Callable[[list[int]], None]
+Entry = tuple[str, str, tuple[int, ...], bool]  # path, text, outbox rows, replayed by a restart
 
 
 class UserLogs:
-    def __init__(self, shadows: OwnerShadows, on_error: Callable[[str, str, str], None]):
+    def __init__(self, shadows: OwnerShadows, on_error: Callable[[str, str, str], None],
+                 on_delivered: Delivered | None = None):
         self.shadows = shadows
         self.on_error = on_error
-        self._pending: dict[str, deque[tuple[str, str]]] = {}  # owner -> (path, text) in order
+        self.on_delivered = on_delivered
+        # owner -> (path, text, outbox rows, replayed) in order
+        self._pending: dict[str, deque[Entry]] = {}
         self._writers: dict[str, asyncio.Task[None]] = {}
         self.errors = 0
         # Logs the schedd writes itself (a spooled job's, in its spool: spooling.Spooling.owns_log).
         self.schedd_owned: Callable[[str], bool] = lambda path: False
+        self.retries = 0  # appends written again (their shadow died)
+        self.skipped = 0  # replayed appends the log already had
 
-    def write(self, texts: Iterable[tuple[str, str, str]]) -> None:
-        """Queue (owner, path, text) appends; each owner's are written in this order."""
-        for owner, path, text in texts:
-            self._pending.setdefault(owner, deque()).append((path, text))
+    def write(self, texts: Iterable[tuple[int, str, str, str]], *, replayed: bool = False) -> None:
+        """Queue (row, owner, path, text) appends (row: the outbox row, 0 for none); each owner's
+        are written in this order. ``replayed``: rows a previous run left owed (see above)."""
+        for row, owner, path, text in texts:
+            self._pending.setdefault(owner, deque()).append((path, text, (row,) if row else (), replayed))
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # a commit outside the event loop (a tool): the next write takes it
@@ -52,17 +74,30 @@ class UserLogs:
     async def _run(self, owner: str) -> None:
         pending = self._pending.get(owner)
         while pending:
-            path, text = pending.popleft()
-            if pending and pending[0][0] == path:
-                parts = [text]
-                while pending and pending[0][0] == path:
-                    parts.append(pending.popleft()[1])
-                text = "".join(parts)
+            path, text, rows, replayed = pending.popleft()
+            parts, all_rows = [text], [rows]
+            while pending and pending[0][0] == path and pending[0][3] == replayed:
+                _p, more, more_rows, _r = pending.popleft()
+                parts.append(more)
+                all_rows.append(more_rows)
             try:
+                if replayed:
+                    there = await self._already_written(owner, path, parts)
+                    if there:
+                        self.skipped += there
+                        self._delivered([r for rs in all_rows[:there] for r in rs])
+                        parts, all_rows = parts[there:], all_rows[there:]
+                        if not parts:
+                            continue
+                text, rows = "".join(parts), tuple(r for rs in all_rows for r in rs)
                 if self.schedd_owned(path):
                     await asyncio.get_running_loop().run_in_executor(None, writer.append, path, text)
                 else:
                     await self.shadows.append(owner, path, text)
+            except ShadowDied as exc:
+                self._again(pending, path, parts, all_rows, exc.sentence)
+                await asyncio.sleep(RETRY_SECONDS)
+                continue
             except OSError as exc:  # (a spooled job's log, written by the schedd)
                 self.errors += 1
                 self.on_error(owner, path, f"{path}: {exc.strerror}")
@@ -73,11 +108,46 @@ class UserLogs:
                     self.on_error(owner, path, exc.sentence)
                 except Exception:
                     log.exception("holding the jobs of user log %s failed", path)
-            except Exception:
-                self.errors += 1
+            except Exception as exc:  # not the owner's refusal: the text goes again, as above
                 log.exception("writing user log %s as %s failed", path, owner)
+                self._again(pending, path, parts, all_rows, str(exc))
+                await asyncio.sleep(RETRY_SECONDS)
+                continue
+            self._delivered([r for rs in all_rows for r in rs])
         if not pending:
             self._pending.pop(owner, None)
+
+    def _delivered(self, rows: list[int]) -> None:
+        if rows and self.on_delivered is not None:
+            self.on_delivered(rows)
+
+    async def _already_written(self, owner: str, path: str, parts: list[str]) -> int:
+        """How many of ``parts`` (in order) the log at ``path`` already ends with."""
+        most = len("".join(parts).encode())
+        try:
+            if self.schedd_owned(path):
+                tail = await asyncio.get_running_loop().run_in_executor(None, _tail, path, most)
+            else:
+                tail = await self.shadows.read(owner, path, -most, 0, most)
+        except ShadowDied:
+            raise
+        except (ShadowRefused, OSError):
+            return 0  # no such log yet, or unreadable: the append says what is wrong
+        for n in range(len(parts), 0, -1):
+            if tail.endswith("".join(parts[:n])):
+                return n
+        return 0
+
+    def _again(self, pending: deque[Entry], path: str, parts: list[str], all_rows: list[tuple[int, ...]],
+               why: str) -> None:
+        """The text goes again, ahead of the owner's later text (the log keeps its order). The
+        shadow may have written it before it died: it goes as replayed, so the log's end is read
+        first and what is there is not written twice."""
+        self.errors += 1
+        self.retries += 1
+        log.warning("user log %s: %s; writing it again in %.1f s", path, why, RETRY_SECONDS)
+        for text, rows in reversed(list(zip(parts, all_rows, strict=True))):
+            pending.appendleft((path, text, rows, True))
 
     async def written(self, owners: Iterable[str] | None = None, timeout: float | None = None) -> bool:
         """Wait until the text queued so far for ``owners`` (all: None) is written; False if that
@@ -99,3 +169,11 @@ class UserLogs:
                 task.cancel()
             await asyncio.gather(*self._writers.values(), return_exceptions=True)
             await self.shadows.stop_all()
+
+
+def _tail(path: str, size: int) -> str:
+    """The last ``size`` bytes of a log the schedd writes itself (a spooled job's), as text."""
+    with open(path, "rb") as fh:
+        fh.seek(0, 2)
+        fh.seek(max(0, fh.tell() - size))
+        return fh.read().decode(errors="replace")

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from gridbus.agent import Call, method
@@ -50,6 +51,7 @@ from gridbus.agents.startd.starter import (
     StartFailed,
 )
 from gridbus.status import MethodError, Status, app_error, invalid
+from gridbus.transfer import spec
 
 log = logging.getLogger("gridbus.startd")
 
@@ -146,7 +148,7 @@ class Activation:
         if ahead:
             self.queue_ahead(schedd, ahead, refused)
 
-    def queue_ahead(self, schedd: str, entries: list[Any], refused: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+    def queue_ahead(self, schedd: str, entries: list[Any], refused: AbstractSet[str] = frozenset()) -> None:
         """Jobs a schedd queued ahead on its claims ({ClaimId, Seq, JobAd}): kept in order on the
         claim, each taken once (by Seq), and started when the claim is idle. A claim whose
         activation in the same answer was refused takes none (the schedd ends it), nor does one
@@ -504,6 +506,10 @@ class Activation:
         if job.stop_reason and job.stop_reason != "memory":
             extra["Evicted"] = True
             extra["EvictReason"] = job.stop_reason
+        elif not extra.get("HoldReason") and spec.wants_checkpoint(job.ad, extra):
+            # A self-checkpointing job's checkpoint: its files go to the schedd's spool (with a
+            # transferred sandbox), and the schedd starts it again (agents/schedd/checkpoints.py).
+            extra["Checkpointed"] = True
         if self.sandboxes.holds(claim.id):  # the output goes back before the exit is reported
             self.sandboxes.return_output(claim, job, extra, lambda extra: self._exit_reported(claim, job, extra))
         else:

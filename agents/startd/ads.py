@@ -10,7 +10,7 @@ Private ads carry the claim ids the negotiator may hand out.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from gridbus import classad
@@ -39,6 +39,10 @@ class SlotAds:
         # by the cron, which replaces them as the jobs report).
         self.configured: dict[str, Any] = {}
         self.cron_attrs: dict[str, Any] = {}
+        # The startd's own counters (requests, their runtime, reconnects, transfers): HTCondor's
+        # startd publishes its daemon statistics in its slot ads; here only the first slot's ad
+        # carries them, so a startd of 10,000 slots does not send them 10,000 times a round.
+        self.daemon_stats: Callable[[], dict[str, Any]] = dict
         self.reconfigure(settings)
 
     def reconfigure(self, settings: StartdSettings) -> None:
@@ -139,7 +143,13 @@ class SlotAds:
 
     def ads(self) -> list[dict[str, Any]]:
         load = load_average()
-        return [self.slot_ad(s, load) for s in self.table.slots.values()]
+        ads = [self.slot_ad(s, load) for s in self.table.slots.values()]
+        if ads:
+            ads[0].update(self.daemon_stats())
+        return ads
+
+    def _first_slot(self) -> str | None:
+        return next(iter(self.table.slots), None)
 
     @method("startd")
     async def GetSlots(self, call: Call) -> dict:
@@ -181,7 +191,12 @@ class SlotAds:
         changed (a name without a slot now is one gone: the advertiser invalidates it)."""
         slots = [self.table.slots[n] for n in names if n in self.table.slots]
         load = load_average()
-        return [self.slot_ad(s, load) for s in slots], self.private_ads(slots)
+        ads = [self.slot_ad(s, load) for s in slots]
+        first = self._first_slot()
+        for ad in ads:
+            if ad["Name"] == first:
+                ad.update(self.daemon_stats())
+        return ads, self.private_ads(slots)
 
     # ------------------------------------------------------------------ matching
     def job_for_match(self, job: Mapping[str, Any]) -> dict[str, Any]:

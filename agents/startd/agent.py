@@ -97,6 +97,7 @@ class Startd(Agent):
         self.sandboxes = Sandboxes(self.starter if isinstance(self.starter, Starter) else None,
                                    self.machine.filesystem_domain, self.settings, lambda: self._connection,
                                    self._call_daemon)
+        self.slot_ads.daemon_stats = lambda: {**self.stats, **self.sandboxes.statistics()}
         self.claims = Claims(self.address, self.table, self.slot_ads, self.starter, self.sandboxes, self.settings,
                              spawn=self.spawn, ads_changed=self.ads_changed)
         self.reporter = Reporter(
@@ -177,7 +178,7 @@ class Startd(Agent):
     def _stamp_report(self, report: dict[str, Any]) -> None:
         """AheadSeq: how far the schedd's jobs queued ahead on the claim have been taken (it
         sends again the ones past it: an answer that carried them was lost)."""
-        claim = self.claims.by_id.get(report.get("ClaimId"))  # type: ignore[arg-type]
+        claim = self.claims.by_id.get(str(report.get("ClaimId", "")))
         if claim is not None and claim.ahead_seq:
             report["AheadSeq"] = claim.ahead_seq
 

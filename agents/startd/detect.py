@@ -66,11 +66,21 @@ class Machine:
             "FileSystemDomain": self.filesystem_domain,
             # The starter takes a job's sandbox over the bus (agents/startd/sandbox.py).
             "HasFileTransfer": True,
+            # It sends a self-checkpointing job's checkpoints to the schedd's spool (sandbox.py),
+            # and says which HTCondor its starter behaves as: condor_submit's Requirements test
+            # both (TransferCheckpoint and ON_SUCCESS jobs need a starter of 8.9.7 or later).
+            "HasSelfCheckpointTransfers": True,
+            "CondorVersion": CONDOR_VERSION,
         }
         if self.gpus:  # the slot's own devices are the slot ad's (gpus.slot_attributes)
             ad["DetectedGPUs"] = self.gpus
             ad["TotalGPUs"] = self.gpus
         return ad
+
+
+# The HTCondor whose job attributes and submit semantics gridbus follows (its submit parity oracle
+# is HTCondor 24's own submit code), in HTCondor's $CondorVersion$ form.
+CONDOR_VERSION = "$CondorVersion: 24.0.0 2024-01-01 BuildID: gridbus $"
 
 
 def _memory_mib() -> int:

@@ -309,7 +309,7 @@ class Launcher:
         try:
             if write:
                 existed = os.path.exists(target)
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | output_mode(ad) | os.O_CLOEXEC, 0o644)
                 if account.switch and not existed:
                     os.fchown(fd, account.uid, account.gid)
             else:
@@ -488,3 +488,14 @@ def kill_child(pid: int, sig: int) -> None:
     """Signal the job's first process, our unreaped child (so its pid cannot have been reused)."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
+
+
+def output_mode(ad: Mapping[str, Any]) -> int:
+    """How Out and Err are opened: appended to for a self-checkpointing job (WantFTOnCheckpoint) or
+    one with EraseOutputAndErrorOnRestart false, as HTCondor's starter does (a run restarted from
+    a checkpoint goes on writing the output its checkpoint brought back), else truncated."""
+    want = ad.get("WantFTOnCheckpoint")
+    erase = ad.get("EraseOutputAndErrorOnRestart")
+    if want is True or str(want).lower() == "true" or erase is False or str(erase).lower() == "false":
+        return os.O_APPEND
+    return os.O_TRUNC

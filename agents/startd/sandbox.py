@@ -15,6 +15,9 @@ input into the activation (``Sandbox``: ``Files``, written here into the scratch
 says how big an output may come back inside the exit report (``OutputLimit``, the report's
 ``OutputSandbox``); gridbus/transfer/inline.py.
 
+A self-checkpointing job that exits with its checkpoint code sends its checkpoint instead
+(``checkpoint``, always streamed; agents/schedd/checkpoints.py); a later run's input brings it back.
+
 When the job has exited (or was evicted, with ``when_to_transfer_output = ON_EXIT_OR_EVICT``)
 the output goes back the same way before the exit is reported, and the scratch directory is
 removed (kept while the job is held, if KEEP_SANDBOX_ON_HOLD says so).
@@ -52,6 +55,7 @@ log = logging.getLogger("gridbus.startd.sandbox")
 
 HOLD_TRANSFER_OUTPUT = 12  # HTCondor's TransferOutputError
 HOLD_TRANSFER_INPUT = 13  # HTCondor's TransferInputError
+HOLD_FAILED_TO_CHECKPOINT = 36  # HTCondor's FailedToCheckpoint
 
 
 class TransferLost(StartFailed):
@@ -93,6 +97,15 @@ class Sandboxes:
         # bounded (an entry of a job withdrawn before its start is never taken).
         self._inline: dict[tuple[str, str], dict[str, Any]] = {}
         self._inline_bytes = 0
+        # Bytes of the sandboxes moved since the start, in (input) and out (output), for the
+        # startd's ad (the web console's transfer metrics).
+        self.bytes_moved = {"in": 0, "out": 0}
+
+    def statistics(self) -> dict[str, int]:
+        """Transfers under way and bytes moved, as the startd advertises them (HTCondor's
+        FileTransferUploadBytes / FileTransferDownloadBytes are the same counts)."""
+        return {"TransfersInFlight": len(self._open), "TransferInputBytes": self.bytes_moved["in"],
+                "TransferOutputBytes": self.bytes_moved["out"]}
 
     def wanted(self, job_ad: Mapping[str, Any]) -> bool:
         return self.starter is not None and spec.wants_transfer(job_ad, self.filesystem_domain)
@@ -183,6 +196,7 @@ class Sandboxes:
                 box: Mapping[str, Any], stats: stream.Stats, started: float) -> tuple[dict[str, Any], str]:
         """The input is in: the sandbox is the claim's, and the job runs in it."""
         output_limit = box.get("OutputLimit") if isinstance(box.get("OutputLimit"), int) else 0
+        self.bytes_moved["in"] += stats.bytes
         accounting = {"BytesSent": stats.bytes, "TransferInStarted": int(started), "TransferInFinished": int(time.time())}
         self._by_claim[claim.id] = Sandbox(scratch, account, spec.snapshot(scratch), accounting, output_limit)
         log.debug("job %s: %d input file(s), %d bytes%s, in %.3f s", _job_id(job_ad), stats.files, stats.bytes,
@@ -203,15 +217,16 @@ class Sandboxes:
     def return_output(self, claim: sl.Claim, job: Job, extra: dict[str, Any],
                       report: Callable[[dict[str, Any]], None]) -> None:
         """The job ended: send its output back (unless it was evicted with ON_EXIT, or held by
-        the startd), then ``report(extra)`` with the accounting and any transfer failure. An
-        output small enough to go inside the report (or none wanted) is reported now, without a
-        task: the claim's next job starts at once."""
+        the startd), or its checkpoint if it exited with its checkpoint code, then
+        ``report(extra)`` with the accounting and any transfer failure. An output small enough
+        to go inside the report (or none wanted) is reported now, without a task: the claim's
+        next job starts at once. A checkpoint is always streamed (into the spool)."""
         box = self._by_claim.pop(claim.id)
         extra = {**extra, **box.accounting}
-        if not _output_wanted(job.ad, extra):
+        if not extra.get("Checkpointed") and not _output_wanted(job.ad, extra):
             self._reported(box, extra, report)
             return
-        if box.output_limit > 0:
+        if box.output_limit > 0 and not extra.get("Checkpointed"):
             started = time.time()
             try:
                 files = inline.read_output(box.scratch, job.ad, box.before, box.output_limit)
@@ -223,6 +238,7 @@ class Sandboxes:
                 return
             if files is not None:  # small: it goes back inside the exit report
                 size = sum(len(f[2]) for f in files if f[2] is not None)
+                self.bytes_moved["out"] += size
                 self._reported(box, {**extra, "OutputSandbox": files, "BytesRecvd": size,
                                      "TransferOutStarted": int(started), "TransferOutFinished": int(time.time())}, report)
                 return
@@ -244,13 +260,17 @@ class Sandboxes:
 
     async def _return_output(self, claim: sl.Claim, ad: Mapping[str, Any], box: Sandbox, extra: dict[str, Any],
                              report: Callable[[dict[str, Any]], None]) -> None:
-        """The streamed output (too big to go inline)."""
+        """The streamed output (too big to go inline), or the checkpoint."""
         try:
-            extra.update(await self._send_output(claim, ad, box))
+            if extra.get("Checkpointed"):
+                extra.update(await self._send_checkpoint(claim, ad, box))
+            else:
+                extra.update(await self._send_output(claim, ad, box))
         except stream.TransferError as exc:
-            extra = _failed(claim, extra, exc)
+            extra = _checkpoint_failed(claim, extra, exc) if extra.pop("Checkpointed", None) else _failed(claim, extra, exc)
         except Exception as exc:  # never a lost exit report
             log.exception("output transfer of job %s failed", _job_id(ad))
+            extra.pop("Checkpointed", None)
             extra = {**extra, "Evicted": True, "EvictReason": f"output transfer failed: {exc!r}"}
         finally:
             report(extra)  # first: the output is back (or its failure known), the directory's removal need not delay it
@@ -261,7 +281,18 @@ class Sandboxes:
         started = time.time()
         entries = spec.output_entries(box.scratch, ad, box.before)
         stats = await self._transfer(claim, ad, "out", lambda ep: stream.send_files(ep, entries, opener=spec.open_nofollow))
+        self.bytes_moved["out"] += stats.bytes
         log.info("job %s: %d output file(s), %d bytes, in %.2f s", _job_id(ad), stats.files, stats.bytes,
+                 time.time() - started)
+        return {"BytesRecvd": stats.bytes, "TransferOutStarted": int(started), "TransferOutFinished": int(time.time())}
+
+    async def _send_checkpoint(self, claim: sl.Claim, ad: Mapping[str, Any], box: Sandbox) -> dict[str, Any]:
+        """A self-checkpointing job's checkpoint to the schedd's spool (Direction ``checkpoint``),
+        with the accounting of an output transfer (HTCondor counts it as one)."""
+        started = time.time()
+        entries = spec.checkpoint_entries(box.scratch, ad)
+        stats = await self._transfer(claim, ad, "checkpoint", lambda ep: stream.send_files(ep, entries, opener=spec.open_nofollow))
+        log.info("job %s: checkpoint of %d file(s), %d bytes, in %.2f s", _job_id(ad), stats.files, stats.bytes,
                  time.time() - started)
         return {"BytesRecvd": stats.bytes, "TransferOutStarted": int(started), "TransferOutFinished": int(time.time())}
 
@@ -345,6 +376,16 @@ def _failed(claim: sl.Claim, extra: dict[str, Any], exc: stream.TransferError) -
         return extra if extra.get("Evicted") else {**extra, "Evicted": True, "EvictReason": f"{where}: {exc.reason}"}
     return {**extra, "HoldReason": f"{where}: {exc.reason}", "HoldReasonCode": HOLD_TRANSFER_OUTPUT,
             "HoldReasonSubCode": exc.errno}
+
+
+def _checkpoint_failed(claim: sl.Claim, extra: dict[str, Any], exc: stream.TransferError) -> dict[str, Any]:
+    """The exit report of a run whose checkpoint could not go to the spool: HTCondor's
+    FailedToCheckpoint holds it (36); a cut link is an eviction: the job runs again, elsewhere,
+    from its previous checkpoint."""
+    where = f"Starter failed to upload checkpoint at execution point {claim.slot.name}: {exc.reason}"
+    if exc.link:
+        return {**extra, "Evicted": True, "EvictReason": where}
+    return {**extra, "HoldReason": where, "HoldReasonCode": HOLD_FAILED_TO_CHECKPOINT, "HoldReasonSubCode": exc.errno}
 
 
 INLINE_KEPT_MAX = 256 << 20  # bytes of inline input kept for jobs not started yet

@@ -64,7 +64,7 @@ class SimulatedStarter:
     def start(self, key: str, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
               memory_limit_mib: int | None) -> Job:
         loop = asyncio.get_running_loop()
-        job = Job(key=key, ad=ad, slot=slot, pid=0, proc=None, pidfd=-1, scratch="",  # type: ignore[arg-type]
+        job = Job(key=key, ad=ad, slot=slot, pid=0, proc=None, pidfd=-1, scratch="",  # type: ignore[arg-type]  # a timer stands for the process
                   account=SIMULATED_ACCOUNT, memory_limit_kib=None, done=loop.create_future())
         self.running[key] = job
         self._timers[key] = loop.call_later(runtime_of(ad, self.runtime), self._end, job, None)

@@ -18,11 +18,13 @@ import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from types import ModuleType
 from typing import Any
 
 from gridbus.agents.startd.accounts import Account
 from gridbus.agents.startd.cgroups import JobCgroup, JoinFailed
 
+_spawn: ModuleType | None
 try:
     from gridbus.agents.startd import _spawn
 except ImportError:  # not built: the starter falls back to subprocess.Popen
@@ -87,6 +89,7 @@ class Launching:
         """The running job, once it has exec'd (waits for that). Raises OSError as Popen does
         (``filename`` is the executable, or ``cwd`` if it could not be entered), and
         cgroups.JoinFailed as a thread's join does."""
+        assert _spawn is not None  # a Launching is made only by begin(), which needs the extension
         try:
             return Child(self._launch.result())
         except _spawn.SpawnError as exc:

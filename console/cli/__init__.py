@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     try:  # owned by the master/config part: pool, broker, config
         from gridbus.console.cli import pool as pool_commands
     except ImportError:
-        pool_commands = None  # type: ignore[assignment]
+        pool_commands = None  # type: ignore[assignment]  # a console without the pool commands' extras
     if pool_commands is not None and hasattr(pool_commands, "register"):
         pool_commands.register(sub)
     _add_version(parser)

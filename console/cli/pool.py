@@ -33,6 +33,7 @@ from typing import Any
 from gridbus.agents.master import pidfile
 from gridbus.bus import BrokerURL
 from gridbus.config import Config
+from gridbus.console.cli import broker as broker_check
 
 MASTER_MODULE = "gridbus.agents.master"
 # The daemon kinds whose knobs `gridbus config` shows (importing a module declares its knobs).
@@ -74,6 +75,7 @@ def register(subparsers: Any) -> None:
     setup.add_argument("--user", action="append", default=[], metavar="NAME[:PASSWORD]",
                        help="a person's account (repeat for more); without a password a new account gets a made-up one")
     setup.set_defaults(handler=cmd_broker_setup)
+    broker_check.register(bactions)
 
     config = subparsers.add_parser("config", aliases=["config_val"],
                                    help="print the effective configuration and where each value comes from (condor_config_val)")

@@ -13,7 +13,7 @@ from typing import Any
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 
-from gridbus import bus, wire
+from gridbus import bus, protocol, wire
 from gridbus.rpc import (
     DEFAULT_TIMEOUT,
     CallTimeout,
@@ -86,6 +86,7 @@ class AsyncClient:
             user_id=self._user,
             app_id=self._app_id,
             expiration=ttl,
+            headers=protocol.headers(),
         )
         exchange = await self._channel.get_exchange(bus.RPC, ensure=False)
         await exchange.publish(message, routing_key=routing_key, mandatory=False)
@@ -107,7 +108,7 @@ class AsyncClient:
                 app_id=self._app_id,
                 # A request nobody takes in time is useless to its caller: let the broker drop it.
                 expiration=max(timeout, 0.001),
-                headers={"x-gridbus-timeout-ms": int(timeout * 1000)},
+                headers=protocol.headers({"x-gridbus-timeout-ms": int(timeout * 1000)}),
             )
             exchange = await self._channel.get_exchange(bus.RPC, ensure=False)
             await exchange.publish(message, routing_key=key, mandatory=False)

@@ -28,8 +28,9 @@ import aiormq
 from aio_pika.abc import AbstractChannel, AbstractRobustConnection
 from aio_pika.exceptions import CONNECTION_EXCEPTIONS
 
-from gridbus import bus, wire
-from gridbus.agent import failover
+from gridbus import bus, protocol, topology, wire
+from gridbus.agent import failover, reconcile
+from gridbus.mgmt import Management, ManagementError
 
 # A confirmed publish waits this long for the broker's confirm, and is sent again for this long
 # (long enough for a failover to another broker node, or a restarted broker).
@@ -66,7 +67,29 @@ class Connection:
         await self._channel.set_qos(prefetch_count=self.prefetch)
         self._confirm_channel = await self._robust.channel(publisher_confirms=True)
         self._answer_channel = await self._robust.channel(publisher_confirms=False)
-        await declare_topology(self._channel, quorum=quorum)
+        await declare_topology(self._channel, quorum=quorum, reconcile_on=self._plain_connection(), log=self.log,
+                               members=self.quorum_members)
+
+    async def reconciled(self, spec: topology.QueueSpec) -> tuple[bool, dict[str, Any]]:
+        """(durable, arguments) to declare ``spec``'s queue with, once it is found compatible or
+        migrated (see `gridbus.agent.reconcile`; raises QueueConflict with the sentence to stop with)."""
+        connection = self._plain_connection()
+        if connection is None:
+            return spec.durable, spec.arguments  # reconnecting: the queue was reconciled at the start
+        return await reconcile.ensure_waiting(connection, spec, self.log, self.quorum_members)
+
+    async def quorum_members(self, queue: str) -> tuple[list[str], list[str]] | None:
+        """(online, members) of a quorum queue, from the management API; None where it does not
+        say (unreachable, or not a quorum queue)."""
+        try:
+            info = await asyncio.to_thread(Management.for_broker(self.url).queue, self.url.vhost, queue)
+        except ManagementError as exc:
+            self.log.info("could not ask the management API about queue %s: %s", queue, exc)
+            return None
+        online, members = info.get("online"), info.get("members")
+        if not isinstance(online, list) or not isinstance(members, list) or not members:
+            return None
+        return [str(n) for n in online], [str(n) for n in members]
 
     @property
     def robust(self) -> AbstractRobustConnection | None:
@@ -94,12 +117,15 @@ class Connection:
 
     async def publish(self, exchange: str, key: str, body: Any, mtype: str, *, confirm: bool = False) -> None:
         """Publish ``body`` on ``exchange``. With ``confirm``, for messages whose loss would matter
-        (job events), the broker confirms it, and a publish lost with its connection or refused is
+        (job events), the message is persistent (a durable queue keeps it through a broker restart),
+        the broker confirms it, and a publish lost with its connection or refused is
         sent again, on the next broker if it fails over, for up to CONFIRM_RETRY seconds; a
         consumer recognises a resent message by its unchanged id (message_id, the body's EventId)."""
         channel = self.channel
         message = aio_pika.Message(wire.encode(body), content_type=wire.MSGPACK, type=mtype, app_id=self.address,
-                                   message_id=body.get("EventId") if isinstance(body, dict) else None)
+                                   headers=protocol.headers(),
+                                   message_id=body.get("EventId") if isinstance(body, dict) else None,
+                                   delivery_mode=aio_pika.DeliveryMode.PERSISTENT if confirm else None)
         if not confirm or self._confirm_channel is None:
             ex = await channel.get_exchange(exchange, ensure=False)
             await ex.publish(message, routing_key=key, mandatory=False)
@@ -212,11 +238,45 @@ def _retrieved(done: asyncio.Future) -> None:
         done.exception()
 
 
-async def declare_topology(channel: AbstractChannel, *, quorum: bool = False) -> None:
+async def declare_event_stream(connection: AbstractRobustConnection, max_age: str, log: logging.Logger) -> bool:
+    """Declare the job events' stream queue (bus.EVENT_STREAM: x-queue-type stream, x-max-age
+    ``max_age``, e.g. "24h") bound to gridbus.events, on a channel of its own: a broker that refuses
+    it (one declared before with other arguments, a broker without streams) closes only that channel,
+    and the agent goes on without it (logged). True if declared."""
+    channel = await connection.channel(publisher_confirms=False)
+    spec = topology.QueueSpec(bus.EVENT_STREAM, True, {"x-queue-type": "stream", "x-max-age": max_age},
+                              ((bus.EVENTS, bus.EVENT_STREAM_KEY),))
+    try:
+        # Looked at first (gridbus.agent.reconcile): a stream of another x-max-age is adopted, a
+        # queue of another type migrated. Bounded: a cluster whose stream leader just died must
+        # not hold the agent's start.
+        durable, args = spec.durable, spec.arguments
+        plain = connection.transport.connection if connection.transport is not None else None
+        if plain is not None:
+            durable, args = await asyncio.wait_for(reconcile.ensure(plain, spec, log), QUEUE_CHECK_TIMEOUT)
+        queue = await channel.declare_queue(bus.EVENT_STREAM, durable=durable, timeout=QUEUE_CHECK_TIMEOUT,
+                                            arguments=args)
+        await queue.bind(bus.EVENTS, bus.EVENT_STREAM_KEY, timeout=QUEUE_CHECK_TIMEOUT)
+        return True
+    except Exception as exc:
+        log.warning("the job events' stream queue %s was not declared: %s", bus.EVENT_STREAM, exc)
+        return False
+    finally:
+        if not channel.is_closed:
+            await channel.close()
+
+
+async def declare_topology(channel: AbstractChannel, *, quorum: bool = False,
+                           reconcile_on: aiormq.abc.AbstractConnection | None = None,
+                           log: logging.Logger | None = None, members: reconcile.Members | None = None) -> None:
     """Declare gridbus's exchanges and the dead-letter queue (a quorum queue on a cluster);
-    idempotent, any order."""
+    idempotent, any order. With ``reconcile_on`` (the plain connection under ``channel``'s), the
+    dead-letter queue is looked at first and adopted or migrated as `gridbus.agent.reconcile` says."""
     for name, kind in bus.EXCHANGES:
         await channel.declare_exchange(name, kind, durable=True)
-    args: dict[str, Any] = bus.DEAD_QUEUE_ARGS | ({"x-queue-type": "quorum"} if quorum else {})
-    dead = await channel.declare_queue(bus.DEAD, durable=True, arguments=args)
+    spec = topology.dead_queue_spec(quorum=quorum)
+    durable, args = spec.durable, spec.arguments
+    if reconcile_on is not None:
+        durable, args = await reconcile.ensure_waiting(reconcile_on, spec, log or logging.getLogger("gridbus"), members)
+    dead = await channel.declare_queue(bus.DEAD, durable=durable, arguments=args)
     await dead.bind(bus.DEAD, "")

@@ -27,7 +27,7 @@ from typing import Any
 
 from aio_pika.abc import AbstractChannel, AbstractRobustConnection
 
-from gridbus import bus
+from gridbus import bus, topology
 from gridbus.agent.advertising import ADS_PER_MESSAGE as ADS_PER_MESSAGE  # re-exported
 from gridbus.agent.advertising import Advertiser
 from gridbus.agent.client import AsyncClient
@@ -73,7 +73,7 @@ class Agent(CommonMethods):
         started = time.time()
         self.start_time = int(started)  # DaemonStartTime: whole seconds, as HTCondor's
         self.objects: dict[str, ManagedObject] = {}
-        self.stats: dict[str, int] = {}
+        self.stats: dict[str, int | float] = {"BrokerReconnects": 0}
         self._handlers = self._bind_handlers(self)
         self.connection = Connection(self.url, self.address, self.log, prefetch=prefetch)
         self.dispatcher = Dispatcher(self, self.schema, self.classes, self._handlers, self.log, self.stats)
@@ -219,7 +219,8 @@ class Agent(CommonMethods):
         await self._client.start()
         await self.setup()
         await self.dispatcher.consume(self.connection.channel, durable=self.durable_requests,
-                                      arguments=self.request_queue_arguments(), answers=self.connection.answer_channel)
+                                      arguments=self.request_queue_arguments(), answers=self.connection.answer_channel,
+                                      reconciled=self.connection.reconciled)
         self.connection.watch(bus.rpc_queue(self.address))
         self.spawn(self.connection.keep_queues(), "keep queues")
         await self.on_start()
@@ -235,14 +236,9 @@ class Agent(CommonMethods):
         self.ready.set()
 
     def request_queue_arguments(self) -> dict[str, Any]:
-        """Arguments of the request queue: dead-lettering always; a transient agent's queue expires
-        ten minutes after it is gone; a durable one may be a quorum queue."""
-        args: dict[str, Any] = {"x-dead-letter-exchange": bus.DEAD}
-        if not self.durable_requests:
-            return args | {"x-expires": 600_000}
-        # A classic queue is declared without the argument, as before it existed: the broker refuses
-        # a re-declaration whose arguments differ from the existing queue's.
-        return args | {"x-queue-type": "quorum"} if self.durable_queue_type() == "quorum" else args
+        """Arguments of the request queue (see `gridbus.topology.request_queue_arguments`)."""
+        return topology.request_queue_arguments(durable=self.durable_requests,
+                                                quorum=self.durable_requests and self.durable_queue_type() == "quorum")
 
     def durable_queue_type(self) -> str:
         """classic or quorum: the type of this agent's durable queues (see request_queue_type)."""
@@ -267,6 +263,7 @@ class Agent(CommonMethods):
         # The robust connection restores exchanges, queues, bindings and consumers it declared;
         # the direct reply-to consumer is a pseudo-queue it does not know about.
         self.log.warning("reconnected to the broker %s", self.connection.broker)
+        self.stats["BrokerReconnects"] += 1
         if self._client is not None:
             try:
                 await self._client.start()

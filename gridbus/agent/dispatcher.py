@@ -21,19 +21,20 @@ import inspect
 import logging
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 import aio_pika
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage, AbstractQueue
 
-from gridbus import bus, wire
+from gridbus import bus, protocol, wire
 from gridbus.agent import access
 from gridbus.agent.common import COMMON_CLASS
 from gridbus.agent.objects import Call
 from gridbus.classad.limits import EvaluationLimitExceeded
 from gridbus.schema import DEFAULT_MAX_BYTES, Method, Schema, validate_args
 from gridbus.status import CANNED_TEXT, MethodError, Status, cap_text
+from gridbus.topology import QueueSpec
 
 # Statuses the framework gives a malformed request: those requests go to the dead-letter queue.
 _DEAD_LETTER_STATUSES = {Status.UNKNOWN_OBJECT, Status.UNKNOWN_METHOD, Status.INVALID_PARAMETER}
@@ -53,6 +54,9 @@ class Host(access.Authorizer, Protocol):
 ADDRESS_FREE_WAIT = 5.0  # seconds a starting agent waits for another consumer of its address to go
 
 
+Reconciler = Callable[[QueueSpec], Awaitable[tuple[bool, dict[str, Any]]]]
+
+
 class AddressInUse(RuntimeError):
     """Another agent consumes the requests of this agent's address."""
 
@@ -66,7 +70,10 @@ class Dispatcher:
         self.handlers = handlers
         self.log = log
         self.stats = stats  # the agent's statistics: requests served, failed, in flight are counted here
-        stats.update({"RequestsServed": 0, "RequestsFailed": 0, "RequestsInFlight": 0, "AnswersAbandoned": 0})
+        # RequestsRuntime: seconds spent serving method calls, answered or failed (a Prometheus
+        # summary's sum, with RequestsServed + RequestsFailed its count: the mean RPC latency).
+        stats.update({"RequestsServed": 0, "RequestsFailed": 0, "RequestsInFlight": 0, "AnswersAbandoned": 0,
+                      "RequestsRuntime": 0.0})
         # The largest request any method takes (checked before decoding).
         sizes = [m.max_bytes for c in schema.classes.values() for m in c.methods.values()]
         self.largest_request = max(sizes, default=DEFAULT_MAX_BYTES)
@@ -78,17 +85,22 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ the queue
     async def consume(self, channel: AbstractChannel, *, durable: bool, arguments: dict[str, Any],
-                      answers: AbstractChannel | None = None) -> None:
+                      answers: AbstractChannel | None = None, reconciled: Reconciler | None = None) -> None:
         """Declare and bind the request queue on ``channel`` and serve what comes on it; answers go
         on ``answers`` (a channel of their own, so they never wait behind the agent's other
-        publishes), or on ``channel``."""
+        publishes), or on ``channel``. ``reconciled`` looks at a queue left by an earlier start
+        first (adopted as it is, or migrated: `gridbus.agent.reconcile`)."""
         self._channel = channel
         self._answers = answers or channel
         self._stopped = False
         address = self.host.address
+        keys = sorted({address, bus.BROADCAST_KEY, *(bus.class_key(c) for c in self.classes)})
+        if reconciled is not None:
+            spec = QueueSpec(bus.rpc_queue(address), durable, arguments, tuple((bus.RPC, k) for k in keys))
+            durable, arguments = await reconciled(spec)
         queue = await channel.declare_queue(bus.rpc_queue(address), durable=durable, arguments=arguments)
         await self._check_address_free(queue, address)
-        for key in {address, bus.BROADCAST_KEY, *(bus.class_key(c) for c in self.classes)}:
+        for key in keys:
             await queue.bind(bus.RPC, key)
         self._queue = queue
         self._consumer_tag = await queue.consume(self._on_message)
@@ -163,6 +175,12 @@ class Dispatcher:
                 text = (f"a request of {size:,} bytes is over the largest {self.host.address} takes "
                         f"({self.largest_request:,} bytes)")
                 await self._answer(message, {"status": Status.INVALID_PARAMETER, "text": text}, wire.JSON)
+                return
+            refused = protocol.refusal(message.headers, message.app_id or message.user_id or "")
+            if refused is not None:
+                self.log.warning("dead-lettering a request: %s", refused)
+                await self._answer(message, {"status": Status.INVALID_PARAMETER, "text": refused}, wire.JSON)
+                dead = True
                 return
             try:
                 body = wire.decode(message.body, message.content_type)
@@ -246,6 +264,7 @@ class Dispatcher:
             text = f"internal error in {call.method}: {type(exc).__name__}: {exc}"
             await self._answer(message, {"status": Status.EXCEPTION, "text": text}, ctype)
         elapsed = time.monotonic() - started
+        self.stats["RequestsRuntime"] += elapsed
         if elapsed > 1.0:
             self.log.info("%s took %.2f s", call.method, elapsed)
         return False
@@ -319,7 +338,7 @@ class Dispatcher:
         # mandatory=False: RabbitMQ 3.10 returns a delivered direct reply-to message as unroutable.
         await self._answers.default_exchange.publish(
             aio_pika.Message(body, content_type=ctype, correlation_id=message.correlation_id, type=mtype,
-                             app_id=self.host.address),
+                             app_id=self.host.address, headers=protocol.headers()),
             routing_key=message.reply_to,
             mandatory=False,
         )

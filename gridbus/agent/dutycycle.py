@@ -71,7 +71,7 @@ class DutyCycle:
         selector = getattr(loop, "_selector", None)
         if selector is None or isinstance(selector, _TimedSelector):
             return isinstance(selector, _TimedSelector)
-        loop._selector = _TimedSelector(selector, self)  # type: ignore[attr-defined]
+        loop._selector = _TimedSelector(selector, self)  # type: ignore[attr-defined]  # asyncio's selector loop, timed in place
         self._mark = (time.monotonic(), self.waiting)
         self.installed = True
         self._loop_thread = threading.get_ident()

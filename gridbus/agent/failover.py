@@ -61,7 +61,7 @@ class FailoverConnection(RobustConnection):
     async def _RobustConnection__connect_transport(self) -> None:
         tried = self._index
         try:
-            await super()._RobustConnection__connect_transport()  # type: ignore[misc]
+            await super()._RobustConnection__connect_transport()  # type: ignore[misc]  # the name-mangled private step, overridden on purpose
         except (TimeoutError, *CONNECTION_EXCEPTIONS):
             if self._index == tried:  # not moved on already by the close callbacks of the attempt
                 self._advance(f"broker {self.broker} did not accept the connection")

@@ -18,7 +18,7 @@ def method(class_name: str, name: str | None = None) -> Callable[[Callable], Cal
     """
 
     def mark(fn: Callable) -> Callable:
-        fn._gridbus_method = (class_name.lower(), name or fn.__name__)  # type: ignore[attr-defined]
+        fn._gridbus_method = (class_name.lower(), name or fn.__name__)  # type: ignore[attr-defined]  # the mark the dispatcher finds methods by
         return fn
 
     return mark

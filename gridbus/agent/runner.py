@@ -15,6 +15,8 @@ from pathlib import Path
 
 from gridbus.agent.core import Agent
 from gridbus.config import Config
+from gridbus.errors import NoRestart
+from gridbus.topology import DAEMON_NO_RESTART
 
 # The cyclic garbage collector's young generation is collected once this many more container
 # objects were made than freed (CPython's default is 700). A collector replacing 200,000 slot ads
@@ -117,7 +119,14 @@ def serve(
     except (ValueError, KeyError) as exc:  # ConfigError is a ValueError
         sys.exit(f"gridbus {kind}: bad configuration: {exc}")
     setup_logging(log_name, log_dir, args.foreground, max_bytes=max_bytes, backups=backups)
-    run(lambda: build(cfg, args), loop_thread=loop_thread)
+    try:
+        run(lambda: build(cfg, args), loop_thread=loop_thread)
+    except NoRestart as exc:
+        # One sentence, no traceback, and the status that tells the master not to start it again:
+        # it would stop the same way until an operator acts.
+        logging.getLogger(f"gridbus.{kind}").error("%s", exc)
+        print(f"gridbus {kind}: {exc}", file=sys.stderr)
+        sys.exit(DAEMON_NO_RESTART)
 
 
 def run(make_agent: Callable[[], Agent], *, loop_thread: bool = False) -> None:

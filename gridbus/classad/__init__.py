@@ -9,7 +9,7 @@ The daemons' hot path is :func:`compile` (cached by text) and :func:`symmetric_m
 from gridbus import __version__
 from gridbus.classad.adparse import ParserType, parseAds, parseNext, parseOne, quote, unquote
 from gridbus.classad.classad import ClassAd, symmetric_match
-from gridbus.classad.errors import ClassAdException, ClassAdParseError
+from gridbus.classad.errors import ClassAdException, ClassAdParseError, last_stream_error
 from gridbus.classad.exprtree import Compiled, ExprTree, compile
 from gridbus.classad.limits import EvaluationLimitExceeded
 from gridbus.classad.values import Value
@@ -23,9 +23,10 @@ def version() -> str:
 
 
 def lastError() -> str:  # noqa: N802 - classad2's name
-    """classad2.lastError(): always empty here, as classad2's is after its Python calls: every
-    error is raised, with its sentence, by the call that met it (ClassAdParseError, ...)."""
-    return ""
+    """classad2.lastError(): the last syntax error met reading a stream of ads (parseAds,
+    parseNext, parseOne), as classad2's stream parsers set it; every error is also raised, with
+    its sentence, by the call that met it."""
+    return last_stream_error()
 
 
 __all__ = [

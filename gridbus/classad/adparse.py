@@ -10,9 +10,11 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from gridbus.classad import nodes as N
-from gridbus.classad.errors import ClassAdException, ClassAdParseError
-from gridbus.classad.lexer import EOF, NAME, OP, QNAME, STR, tokenize
-from gridbus.classad.parser import MAX_DEPTH, Parser, parse_expression
+from gridbus.classad.classad import ClassAd
+from gridbus.classad.errors import ClassAdException, ClassAdParseError, note_stream_error
+from gridbus.classad.exprtree import ExprTree
+from gridbus.classad.lexer import NAME, OP, QNAME, STR, tokenize
+from gridbus.classad.parser import parse_expression, parse_new_ad
 from gridbus.classad.unparse import quote_string
 
 
@@ -25,27 +27,7 @@ class ParserType(enum.IntEnum):
     FileAuto = 4
 
 
-def parse_new_ad(text: str) -> list[tuple[str, N.Node]]:
-    """The attributes of one ad written as ``[ a = 1; ... ]`` (the whole text)."""
-    toks = tokenize(text)
-    p = Parser(text, toks)
-    first = p.next()
-    if first.kind != OP or first.value != "[":
-        raise ClassAdParseError("a ClassAd must start with '['", text, first.pos)
-    try:
-        node = p.record()
-    except RecursionError:
-        raise ClassAdParseError(f"ClassAd nested deeper than {MAX_DEPTH} levels", text, first.pos) from None
-    tok = p.peek()
-    if tok.kind != EOF:
-        raise ClassAdParseError("unexpected text after the ClassAd", text, tok.pos)
-    return node.attrs  # type: ignore[attr-defined]
-
-
-def _ad_from_attrs(attrs: list[tuple[str, N.Node]]) -> Any:
-    from gridbus.classad.classad import ClassAd
-    from gridbus.classad.exprtree import ExprTree
-
+def _ad_from_attrs(attrs: list[tuple[str, N.Node]]) -> ClassAd:
     ad = ClassAd()
     for name, node in attrs:
         ad._store(name, ExprTree._from_node(node))
@@ -161,8 +143,6 @@ def _detect(text: str, pos: int) -> ParserType:
 
 
 def _json_ads(text: str) -> Iterator[Any]:
-    from gridbus.classad.classad import ClassAd
-
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -174,8 +154,6 @@ def _json_ads(text: str) -> Iterator[Any]:
 
 
 def _from_json(v: Any) -> Any:
-    from gridbus.classad.exprtree import ExprTree
-
     if isinstance(v, dict):
         return {k: _from_json(x) for k, x in v.items()}
     if isinstance(v, list):
@@ -187,10 +165,14 @@ def _from_json(v: Any) -> Any:
 
 def next_ad(text: str, pos: int, parser: ParserType) -> tuple[Any, int]:
     kind = _detect(text, pos) if parser in (ParserType.Auto, ParserType.FileAuto) else parser
-    if kind == ParserType.New:
-        return _next_new(text, pos)
-    if kind == ParserType.Old:
-        return _next_old(text, pos)
+    try:
+        if kind == ParserType.New:
+            return _next_new(text, pos)
+        if kind == ParserType.Old:
+            return _next_old(text, pos)
+    except ClassAdParseError as exc:
+        note_stream_error(exc)  # classad2's lastError()
+        raise
     raise ClassAdException(f"parser {ParserType(kind).name} cannot read ads one by one")
 
 
@@ -247,8 +229,6 @@ def parseNext(input: str | IO[str], parser: ParserType = ParserType.Auto) -> Any
 
 def parseOne(input: Any, parser: ParserType = ParserType.Auto) -> Any:  # noqa: N802
     """All ads of the input merged into one (later attributes win), as classad2 does."""
-    from gridbus.classad.classad import ClassAd
-
     result = ClassAd()
     for ad in parseAds(input if isinstance(input, str) or hasattr(input, "read") else "\n".join(input), parser):
         for k in ad:

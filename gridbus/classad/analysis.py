@@ -104,8 +104,7 @@ class _Builder:
 
     def add(self, node: N.Node, must_store: bool) -> int:
         """The step of ``node`` (-1 if it makes none), after its operands' steps."""
-        t = type(node)
-        if t is N.Chain:  # `a && b && c` is HTCondor's `(a && b) && c`: one step per operator
+        if type(node) is N.Chain:  # `a && b && c` is HTCondor's `(a && b) && c`: one step per operator
             logic = AND if node.op == "&&" else OR
             acc = self.add(node.operands[0], True)
             for k in range(1, len(node.operands)):
@@ -117,21 +116,21 @@ class _Builder:
         right: N.Node | None = None
         grip: N.Node | None = None
         label = ""
-        if t is N.Literal:
+        if type(node) is N.Literal:
             label = unparse(node, PRETTY)
-        elif t is N.Binary:
+        elif type(node) is N.Binary:
             left, right = node.left, node.right
             if node.op in COMPARISONS:
                 store = True
             elif node.op in ("&&", "||"):  # the parser makes chains; a tree built by hand may not
                 logic, store, children_logical = (AND if node.op == "&&" else OR), True, True
-        elif t is N.Unary:
+        elif type(node) is N.Unary:
             left = node.operand
             if node.op == "!":
                 logic, store, children_logical = NOT, True, True
-        elif t is N.Paren:
+        elif type(node) is N.Paren:
             left, store, children_logical = node.inner, False, True
-        elif t is N.Elvis:
+        elif type(node) is N.Elvis:
             left, right = node.left, node.right
             # A default for an attribute of the request ad (MY.x ?: 0) is no condition of its own.
             right_core = right
@@ -140,13 +139,13 @@ class _Builder:
             if _is_my_ref(left, self.my) and type(right_core) is N.Literal:
                 store = False
             store = store or must_store
-        elif t is N.Conditional:
+        elif type(node) is N.Conditional:
             left, right, grip = node.cond, node.then, node.other
-        elif t is N.Call:
+        elif type(node) is N.Call:
             label = unparse(node, PRETTY) if must_store else f"{node.name}()"
-        elif t is N.Select:
+        elif type(node) is N.Select:
             left = node.base if type(node.base) is not N.AttrRef else None
-        elif t is N.Subscript:
+        elif type(node) is N.Subscript:
             left, right = node.base, node.index
         ix_left = self.add(left, children_logical) if left is not None else -1
         ix_right = self.add(right, children_logical) if right is not None else -1

@@ -18,8 +18,11 @@ from gridbus.classad.exprtree import (
     python_to_node,
     run,
     to_python,
+    use_ad_type,
     value_to_node,
 )
+from gridbus.classad.flatten import flatten
+from gridbus.classad.parser import parse_new_ad
 from gridbus.classad.scope import Scope
 from gridbus.classad.unparse import (
     COMPACT,
@@ -71,8 +74,6 @@ class ClassAd(MutableMapping):
         if input is None:
             return
         if isinstance(input, str):
-            from gridbus.classad.adparse import parse_new_ad
-
             for name, node in parse_new_ad(input):
                 self._store(name, ExprTree._from_node(node))
             return
@@ -131,7 +132,7 @@ class ClassAd(MutableMapping):
             return False
         return all(str(self.lookup(k)) == str(other.lookup(k)) for k in self._data)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # a mutable mapping, unhashable as a dict is
 
     def __reduce__(self) -> tuple:
         return (ClassAd, (repr(self),))
@@ -194,7 +195,7 @@ class ClassAd(MutableMapping):
             if type(n) is N.AttrRef:
                 refs.append(n)
                 continue
-            for child in _children(n):
+            for child in N.children(n):
                 stack.append(child)
         for r in refs:
             if r.scope == "target":
@@ -215,8 +216,6 @@ class ClassAd(MutableMapping):
         """Partially evaluate ``expr`` in this ad: what this ad defines is folded in."""
         if not isinstance(expr, ExprTree):
             raise TypeError("expr must be an ExprTree")
-        from gridbus.classad.flatten import flatten
-
         return ExprTree._from_node(flatten(expr._node, self))
 
     def printOld(self) -> str:  # noqa: N802
@@ -230,30 +229,6 @@ class ClassAd(MutableMapping):
         return _json_ad(self, 0)
 
     formatJson = printJson
-
-
-def _children(n: N.Node) -> list[N.Node]:
-    if type(n) is N.Binary or type(n) is N.Elvis:
-        return [n.left, n.right]
-    if type(n) is N.Chain:
-        return list(n.operands)
-    if type(n) is N.Unary:
-        return [n.operand]
-    if type(n) is N.Paren:
-        return [n.inner]
-    if type(n) is N.Conditional:
-        return [n.cond, n.then, n.other]
-    if type(n) is N.Call:
-        return list(n.args)
-    if type(n) is N.ListExpr:
-        return list(n.items)
-    if type(n) is N.RecordExpr:
-        return [v for _, v in n.attrs]
-    if type(n) is N.Select:
-        return [n.base]
-    if type(n) is N.Subscript:
-        return [n.base, n.index]
-    return []
 
 
 def _scope(ad: Any, what: str) -> Scope:
@@ -275,6 +250,9 @@ def _requirements_hold(my: Any, target: Any) -> bool:
 def symmetric_match(job: Any, machine: Any) -> bool:
     """Both Requirements true, each evaluated with TARGET = the other (ClassAds or plain dicts)."""
     return _requirements_hold(job, machine) and _requirements_hold(machine, job)
+
+
+use_ad_type(ClassAd)  # eval() hands nested ads back as ClassAds (exprtree sits below this module)
 
 
 # -- JSON --------------------------------------------------------------------------------------

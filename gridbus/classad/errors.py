@@ -27,3 +27,17 @@ class ClassAdParseError(ClassAdException):
         super().__init__(
             f"{message} at line {self.line}, column {self.column} (offset {self.pos}):\n{self.excerpt}"
         )
+
+
+# The sentence of the last syntax error met reading a stream of ads (parseAds, parseNext,
+# parseOne), kept until the next one: classad2's lastError(), which its stream parsers set and
+# nothing clears (its ExprTree and ClassAd constructors raise without setting it).
+_last_stream_error = [""]
+
+
+def note_stream_error(exc: ClassAdParseError) -> None:
+    _last_stream_error[0] = f"while parsing classad: {exc.reason} at line {exc.line}, column {exc.column}"
+
+
+def last_stream_error() -> str:
+    return _last_stream_error[0]

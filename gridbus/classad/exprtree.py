@@ -1,4 +1,11 @@
-"""``ExprTree`` (classad2's expression object), the compiled fast path, and value conversion."""
+"""``ExprTree`` (classad2's expression object), the compiled fast path, and value conversion.
+
+This is the layer that puts the evaluator together: it makes the one :class:`Compiler` (given the
+functions' call compiler and ExprTree for a nested ad's attributes) and gives the functions what
+they call in it (:func:`gridbus.classad.functions.registry.install`). ClassAd sits above this
+module (it holds ExprTrees); the conversions that hand ads back as ClassAds are given the type by
+:func:`use_ad_type`, which :mod:`classad` calls when it is imported.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +14,14 @@ from collections.abc import Callable
 from typing import Any
 
 from gridbus.classad import nodes as N
-from gridbus.classad.compiler import compile_node
+from gridbus.classad.compiler import Compiler, Fn
+from gridbus.classad.functions import registry
 from gridbus.classad.limits import EvaluationLimitExceeded
+from gridbus.classad.nodes import collect_refs
 from gridbus.classad.parser import parse_expression
 from gridbus.classad.scope import EMPTY_SCOPE, AdValue, Ctx, ListValue, Scope, from_python
 from gridbus.classad.unparse import COMPACT, OLD, PRETTY, format_python, unparse
-from gridbus.classad.values import ERROR, MISSING, UNDEFINED, AbsTime, RelTime, Value
+from gridbus.classad.values import ERROR, MISSING, UNDEFINED, AbsTime, RelTime, Value, datetime_secs
 
 # Parsed trees and compiled closures, keyed by expression text. Bounded: cleared when full, which
 # costs one re-parse per expression and keeps a daemon's memory flat under arbitrary input.
@@ -42,13 +51,13 @@ def parse_cached(text: str) -> N.Node:
     return _cached(_PARSE_CACHE, text, parse_expression)
 
 
-def fn_for(node: N.Node) -> Any:
+def fn_for(node: N.Node) -> Fn:
     """The compiled closure of a tree (trees are shared through the parse cache, so is this)."""
     fn = _FN_CACHE.get(id(node))
     if fn is None or fn[0] is not node:
         if len(_FN_CACHE) >= _CACHE_MAX:
             _FN_CACHE.clear()
-        fn = (node, compile_node(node))
+        fn = (node, _COMPILER.compile(node))
         _FN_CACHE[id(node)] = fn
     return fn[1]
 
@@ -217,36 +226,6 @@ def compile(expr: str | ExprTree) -> Compiled:  # noqa: A001 - the contract's na
     return c
 
 
-def collect_refs(node: N.Node, my_refs: set[str], target_refs: set[str]) -> None:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if type(n) is N.AttrRef:
-            (target_refs if n.scope == "target" else my_refs).add(n.lname)
-        elif type(n) is N.Binary:
-            stack += (n.left, n.right)
-        elif type(n) is N.Chain:
-            stack += n.operands
-        elif type(n) is N.Unary:
-            stack.append(n.operand)
-        elif type(n) is N.Paren:
-            stack.append(n.inner)
-        elif type(n) is N.Conditional:
-            stack += (n.cond, n.then, n.other)
-        elif type(n) is N.Elvis:
-            stack += (n.left, n.right)
-        elif type(n) is N.Call:
-            stack += n.args
-        elif type(n) is N.ListExpr:
-            stack += n.items
-        elif type(n) is N.RecordExpr:
-            stack += [v for _, v in n.attrs]
-        elif type(n) is N.Select:
-            stack.append(n.base)
-        elif type(n) is N.Subscript:
-            stack += (n.base, n.index)
-
-
 # -- conversions -------------------------------------------------------------------------------
 
 
@@ -263,9 +242,7 @@ def node_to_python(node: N.Node) -> Any:
     if type(node) is N.ListExpr:
         return [node_to_python(n) for n in node.items]
     if type(node) is N.RecordExpr:
-        from gridbus.classad.classad import ClassAd
-
-        ad = ClassAd()
+        ad = _ad_type()
         for name, n in node.attrs:
             ad._store(name, ExprTree._from_node(n))
         return ad
@@ -287,13 +264,11 @@ def to_python(v: Any) -> Any:
         src = v.scope.source
         if isinstance(src, N.RecordExpr):
             return node_to_python(src)
-        from gridbus.classad.classad import ClassAd
-
-        if isinstance(src, ClassAd):
+        if isinstance(src, _ad_type):
             return src
         if isinstance(src, dict):
-            return ClassAd(src)
-        ad = ClassAd()
+            return _ad_type(src)
+        ad = _ad_type()
         for k, raw in v.scope.d.items():
             ad._store(k, raw)
         return ad
@@ -309,9 +284,7 @@ def _py_element(x: Any) -> Any:
     if t is ListValue or t is AdValue or t is AbsTime or t is RelTime:
         return to_python(x)
     if isinstance(x, dict) and not hasattr(x, "_data"):
-        from gridbus.classad.classad import ClassAd
-
-        return ClassAd(x)
+        return _ad_type(x)
     if x is None:
         return UNDEFINED
     return x
@@ -355,9 +328,7 @@ def python_to_node(v: Any) -> N.Node:
     if isinstance(v, dict):
         return N.RecordExpr([(str(k), python_to_node(x)) for k, x in v.items()])
     if isinstance(v, _dt.datetime):
-        from gridbus.classad.scope import _datetime_secs
-
-        return N.Literal(AbsTime(_datetime_secs(v), 0), "abstime")
+        return N.Literal(AbsTime(datetime_secs(v), 0), "abstime")
     if isinstance(v, bool):
         return N.Literal(bool(v))
     if isinstance(v, int):
@@ -385,4 +356,25 @@ def eval_attr(scope: Scope, name: str, target: Scope | None) -> Any:
         return ERROR
 
 
-__all__ = ["ExprTree", "Compiled", "compile", "OLD"]
+class _AdTypeNotGiven:
+    """Stands for ClassAd until :mod:`classad` gives it (it always has by the time anything is
+    evaluated: the package's ``__init__`` imports it)."""
+
+    def __init__(self, *args: Any) -> None:
+        raise RuntimeError("gridbus.classad.classad has not given exprtree its ClassAd type")
+
+
+# The type the conversions hand nested ads back as (see the module's docstring).
+_ad_type: type[Any] = _AdTypeNotGiven
+
+
+def use_ad_type(ad_type: type[Any]) -> None:
+    """Hand nested ads back as ``ad_type`` (a mapping with ``_store``): classad.ClassAd."""
+    global _ad_type
+    _ad_type = ad_type
+
+
+_COMPILER = Compiler(registry.compile_call, ExprTree._from_node)
+registry.install(parse_cached, fn_for, python_to_node, value_to_node)
+
+__all__ = ["ExprTree", "Compiled", "compile", "OLD", "collect_refs", "use_ad_type"]

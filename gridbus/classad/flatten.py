@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from gridbus.classad import nodes as N
-from gridbus.classad.values import ERROR, MISSING, UNDEFINED
+from gridbus.classad.exprtree import ExprTree
+from gridbus.classad.values import MISSING
 
 
 def flatten(node: N.Node, ad: Any) -> N.Node:
-    from gridbus.classad.exprtree import ExprTree, value_to_node
-
     if _closed(node, ad, set()):
         v = ExprTree._from_node(node).simplify(ad)
         return v._node
@@ -31,14 +30,11 @@ def flatten(node: N.Node, ad: Any) -> N.Node:
         return N.Elvis(flatten(node.left, ad), flatten(node.right, ad))
     if type(node) is N.Call:
         return N.Call(node.name, [flatten(a, ad) for a in node.args])
-    _ = (value_to_node, ERROR, UNDEFINED)
     return node
 
 
 def _closed(node: N.Node, ad: Any, seen: set[str]) -> bool:
     """Whether every attribute the tree refers to is defined by the ad (transitively)."""
-    from gridbus.classad.classad import _children
-
     stack = [node]
     while stack:
         n = stack.pop()
@@ -55,5 +51,5 @@ def _closed(node: N.Node, ad: Any, seen: set[str]) -> bool:
             continue
         if type(n) is N.Call and n.lname in ("time", "random", "currenttime"):
             return False
-        stack.extend(_children(n))
+        stack.extend(N.children(n))
     return True

@@ -140,3 +140,40 @@ class Subscript(Node):
         self.base = base
         self.index = index
         self.depth = max(base.depth, index.depth) + 1
+
+
+def children(n: Node) -> list[Node]:
+    """The subtrees of a node, in no promised order."""
+    if type(n) is Binary or type(n) is Elvis:
+        return [n.left, n.right]
+    if type(n) is Chain:
+        return list(n.operands)
+    if type(n) is Unary:
+        return [n.operand]
+    if type(n) is Paren:
+        return [n.inner]
+    if type(n) is Conditional:
+        return [n.cond, n.then, n.other]
+    if type(n) is Call:
+        return list(n.args)
+    if type(n) is ListExpr:
+        return list(n.items)
+    if type(n) is RecordExpr:
+        return [v for _, v in n.attrs]
+    if type(n) is Select:
+        return [n.base]
+    if type(n) is Subscript:
+        return [n.base, n.index]
+    return []
+
+
+def collect_refs(node: Node, my_refs: set[str], target_refs: set[str]) -> None:
+    """Add the lower-case names the tree refers to: unscoped and MY. ones to ``my_refs``, TARGET.
+    ones to ``target_refs``."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if type(n) is AttrRef:
+            (target_refs if n.scope == "target" else my_refs).add(n.lname)
+        else:
+            stack += children(n)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gridbus.classad import nodes as N
+from gridbus.classad import timefmt
 from gridbus.classad.errors import ClassAdParseError
 from gridbus.classad.lexer import EOF, INT, NAME, OP, QNAME, REAL, SIGNED, STR, Token, tokenize
 from gridbus.classad.values import ERROR, UNDEFINED
@@ -265,8 +266,6 @@ class Parser:
 
 
 def _fold_time(kind: str, text: str) -> N.Node | None:
-    from gridbus.classad import timefmt
-
     if kind == "abstime":
         at = timefmt.parse_abstime(text)
         return None if at is None else N.Literal(at, "abstime")
@@ -308,3 +307,20 @@ def _negated(tok: Token) -> int | float:
         return -magnitude if magnitude <= 2**63 else 0
     return -tok.value
 
+
+def parse_new_ad(text: str) -> list[tuple[str, N.Node]]:
+    """The attributes of one ad written as ``[ a = 1; ... ]`` (the whole text)."""
+    toks = tokenize(text)
+    p = Parser(text, toks)
+    first = p.next()
+    if first.kind != OP or first.value != "[":
+        raise ClassAdParseError("a ClassAd must start with '['", text, first.pos)
+    try:
+        node = p.record()
+    except RecursionError:
+        raise ClassAdParseError(f"ClassAd nested deeper than {MAX_DEPTH} levels", text, first.pos) from None
+    tok = p.peek()
+    if tok.kind != EOF:
+        raise ClassAdParseError("unexpected text after the ClassAd", text, tok.pos)
+    assert type(node) is N.RecordExpr  # record() makes nothing else
+    return node.attrs

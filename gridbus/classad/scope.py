@@ -12,7 +12,7 @@ from typing import Any
 
 from gridbus.classad.limits import Evaluation
 from gridbus.classad.nodes import RecordExpr
-from gridbus.classad.values import ERROR, MISSING, UNDEFINED, AbsTime, RelTime, Value
+from gridbus.classad.values import ERROR, MISSING, UNDEFINED, AbsTime, RelTime, Value, datetime_secs
 
 # Lower-case views of plain dicts, keyed by id() and checked against the dict itself and its size
 # (the dict is held, so its id cannot be reused while the entry lives).
@@ -81,7 +81,7 @@ class Ctx:
         """The context for evaluating an attribute of TARGET: its MY is our TARGET and back."""
         s = self._swapped
         if s is None:
-            s = Ctx(self.target, self.my, self.evaluation())  # type: ignore[arg-type]
+            s = Ctx(self.target, self.my, self.evaluation())  # type: ignore[arg-type]  # called only where TARGET is set
             s._swapped = self
             self._swapped = s
         return s
@@ -149,7 +149,7 @@ def from_python(raw: Any, scope: Scope, ctx: Ctx) -> Any:
     if isinstance(raw, dict):
         return AdValue(Scope(raw, False, scope, raw), ctx)
     if isinstance(raw, _dt.datetime):
-        return AbsTime(_datetime_secs(raw), 0)
+        return AbsTime(datetime_secs(raw), 0)
     fn = getattr(raw, "_fn", None)
     if fn is not None:
         return fn()(scope, ctx)
@@ -165,12 +165,6 @@ def from_python(raw: Any, scope: Scope, ctx: Ctx) -> Any:
     return ERROR
 
 
-def _datetime_secs(d: _dt.datetime) -> int:
-    if d.tzinfo is None or d.utcoffset() is None:
-        return int(d.timestamp())  # a naive datetime is local time, as in classad2
-    return int((d - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)).total_seconds() // 1)
-
-
 class ListValue:
     """A list value. Elements written in an expression stay unevaluated until used, as in HTCondor
     (``{1, 1/0}[0]`` is 1); ``nodes`` holds them with their compiled forms, ``py`` holds Python
@@ -180,20 +174,20 @@ class ListValue:
 
     def __init__(self, nodes: list | None, py: list | None, scope: Scope, ctx: Ctx):
         self.nodes = nodes  # list of (node, fn)
-        self.py = py
+        self.py: list = py if py is not None else []  # read only where nodes is None
         self.scope = scope
         self.ctx = ctx
         self._vals: list | None = None
 
     def __len__(self) -> int:
-        return len(self.nodes) if self.nodes is not None else len(self.py)  # type: ignore[arg-type]
+        return len(self.nodes) if self.nodes is not None else len(self.py)
 
     def item(self, i: int) -> Any:
         if self._vals is not None:
             return self._vals[i]
         if self.nodes is not None:
             return self.nodes[i][1](self.scope, self.ctx)
-        return from_python(self.py[i], self.scope, self.ctx)  # type: ignore[index]
+        return from_python(self.py[i], self.scope, self.ctx)
 
     def values(self) -> list:
         vals = self._vals
@@ -201,7 +195,7 @@ class ListValue:
             if self.nodes is not None:
                 vals = [fn(self.scope, self.ctx) for _, fn in self.nodes]
             else:
-                vals = [from_python(v, self.scope, self.ctx) for v in self.py]  # type: ignore[union-attr]
+                vals = [from_python(v, self.scope, self.ctx) for v in self.py]
             self._vals = vals
         return vals
 
@@ -224,3 +218,29 @@ class AdValue:
                 return resolve(s, lname, raw, self.ctx)
             s = s.parent
         return UNDEFINED
+
+
+def type_name(v: Any) -> str:
+    """The ClassAd type name of an internal value (used in messages and by the type tests)."""
+    t = type(v)
+    if t is bool:
+        return "boolean"
+    if t is int:
+        return "integer"
+    if t is float:
+        return "real"
+    if t is str:
+        return "string"
+    if v is UNDEFINED:
+        return "undefined"
+    if v is ERROR:
+        return "error"
+    if t is ListValue:
+        return "list"
+    if t is AdValue:
+        return "classad"
+    if t is AbsTime:
+        return "abstime"
+    if t is RelTime:
+        return "reltime"
+    return "error"

@@ -25,7 +25,8 @@ def local_offset(secs: float | None = None) -> int:
     """The local time zone's UTC offset in seconds at ``secs`` (now when None)."""
     t = time.time() if secs is None else secs
     try:
-        return int(_dt.datetime.fromtimestamp(t).astimezone().utcoffset().total_seconds())  # type: ignore[union-attr]
+        offset = _dt.datetime.fromtimestamp(t).astimezone().utcoffset()  # never None for an aware time
+        return int(offset.total_seconds()) if offset is not None else 0
     except (OverflowError, OSError, ValueError):
         return 0
 

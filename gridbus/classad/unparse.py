@@ -8,13 +8,14 @@ the old syntax, strings without doubled backslashes).
 
 from __future__ import annotations
 
+import datetime as _dt
 import math
 import re
 from typing import Any
 
 from gridbus.classad import nodes as N
 from gridbus.classad.timefmt import format_abstime, format_reltime
-from gridbus.classad.values import ERROR, UNDEFINED, AbsTime, RelTime
+from gridbus.classad.values import ERROR, UNDEFINED, AbsTime, RelTime, Value, datetime_secs
 
 PRETTY, COMPACT, OLD = 0, 1, 2
 
@@ -172,10 +173,6 @@ def format_record(attrs: list, style: int, indent: int) -> str:
 
 def format_python(v: Any, style: int = PRETTY, indent: int = 0) -> str:
     """Print a Python value held in an ad (literal, list, dict/ClassAd, datetime, ExprTree)."""
-    import datetime as _dt
-
-    from gridbus.classad.values import Value
-
     if v is None:
         return "undefined"
     if isinstance(v, Value):
@@ -199,10 +196,10 @@ def format_python(v: Any, style: int = PRETTY, indent: int = 0) -> str:
             [(str(k), (lambda i, x=x: format_python(x, style, i))) for k, x in v.items()], style, indent
         )
     if isinstance(v, _dt.datetime):
-        from gridbus.classad.scope import _datetime_secs
-
         off = v.utcoffset()
-        return format_scalar(AbsTime(_datetime_secs(v), int(off.total_seconds()) if off is not None else 0))
+        return format_scalar(
+            AbsTime(datetime_secs(v), int(off.total_seconds()) if off is not None else 0)
+        )
     if isinstance(v, bool):
         return format_scalar(bool(v), style)
     if isinstance(v, int):

@@ -106,29 +106,8 @@ class RelTime:
         return f"RelTime({self.secs})"
 
 
-def type_name(v: Any) -> str:
-    """The ClassAd type name of an internal value (used in messages and by the type tests)."""
-    t = type(v)
-    if t is bool:
-        return "boolean"
-    if t is int:
-        return "integer"
-    if t is float:
-        return "real"
-    if t is str:
-        return "string"
-    if v is UNDEFINED:
-        return "undefined"
-    if v is ERROR:
-        return "error"
-    from gridbus.classad.scope import AdValue, ListValue
-
-    if t is ListValue:
-        return "list"
-    if t is AdValue:
-        return "classad"
-    if t is AbsTime:
-        return "abstime"
-    if t is RelTime:
-        return "reltime"
-    return "error"
+def datetime_secs(d: _dt.datetime) -> int:
+    """The epoch seconds of a datetime, the AbsTime it stands for."""
+    if d.tzinfo is None or d.utcoffset() is None:
+        return int(d.timestamp())  # a naive datetime is local time, as in classad2
+    return int((d - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)).total_seconds() // 1)

@@ -71,6 +71,9 @@ class NodeRun:
     cluster: int | None = None
     procs: int = 0
     procs_done: int = 0
+    # Procs whose end (terminated or aborted) was counted: a user log may hold an event twice
+    # after a schedd crash (it is delivered at least once), and a proc ends once.
+    ended_procs: set[int] = field(default_factory=set)
     idle_procs: set[int] = field(default_factory=set)  # counted towards -maxidle
     held_procs: set[int] = field(default_factory=set)
     job_failed: bool = False
@@ -294,6 +297,7 @@ class Engine:
             return
         self.submits += 1
         run.state, run.cluster, run.procs, run.procs_done = SUBMITTED, cluster, procs, 0
+        run.ended_procs = set()
         run.idle_procs = set(range(procs))
         run.held_procs = set()
         run.job_failed = False
@@ -464,6 +468,8 @@ class Engine:
         if run is None or run.state != SUBMITTED:
             return False
         proc, etype = event.proc, event.type
+        if proc in run.ended_procs:
+            return False  # a repeat of an event delivered again after a crash
         if etype == JobEventType.EXECUTE:
             run.idle_procs.discard(proc)
         elif etype == JobEventType.JOB_EVICTED or etype == JobEventType.JOB_RELEASED:
@@ -475,6 +481,7 @@ class Engine:
         elif etype == JobEventType.JOB_TERMINATED:
             run.idle_procs.discard(proc)
             run.held_procs.discard(proc)
+            run.ended_procs.add(proc)
             run.procs_done += 1
             if event.get("TerminatedNormally", True):
                 value = int(event.get("ReturnValue", 0))
@@ -487,6 +494,7 @@ class Engine:
                 self._job_finished(run, run.return_value if run.job_failed else 0, failed=run.job_failed)
         elif etype == JobEventType.JOB_ABORTED:
             run.idle_procs.discard(proc)
+            run.ended_procs.add(proc)
             run.procs_done += 1
             run.job_failed = True
             run.return_value = -1
@@ -609,8 +617,12 @@ class Engine:
         assert self._log is not None
         by_cluster: dict[int, str] = {}
         attempts: dict[str, int] = {}
+        submitted: set[tuple[int, int]] = set()
         for event in self._log.events(0):
             if event.type == JobEventType.SUBMIT:
+                if (event.cluster, event.proc) in submitted:
+                    continue  # a repeat of a submit event delivered again after a crash
+                submitted.add((event.cluster, event.proc))
                 notes = str(event.get("LogNotes", ""))
                 if notes.startswith("DAG Node: "):
                     name = notes.removeprefix("DAG Node: ").strip()
@@ -622,6 +634,7 @@ class Engine:
                         by_cluster[event.cluster] = name
                         run.state, run.cluster = SUBMITTED, event.cluster
                         run.procs, run.procs_done, run.job_failed = 0, 0, False
+                        run.ended_procs = set()
                         run.idle_procs, run.held_procs = set(), set()
                         self.by_cluster[event.cluster] = run
                         run.retries_used = attempts[name] - 1

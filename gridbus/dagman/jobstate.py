@@ -97,7 +97,7 @@ class JobstateLog:
             lines = self.path.read_text().splitlines()
         except OSError:
             return
-        floor, same = 0, set()
+        floor, same = 0, set[str]()
         for line in lines:
             words = line.split(" ")
             if len(words) < 7 or words[1] == INTERNAL or not words[0].isdigit() or not words[6].isdigit():

@@ -25,6 +25,18 @@ JOB_SUSPENDED = 10
 JOB_UNSUSPENDED = 11
 JOB_HELD = 12
 JOB_RELEASED = 13
+FILE_TRANSFER = 40
+
+# FileTransferEvent's types, as HTCondor numbers and words them (its FileTransferEventType).
+FILE_TRANSFER_TYPES = {
+    1: "Entered queue to transfer input files",
+    2: "Started transferring input files",
+    3: "Finished transferring input files",
+    4: "Entered queue to transfer output files",
+    5: "Started transferring output files",
+    6: "Finished transferring output files",
+}
+OUT_STARTED, OUT_FINISHED = 5, 6
 
 
 def header(code: int, cluster: int, proc: int, when: float, first_line: str, subproc: int = 0) -> str:
@@ -169,6 +181,13 @@ def shadow_exception(cluster: int, proc: int, when: float, message: str, sent: i
     body = [f"\t{_one_line(message)}", f"\t{int(sent)}  -  Run Bytes Sent By Job",
             f"\t{int(received)}  -  Run Bytes Received By Job"]
     return event(SHADOW_EXCEPTION, cluster, proc, when, "Shadow exception!", body)
+
+
+def file_transfer(cluster: int, proc: int, when: float, kind: int, host: str = "") -> str:
+    """A file transfer's step (``kind``: FILE_TRANSFER_TYPES); HTCondor's shadow writes the output
+    pair for each checkpoint a self-checkpointing job sends, as for its output."""
+    body = [f"\tTransferring to host: {_one_line(host)}"] if host else []
+    return event(FILE_TRANSFER, cluster, proc, when, FILE_TRANSFER_TYPES[kind], body)
 
 
 def append(path: str | os.PathLike[str], text: str) -> None:

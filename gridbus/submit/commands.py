@@ -21,7 +21,8 @@ USED: frozenset[str] = frozenset(
     job_max_vacate_time max_job_retirement_time kill_sig should_transfer_files when_to_transfer_output
     transfer_input_files transfer_output_files transfer_executable transfer_output_remaps request_gpus
     require_gpus gpus_minimum_capability gpus_maximum_capability gpus_minimum_memory gpus_minimum_runtime
-    docker_image container_image
+    docker_image container_image checkpoint_exit_code transfer_checkpoint_files
+    erase_output_and_error_on_restart
     """.split()
 )
 
@@ -40,7 +41,7 @@ KNOWN_UNUSED: frozenset[str] = frozenset(
     description job_ad_information_attrs dont_encrypt_input_files dont_encrypt_output_files
     encrypt_input_files encrypt_output_files load_profile run_as_owner want_remote_io
     periodic_vacate request_swap request_virtualmemory retry_until
-    erase_output_and_error_on_restart preserve_relative_paths checkpoint_exit_code
+    preserve_relative_paths
     want_checkpoint_signal checkpoint_destination job_ad_file
     """.split()
 )

@@ -148,10 +148,13 @@ def machine_refs(requirements: str) -> set[str]:
 
 
 def default_requirements(user: str | None, universe: int, cpus_requested: bool, transfer: str,
-                         gpus: dict[str, Any] | None = None, container: str = "") -> str:
+                         gpus: dict[str, Any] | None = None, container: str = "",
+                         checkpoint: tuple[bool, bool] = (False, False)) -> str:
     """condor_submit's Requirements: the user's clause, then the clauses it does not already cover
     (``gpus``: the job's GPU attributes, gridbus.submit.gpus; ``container``: a container job's
-    clause, `container_attrs`, in place of the OpSys one)."""
+    clause, `container_attrs`, in place of the OpSys one; ``checkpoint``, `_checkpoint_needs`:
+    whether the transfer clause asks for a starter of 8.9.7 or later, and whether the slot must
+    say HasSelfCheckpointTransfers)."""
     refs = machine_refs(user) if user else set()
     clauses: list[str] = []
     if user:
@@ -169,6 +172,8 @@ def default_requirements(user: str | None, universe: int, cpus_requested: bool, 
     gpu_clause = requirements_clause(gpus or {}, refs)
     if gpu_clause:
         clauses.append(gpu_clause)
+    # condor_submit puts this inside the transfer clause, and the checkpoint one after all the others.
+    version = ' && versioncmp(split(TARGET.CondorVersion)[1], "8.9.7") >= 0' if checkpoint[0] else ""
     if universe not in (UNIVERSES["local"], UNIVERSES["scheduler"]):
         fsd, hft = "filesystemdomain" in refs, "hasfiletransfer" in refs
         if transfer == "NO":
@@ -176,11 +181,13 @@ def default_requirements(user: str | None, universe: int, cpus_requested: bool, 
                 clauses.append("(TARGET.FileSystemDomain == MY.FileSystemDomain)")
         elif transfer == "YES":
             if not hft:
-                clauses.append("(TARGET.HasFileTransfer)")
+                clauses.append(f"(TARGET.HasFileTransfer{version})")
         elif not fsd and not hft:
-            clauses.append("((TARGET.FileSystemDomain == MY.FileSystemDomain) || (TARGET.HasFileTransfer))")
+            clauses.append(f"((TARGET.FileSystemDomain == MY.FileSystemDomain) || (TARGET.HasFileTransfer{version}))")
         elif fsd and not hft:
-            clauses.append("(TARGET.HasFileTransfer)")
+            clauses.append(f"(TARGET.HasFileTransfer{version})")
+    if checkpoint[1] and "hasselfcheckpointtransfers" not in refs:
+        return " && ".join(clauses) + " && TARGET.HasSelfCheckpointTransfers"
     return " && ".join(clauses)
 
 
@@ -255,6 +262,31 @@ def _transfer_attrs(get: Getter, ad: dict[str, Any], iwd: str) -> str:
             ad["DiskUsage"] = int(ad["DiskUsage"]) + int(math.ceil(size / 1024))
         ad["TransferInputSizeMB"] = size // (1024 * 1024)
     return transfer
+
+
+def _checkpoint_attrs(get: Getter, ad: dict[str, Any]) -> None:
+    """Self-checkpointing, as condor_submit records it: checkpoint_exit_code as
+    SuccessCheckpointExitCode, with WantFTOnCheckpoint (HTCondor's starter ignores the code
+    without it, and condor_submit sets it), transfer_checkpoint_files as TransferCheckpoint, and
+    erase_output_and_error_on_restart as EraseOutputAndErrorOnRestart."""
+    code = get("checkpoint_exit_code")
+    if code and code.strip():
+        ad["SuccessCheckpointExitCode"] = integer(code, "checkpoint_exit_code")
+        ad["WantFTOnCheckpoint"] = True
+    files = get("transfer_checkpoint_files")
+    if files and files.strip():
+        ad["TransferCheckpoint"] = files.strip()
+    erase = get("erase_output_and_error_on_restart")
+    if erase and erase.strip():
+        ad["EraseOutputAndErrorOnRestart"] = truth(erase, "erase_output_and_error_on_restart")
+
+
+def _checkpoint_needs(ad: dict[str, Any]) -> tuple[bool, bool]:
+    """What condor_submit's Requirements ask of the slot for this job: a starter of 8.9.7 or later
+    (TransferCheckpoint, or when_to_transfer_output = ON_SUCCESS), and HasSelfCheckpointTransfers
+    (WantFTOnCheckpoint)."""
+    return (bool(ad.get("TransferCheckpoint")) or ad.get("WhenToTransferOutput") == "ON_SUCCESS",
+            ad.get("WantFTOnCheckpoint") is True)
 
 
 def _tree_bytes(path: str) -> int:
@@ -362,8 +394,8 @@ def build_job_ad(
         # getenv = true: the submitter's environment, under what the description sets itself.
         own = {}
         for entry in split_v2(environment, "environment"):
-            name, _, value = entry.partition("=")
-            own[name] = value
+            name, _, setting = entry.partition("=")
+            own[name] = setting
         merged = {**os.environ, **own}
         environment = join_v2([f"{k}={merged[k]}" for k in sorted(merged)])
     if "Env" not in ad:
@@ -395,12 +427,13 @@ def build_job_ad(
         ad["RequestDisk"] = expr("DiskUsage")
 
     transfer = _transfer_attrs(get, ad, iwd)
+    _checkpoint_attrs(get, ad)
     # condor_submit adds the Cpus clause only for a request other than its default of one.
     cpus_requested = bool(cpus_text) and ad["RequestCpus"] != 1
     gpus = gpu_attrs(get)
     ad.update(gpus)
     ad["Requirements"] = expr(default_requirements(get("requirements"), universe, cpus_requested, transfer,
-                                                   gpus, container_clause))
+                                                   gpus, container_clause, checkpoint=_checkpoint_needs(ad)))
     rank = get("rank")
     ad["Rank"] = expr(rank) if rank else 0.0
 

@@ -4,6 +4,8 @@ itself for a spooled job, whose files are the schedd's own (agents/schedd/spooli
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -13,7 +15,8 @@ from gridbus.transfer import spec, stream
 async def serve(ep: stream.Endpoint, direction: str, ad: Mapping[str, Any],
                 place: Callable[[str], str] | None = None) -> None:
     """``ep.peer`` is the starter's queue. ``place(name)``: where an output file goes (default: as
-    the ad's Out, Err, remaps and Iwd say). A failure is sent to the starter, which reports it."""
+    the ad's Out, Err, remaps and Iwd say; a checkpoint's, spec.CHECKPOINT_TO in ``ad``, under its
+    own name in that directory). A failure is sent to the starter, which reports it."""
     try:
         if direction == "in":
             try:
@@ -24,6 +27,13 @@ async def serve(ep: stream.Endpoint, direction: str, ad: Mapping[str, Any],
             await stream.send_files(ep, entries)
         else:
             await ep.send("ready")
+            to = ad.get(spec.CHECKPOINT_TO)
+            if isinstance(to, str) and to:  # a checkpoint: every file lands under its own name there
+                place = functools.partial(_below, to)
             await stream.receive_files(ep, stream.DirectorySink(place or (lambda name: spec.output_destination(ad, name))))
     except stream.TransferError:
         pass  # the starter hears of it (an error message, or silence) and reports it with the job
+
+
+def _below(root: str, name: str) -> str:
+    return os.path.join(root, name)

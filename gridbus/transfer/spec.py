@@ -10,6 +10,12 @@ or changed; and the job's stdout/stderr, written in the sandbox as _condor_stdou
 go back to Out/Err. TransferOutputRemaps (``name = dest; ...``) says where a name goes instead of
 Iwd/name.
 
+Self-checkpointing (HTCondor's checkpoint_exit_code): a checkpoint is the TransferCheckpoint
+entries, else the TransferOutput ones, else every top-level file of the sandbox but the job's
+input, with the job's stdout/stderr files as they stand; it lands in the job's checkpoint
+directory in the schedd's spool (``CHECKPOINT_TO`` in the transfer's spec), and a later run's input
+holds that directory's files (``CHECKPOINT_FROM``), over any input file of the same name.
+
 Imports only the standard library (the owner's shadow imports it).
 """
 
@@ -28,6 +34,11 @@ STDERR = "_condor_stderr"
 # The job ad attributes a transfer needs on the submit side (what the schedd hands the shadow).
 SPEC_ATTRS = ("Iwd", "Cmd", "In", "Out", "Err", "TransferInput", "TransferOutput", "TransferOutputRemaps",
               "TransferExecutable", "ShouldTransferFiles", "WhenToTransferOutput")
+
+# Keys of a transfer's spec (the schedd adds them; never job ad attributes): the directory a
+# checkpoint is written to, and the directory of the last checkpoint a run's input brings back.
+CHECKPOINT_TO = "CheckpointTo"
+CHECKPOINT_FROM = "CheckpointFrom"
 
 # Accounting the startd reports with the exit, copied into the job ad (HTCondor's names).
 ACCOUNTING_ATTRS = ("BytesSent", "BytesRecvd", "TransferInStarted", "TransferInFinished", "TransferOutStarted",
@@ -78,7 +89,10 @@ def input_entries(ad: Mapping[str, Any]) -> list[Entry]:
     """The input sandbox, expanded (directories walked), read as the owner. A named file or
     directory that is missing or unreadable raises TransferError naming it."""
     iwd = _text(ad, "Iwd") or "/"
-    wanted: list[tuple[str, bool]] = [(f, f.endswith("/")) for f in split_files(_text(ad, "TransferInput"))]
+    wanted: list[tuple[str, bool]] = []
+    if _text(ad, CHECKPOINT_FROM):  # first: a name given twice goes once, and the checkpoint's is newer
+        wanted.append((os.path.join(_text(ad, CHECKPOINT_FROM), ""), True))
+    wanted += [(f, f.endswith("/")) for f in split_files(_text(ad, "TransferInput"))]
     cmd = _text(ad, "Cmd")
     if cmd and _transfers_executable(ad):
         wanted.append((cmd, False))
@@ -193,6 +207,36 @@ def output_entries(scratch: str, ad: Mapping[str, Any], before: Mapping[str, tup
         st = os.lstat(os.path.join(scratch, name))
         if stat.S_ISREG(st.st_mode) and before.get(name) != (st.st_size, st.st_mtime_ns):
             entries.append(Entry(name, os.path.join(scratch, name), st.st_mode & 0o777))
+    return entries
+
+
+def wants_checkpoint(ad: Mapping[str, Any], exit_info: Mapping[str, Any]) -> bool:
+    """Whether a run's exit is a self-checkpoint: it exited (not by a signal) with the job's
+    SuccessCheckpointExitCode, and the job wants its files transferred then (WantFTOnCheckpoint,
+    which condor_submit sets with checkpoint_exit_code; HTCondor's starter ignores the code
+    without it)."""
+    code = ad.get("SuccessCheckpointExitCode")
+    want = ad.get("WantFTOnCheckpoint")
+    return (isinstance(code, int) and not isinstance(code, bool) and (want is True or str(want).lower() == "true")
+            and not exit_info.get("ExitBySignal") and exit_info.get("ExitCode") == code)
+
+
+def checkpoint_entries(scratch: str, ad: Mapping[str, Any]) -> list[Entry]:
+    """A checkpoint of the sandbox (read as output is, never through a symbolic link the job made):
+    TransferCheckpoint, else TransferOutput, else every top-level file but the job's input (its
+    executable, TransferInput and stdin), with the stdout/stderr files. A listed name that is
+    missing raises TransferError naming it."""
+    listed = _text(ad, "TransferCheckpoint") or _text(ad, "TransferOutput")
+    if listed:
+        return output_entries(scratch, {"TransferOutput": listed}, {})
+    inputs = {os.path.basename(n.rstrip("/")) for n in split_files(_text(ad, "TransferInput"))}
+    inputs |= {os.path.basename(_text(ad, "Cmd")), os.path.basename(_text(ad, "In"))}
+    entries = []
+    for name in sorted(os.listdir(scratch)):
+        st = os.lstat(os.path.join(scratch, name))
+        if name in inputs and name not in (STDOUT, STDERR) or name.startswith(".gridbus-") or not stat.S_ISREG(st.st_mode):
+            continue
+        entries.append(Entry(name, os.path.join(scratch, name), st.st_mode & 0o777))
     return entries
 
 

@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol
 
+from gridbus import protocol
+
 CHUNK_SIZE = 1 << 20  # bytes per data message (see docs/architecture.md, "File transfer")
 WINDOW = 8  # messages a sender may have unacknowledged
 STALL_TIMEOUT = 30.0  # seconds without a message from the other end: the transfer has failed
@@ -122,7 +124,8 @@ class Endpoint:
 
         if not self.peer:
             raise TransferError("the other end's queue is not known yet", link=True)
-        message = aio_pika.Message(body, headers={"t": kind, "tok": self.token, **headers}, reply_to=self.queue_name,
+        message = aio_pika.Message(body, headers=protocol.headers({"t": kind, "tok": self.token, **headers}),
+                                   reply_to=self.queue_name,
                                    delivery_mode=aio_pika.DeliveryMode.NOT_PERSISTENT)
         try:
             # Not mandatory: a message to a queue that is gone is dropped (the other end's silence

@@ -96,7 +96,10 @@ class Pool:
         return Path(path)
 
     # ------------------------------------------------------------------ processes
-    def start(self, kind: str, name: str, **env: Any) -> subprocess.Popen:
+    def start(self, kind: str, name: str, *, module: str | None = None, python: str | None = None,
+              source: Path | None = None, **env: Any) -> subprocess.Popen:
+        """Run daemon ``kind@name`` (``module``: the one to run, by default gridbus.agents.<kind>;
+        ``python`` and ``source``: another release's interpreter and tree, by default this one's)."""
         address = f"{kind}@{name}"
         local = self.local_dir(address)
         self.reach(address, local).mkdir(parents=True, exist_ok=True)
@@ -108,13 +111,13 @@ class Pool:
             "GRIDBUS_URL": self.url,
             "GRIDBUS_CONFIG": str(self.config),
             "GRIDBUS_LOCAL_DIR": str(local),
-            "PYTHONPATH": str(ROOT),
+            "PYTHONPATH": str(source or ROOT),
         })
         full.update({k: str(v) for k, v in env.items()})
         log = open(console / "stderr.log", "ab")  # noqa: SIM115 - lives as long as the process
         proc = subprocess.Popen(
             [*self.wrappers.get(address, []),
-             sys.executable, "-m", f"gridbus.agents.{kind}", "--name", name, "--log-dir", str(local / "log")],
+             python or sys.executable, "-m", module or f"gridbus.agents.{kind}", "--name", name, "--log-dir", str(local / "log")],
             env=full, cwd=str(console), stdout=log, stderr=subprocess.STDOUT,
         )
         self.procs[address] = proc

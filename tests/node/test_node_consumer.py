@@ -212,10 +212,11 @@ def waiting(url: str, queue_name: str) -> int:
 
 
 def test_a_node_consumer_sees_each_event_once_across_a_broker_restart(own_node: OwnNode, tmp_path: Path):
-    jobs = 8
+    # A thousand short jobs: the restart comes while most of them are still to run or to end.
+    jobs = 1000
     pool = start_pool(own_node.url, tmp_path / "pool")
     log = tmp_path / "jobs.log"
-    consumer = Consumer(own_node.url, tmp_path, JOBS=str(jobs), JOB_CMD="/bin/sleep", JOB_ARGS="1",
+    consumer = Consumer(own_node.url, tmp_path, JOBS=str(jobs), JOB_CMD="/bin/true", JOB_ARGS="",
                         JOB_IWD=str(tmp_path), JOB_LOG=str(log), QUEUE="node-consumer")
     try:
         consumer.next("following", 60)
@@ -232,9 +233,9 @@ def test_a_node_consumer_sees_each_event_once_across_a_broker_restart(own_node: 
         own_node.start()
         consumer.say("back")
         cluster = check_answers(consumer)
-        logged = logged_events(log, cluster, jobs, 90)  # every job ended, as HTCondor's record tells
+        logged = logged_events(log, cluster, jobs, 300)  # every job ended, as HTCondor's record tells
         try:
-            done = consumer.next("done", 30)
+            done = consumer.next("done", 60)
         except AssertionError:  # some events never came: what did it see?
             consumer.say("report")
             done = consumer.next("report", 10)

@@ -9,9 +9,8 @@ from typing import Any
 
 from gridbus.classad import nodes as N
 from gridbus.classad.errors import ClassAdParseError
-from gridbus.classad.exprtree import collect_refs, fn_for, parse_cached, python_to_node
 from gridbus.classad.functions.conversions import to_string
-from gridbus.classad.functions.registry import lazy, list_of, strict
+from gridbus.classad.functions.registry import EVALUATOR, lazy, list_of, strict
 from gridbus.classad.operators import truth
 from gridbus.classad.scope import AdValue, Ctx, ListValue, Scope
 from gridbus.classad.unparse import COMPACT, unparse
@@ -35,10 +34,10 @@ def _eval(args: list, scope: Scope, ctx: Any, nodes: list) -> Any:
         return ERROR  # undefined too: there is no text to parse
     ctx.evaluation().step()  # eval() can parse text built at run time: each call counts against the budget
     try:
-        node = parse_cached(s)
+        node = EVALUATOR.parse(s)
     except ClassAdParseError:
         return ERROR
-    return fn_for(node)(scope, ctx)
+    return EVALUATOR.compile(node)(scope, ctx)
 
 
 @lazy("unparse", 1)
@@ -53,7 +52,7 @@ def _unparse(args: list, scope: Scope, ctx: Any, nodes: list) -> Any:
     raw = scope.get(node.name, node.lname)
     if raw is MISSING:
         return ""
-    return unparse(python_to_node(raw), COMPACT)
+    return unparse(EVALUATOR.stored_node(raw), COMPACT)
 
 
 def _lookup_raw(node: N.AttrRef, scope: Scope, ctx: Any) -> Any:
@@ -96,7 +95,7 @@ def _each_context(count: bool) -> Callable:
         if type(node) is N.AttrRef:
             raw = _lookup_raw(node, scope, ctx)
             if raw is not None:
-                expr_fn = fn_for(python_to_node(raw))
+                expr_fn = EVALUATOR.compile(EVALUATOR.stored_node(raw))
             else:
                 unresolved = True
         lst = args[1](scope, ctx)
@@ -130,9 +129,9 @@ def _unresolved(args: list, scope: Scope, ctx: Any, nodes: list) -> Any:
         raw = _lookup_raw(node, scope, ctx)
         if raw is None:
             return UNDEFINED
-        node = python_to_node(raw)
+        node = EVALUATOR.stored_node(raw)
     mine: set[str] = set()
     other: set[str] = set()
-    collect_refs(node, mine, other)
+    N.collect_refs(node, mine, other)
     missing = sorted(n for n in mine if scope.get(n, n) is MISSING)
     return ",".join(missing) if missing else UNDEFINED

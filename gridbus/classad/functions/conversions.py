@@ -7,8 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gridbus.classad.cnumbers import c_int, c_real, f2ll
-from gridbus.classad.exprtree import value_to_node
-from gridbus.classad.functions.registry import strict
+from gridbus.classad.functions.registry import EVALUATOR, strict
 from gridbus.classad.operators import truth
 from gridbus.classad.scope import AdValue, ListValue
 from gridbus.classad.unparse import COMPACT, format_real, format_scalar, unparse
@@ -32,7 +31,7 @@ def to_string(v: Any) -> Any:
         text = format_scalar(v)
         return text[text.index('"') + 1 : -2]  # the text inside absTime("...") / relTime("...")
     if t is ListValue or t is AdValue:
-        return unparse(value_to_node(v), COMPACT)
+        return unparse(EVALUATOR.value_node(v), COMPACT)
     return ERROR
 
 
@@ -51,6 +50,7 @@ strict("isRelTime", 1)(lambda v: type(v) is RelTime)
 
 
 # -- conversions ----------------------------------------------------------------------------
+
 
 def _number(convert: Callable[[Any], Any]) -> Callable:
     # int() and real(): undefined stays undefined, a value with no number in it is an error.

@@ -3,6 +3,10 @@
 Strict functions receive evaluated arguments; lazy ones (``ifThenElse``, ``eval``, ``unparse``...)
 receive the compiled arguments with the scope and the argument nodes. An unknown function or a
 wrong number of arguments evaluates to error, as in HTCondor.
+
+The functions sit above the evaluator and import nothing of it: what they call in it (parse and
+compile text built at run time, the tree of a stored or computed value) is given to them through
+:data:`EVALUATOR`, which :mod:`gridbus.classad.exprtree` fills when it is imported.
 """
 
 from __future__ import annotations
@@ -14,6 +18,34 @@ from gridbus.classad import nodes as N
 from gridbus.classad.limits import check_list_size, check_string
 from gridbus.classad.scope import EMPTY_SCOPE, Ctx, ListValue, Scope
 from gridbus.classad.values import ERROR
+
+Fn = Callable[[Scope, Ctx], Any]
+
+
+class Evaluator:
+    """What the functions call in the evaluator: each attribute is set by :func:`install`."""
+
+    parse: Callable[[str], N.Node]  # text -> tree (cached); raises ClassAdParseError
+    compile: Callable[[N.Node], Fn]  # tree -> closure (cached)
+    stored_node: Callable[[Any], N.Node]  # the tree of a value as an ad stores it (ExprTree, Python)
+    value_node: Callable[[Any], N.Node]  # the literal tree of an evaluated value (a list, an ad)
+
+
+EVALUATOR = Evaluator()
+
+
+def install(
+    parse: Callable[[str], N.Node],
+    compile: Callable[[N.Node], Fn],  # noqa: A002 - the evaluator's word
+    stored_node: Callable[[Any], N.Node],
+    value_node: Callable[[Any], N.Node],
+) -> None:
+    """Give the functions the evaluator's entry points (called once, by the evaluator's module)."""
+    EVALUATOR.parse = parse
+    EVALUATOR.compile = compile
+    EVALUATOR.stored_node = stored_node
+    EVALUATOR.value_node = value_node
+
 
 STRICT: dict[str, tuple[Callable[..., Any], int, int]] = {}
 LAZY: dict[str, tuple[Callable[..., Any], int, int]] = {}
@@ -40,7 +72,7 @@ def lazy(name: str, lo: int, hi: int = -1) -> Callable:
     return _register(LAZY, name, lo, hi)
 
 
-def compile_call(node: N.Call, compile_node: Callable) -> Callable:
+def compile_call(node: N.Call, compile_node: Callable[[N.Node], Fn]) -> Fn:
     argfns = [compile_node(a) for a in node.args]
     n = len(argfns)
     spec = LAZY.get(node.lname)

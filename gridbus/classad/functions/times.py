@@ -181,8 +181,9 @@ def _format_time(t: Any = None, fmt: Any = None) -> Any:
         return v if type(v) is int else None  # EvaluateAttrInt fails on anything else
 
     # A missing field is 0 in the struct tm (so a missing year is 1900 and a missing month January).
-    tm_mon = 0 if field("month") is None else field("month") - 1  # type: ignore[operator]
-    tm_year = 0 if field("year") is None else field("year") - 1900  # type: ignore[operator]
+    month, year = field("month"), field("year")
+    tm_mon = 0 if month is None else month - 1
+    tm_year = 0 if year is None else year - 1900
     day = field("day") or 0
     wday, yday = day_numbers(tm_year + 1900, tm_mon + 1, day)
     if fmt is None:

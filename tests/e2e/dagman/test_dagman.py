@@ -196,3 +196,34 @@ def test_thousand_nodes_with_maxidle_50(dag_pool, dag_dir: Path):
     # log keeps it lower (32 was seen under load; a stalled pool would pile idle procs up to 50,
     # not fewer). The old floor of 40 assumed a pool slower than DAGMan; the limit is what holds.
     assert 0 < most <= 50
+
+
+def test_kill_9_after_a_post_script_ran_it_once_and_the_records_are_htcondor_s(dag_pool, dag_dir: Path):
+    write_sub(dag_dir, "quick.sub", "/bin/true", extra='+pegasus_site = "local"\n')
+    write_sub(dag_dir, "slow.sub", "/bin/sleep", "4")
+    write_script(dag_dir, "post.sh", 'echo "$1" >> post.runs; echo "post of $1 says hello"; echo "to stderr" >&2')
+    dag = _dag(dag_dir, "p.dag", "JOB A quick.sub\nJOB B slow.sub\nSCRIPT POST A post.sh $JOB\n"
+                                 "PARENT A CHILD B\nJOBSTATE_LOG p.jobstate.log\n")
+    cluster = submit_dag(dag)
+    lock = Path(f"{dag}.lock")
+    shared_wait_for(lambda: lock.exists() and (dag_dir / "post.runs").exists() and submits_per_node(dag)["B"] == 1,
+                    60, "A's POST ended and B submitted", tolerate=(FileNotFoundError,))
+    os.kill(int(lock.read_text().split()[1]), signal.SIGKILL)
+    ad = wait_dag(dag_pool, dag, cluster, timeout=90)
+    out = Path(f"{dag}.dagman.out").read_text()
+    assert ad["ExitCode"] == 0 and "Running in RECOVERY mode" in out, out
+    assert (dag_dir / "post.runs").read_text() == "A\n"  # the finished POST was not run again
+    # The POST's end in the nodes log, as HTCondor's DAGMan writes it (event 016).
+    posts = [(n, e["ReturnValue"]) for n, e in node_events(dag) if e.type == JobEventType.POST_SCRIPT_TERMINATED]
+    assert posts == [("A", 0)]
+    lines = (dag_dir / "p.jobstate.log").read_text().splitlines()
+    internal = [line.split(" ", 1)[1] for line in lines if " INTERNAL " in line]
+    assert internal[:1] == [f"INTERNAL *** DAGMAN_STARTED {cluster}.0 ***"]
+    assert internal[-1] == "INTERNAL *** DAGMAN_FINISHED 0 ***"
+    assert "INTERNAL *** RECOVERY_STARTED ***" in internal and "INTERNAL *** RECOVERY_FINISHED ***" in internal
+    a = [line.split()[2:] for line in lines if line.split()[1] == "A"]
+    assert [w[0] for w in a].count("POST_SCRIPT_TERMINATED") == 1 and a[-1][0] == "POST_SCRIPT_SUCCESS", a
+    assert all(w[2] == "local" and w[3] == "-" and w[4] == "1" for w in a), a
+    # The script wrote where DAGMan writes: the DAGMan job's output and error.
+    assert "post of A says hello" in Path(f"{dag}.lib.out").read_text()
+    assert "to stderr" in Path(f"{dag}.lib.err").read_text()

@@ -1,6 +1,7 @@
 """The personal pool with the real daemons, through the `gridbus` command (issue 9).
 
-`gridbus pool up --detach` starts the master and its collector, negotiator, schedd and startd;
+`gridbus pool up --detach` starts the master and its collector, negotiator, schedd, startd and web
+console;
 the management API shows the exchanges of DESIGN.md and one named connection per daemon; a
 daemon killed with -9 comes back; `gridbus pool down` leaves no process behind.
 """
@@ -21,7 +22,7 @@ from tests.integration.master.helpers import REPO, alive, env_for, wait_for
 pytestmark = [pytest.mark.broker, pytest.mark.e2e]
 
 GRIDBUS = str(Path(sys.executable).with_name("gridbus"))
-DAEMONS = ["COLLECTOR", "NEGOTIATOR", "SCHEDD", "STARTD"]
+DAEMONS = ["COLLECTOR", "NEGOTIATOR", "SCHEDD", "STARTD", "WEB"]
 
 
 def gridbus(env: dict[str, str], cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -73,7 +74,7 @@ def test_pool_up_status_kill_restart_and_down(tmp_path: Path, amqp_url: str, mgm
         def one_per_daemon() -> list[str]:
             names = [n for n in connection_names() if n.startswith("gridbus ")]
             per_kind = sorted(n.removeprefix("gridbus ").split("@")[0] for n in names)
-            return names if per_kind == ["collector", "master", "negotiator", "schedd", "startd"] else []
+            return names if per_kind == ["collector", "master", "negotiator", "schedd", "startd", "web"] else []
 
         wait_for(one_per_daemon, 30, "one named connection per daemon")
 

@@ -38,7 +38,9 @@ def test_the_negotiator_answers_during_a_hostile_cycle(amqp_url, tmp_path):
             waits.append(time.perf_counter() - started)
         stats = cycle.result(0)
     assert len(waits) >= 10, f"the cycle took {stats.duration:.2f} s, too short to call during it"
-    # Typically a few milliseconds; matching on the event loop would make one wait over a second.
-    assert max(waits) < 0.5, sorted(waits)[-5:]
+    # Typically a few milliseconds; matching on the event loop would make one wait as long as a
+    # hostile request's evaluation, about half the cycle. Judged against the cycle's own length, so
+    # a loaded machine, which stretches both alike, does not fail it.
+    assert max(waits) < max(0.5, stats.duration / 4), (sorted(waits)[-5:], stats.duration)
     assert len(good.matched) == 30 and not bad.matched
     assert stats.rejections[REJECT_HOSTILE] == 2 * 2

@@ -198,12 +198,14 @@ def test_every_method_answers_each_user_as_its_rule_says(
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="STARTER_ALLOW_ROOT_JOBS matters only to a pool running as root")
+@pytest.mark.parametrize("unprivileged", ["nobody", ""])
 def test_with_root_jobs_allowed_an_owner_without_an_account_never_gets_root_s_access(
-    mgmt: Management, broker_url: BrokerURL, vhost: str, tmp_path: Path
+    mgmt: Management, broker_url: BrokerURL, vhost: str, tmp_path: Path, unprivileged: str
 ):
     """The matrix's rows with STARTER_ALLOW_ROOT_JOBS = true: the broker user alice has no Unix
     account, so her job, her Fetch, her user log and her transfer act as STARTER_UNPRIVILEGED_USER
-    (nobody), never as root, though root's own jobs may run as root."""
+    (nobody), never as root, though root's own jobs may run as root; with no
+    STARTER_UNPRIVILEGED_USER, they are held or refused."""
     import pwd
     import shutil
     import tempfile
@@ -228,7 +230,7 @@ def test_with_root_jobs_allowed_an_owner_without_an_account_never_gets_root_s_ac
         urls = {k: broker_url.with_vhost(vhost).with_credentials(names[k], passwords[k]).url for k in names}
         # No USER_MAP (the e2e pools map every owner to root): alice is herself, with no account.
         as_root = {"GRIDBUS_STARTER_ALLOW_ROOT_JOBS": "true", "GRIDBUS_USER_MAP": "",
-                   "GRIDBUS_STARTER_UNPRIVILEGED_USER": "nobody"}
+                   "GRIDBUS_STARTER_UNPRIVILEGED_USER": unprivileged}
         pool = Pool(urls["daemon"], tmp_path / "pool")
         pool.start("collector", "c")
         pool.start("negotiator", "n")
@@ -264,16 +266,22 @@ def test_with_root_jobs_allowed_an_owner_without_an_account_never_gets_root_s_ac
 
         job = settled(ran)
         said = [(out / f).read_text() if (out / f).exists() else "" for f in ("job.out", "job.err")]
-        rows.append((f"job {job.get('JobStatus')} {job.get('HoldReason')} {said}", job.get("JobStatus") == 4
-                     and said[0].split() == [str(nobody.pw_uid)] and "Permission denied" in said[1]))
+        why = f"{job.get('JobStatus')} {job.get('HoldReasonCode')} {job.get('HoldReason')} {said}"
+        if unprivileged:
+            rows.append((f"job {why}", job.get("JobStatus") == 4
+                         and said[0].split() == [str(nobody.pw_uid)] and "Permission denied" in said[1]))
+        else:  # no account to run it as: held, never run
+            rows.append((f"job {why}", job.get("JobStatus") == 5 and job.get("HoldReasonCode") == 23
+                         and said == ["", ""]))
         job = settled(logged)
         rows.append((f"user log {job}", job.get("JobStatus") == 5 and job.get("HoldReasonCode") == 22))
         job = settled(sent)
-        rows.append((f"transfer {job}", job.get("JobStatus") == 5 and job.get("HoldReasonCode") == 13
-                     and "Permission denied" in str(job.get("HoldReason"))))
+        rows.append((f"transfer {job}", job.get("JobStatus") == 5 and job.get("HoldReasonCode") in (13, 23)
+                     and ("Permission denied" in str(job.get("HoldReason")) or not unprivileged)))
         for which in ("Out", "Err"):
             r = alice.call("schedd@s", "Fetch", {"Id": fetched, "File": which}, timeout=20)
-            rows.append((f"Fetch {which}", r.status == 6 and "Permission denied" in r.text
+            rows.append((f"Fetch {which} {r.status} {r.text[:200]}", r.status != 0
+                         and ("Permission denied" in r.text or not unprivileged)
                          and "root's" not in r.text and not r.outArgs.get("Data")))
         alice.close()
         assert secret.read_text() == "root's secret\n" and log.read_text() == "root's log\n"

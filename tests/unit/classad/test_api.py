@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+import gridbus
 from tests.unit.classad.generator import MY_AD_CORE, TARGET_AD, expression
 from tests.unit.classad.oracle import classad2, norm, ours
 
@@ -166,3 +167,19 @@ def test_an_integer_against_a_real_compares_as_reals():
                  "x == 9223372036854775807.0", "9223372036854775807.0 <= x"):
         assert ours.compile(text).eval({"x": 9223372036854775807}) is True, text
     assert ours.compile("x < y").eval({"x": 9223372036854775807, "y": 9223372036854775807.0}) is False
+
+
+def test_version_and_last_error_as_classad2():
+    for module in (ours, classad2):
+        try:  # classad2 stops reading there; gridbus raises the error too (docs/compat.md)
+            module.parseOne("[ a = 1")
+        except ours.ClassAdParseError:
+            assert module is ours
+        first = module.lastError()
+        assert first.startswith("while parsing classad:")  # a stream parser sets lastError
+        with pytest.raises(module.ClassAdException):
+            module.ExprTree("1 +")  # a constructor raises without setting it
+        module.parseOne("[ a = 1 ]")  # and a good parse does not clear it
+        assert module.lastError() == first
+        assert isinstance(module.version(), str) and module.version()
+    assert ours.version() == gridbus.__version__

@@ -201,6 +201,8 @@ class _Delivered:
 
     def __init__(self, body: bytes, acked: list):
         self.body, self.content_type, self.type, self.routing_key = body, wire.MSGPACK, bus.T_AD, "machine.h"
+        self.headers: dict = {}  # no protocol version: gridbus 0.1.0's, which the collector takes
+        self.app_id = "startd@h"
         self._acked = acked
 
     async def ack(self, multiple: bool = False) -> None:

@@ -60,13 +60,17 @@ def test_every_event_we_write_is_read_back_by_htcondor2_byte_for_byte(tmp_path):
         writer.terminated(8, 3, t + 7, signal=9),
         writer.aborted(8, 4, t + 8, "via gridbus remove (by user alice)"),
         writer.shadow_exception(9, 0, t + 9, "executable not found"),
+        writer.file_transfer(9, 1, t + 10, writer.OUT_STARTED),  # a self-checkpointing job's checkpoint
+        writer.file_transfer(9, 1, t + 11, writer.OUT_FINISHED, "slot1@node"),
     ])
     for i in range(0, len(text), 97):  # appended in pieces, as events arrive
         writer.append(log, text[i:i + 97])
     assert log.read_text() == text
     theirs = list(htcondor2.JobEventLog(str(log)).events(0))
     assert "".join(str(e) + "...\n" for e in theirs) == text
-    assert [int(e.type) for e in theirs] == [0, 1, 6, 4, 4, 4, 12, 12, 13, 5, 5, 9, 7]
+    assert [int(e.type) for e in theirs] == [0, 1, 6, 4, 4, 4, 12, 12, 13, 5, 5, 9, 7, 40, 40]
+    assert [theirs[13]["Type"], theirs[14]["Type"]] == [htcondor2.FileTransferEventType.OUT_STARTED,
+                                                        htcondor2.FileTransferEventType.OUT_FINISHED]
     assert theirs[9]["ReturnValue"] == 2 and theirs[10]["TerminatedBySignal"] == 9
     # A run whose exit its policy requeued, in HTCondor's "terminated and was requeued" form.
     assert not theirs[3]["TerminatedAndRequeued"]

@@ -10,6 +10,7 @@ it first whatever the form, so it would make every re-exporting package a cycle)
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,14 +22,19 @@ UPPER = ("gridbus.agents", "gridbus.console")
 # Cycles still to be taken apart, each named by its modules: the test fails on any other cycle,
 # and on one of these once it is gone (then delete it here). The goal is an empty set.
 KNOWN_CYCLES: set[frozenset[str]] = {
-    frozenset({"gridbus.classad.scope", "gridbus.classad.values"}),
-    frozenset({"gridbus.classad.adparse", "gridbus.classad.classad", "gridbus.classad.compiler",
-               "gridbus.classad.exprtree", "gridbus.classad.flatten", "gridbus.classad.functions",
-               "gridbus.classad.functions.context", "gridbus.classad.functions.conversions",
-               "gridbus.classad.functions.strings", "gridbus.classad.functions.versions"}),
     frozenset({"gridbus.dagman.submitfile", "gridbus.submit", "gridbus.submit.description"}),
     frozenset({"gridbus.dagman.engine", "gridbus.dagman.outputs"}),
 }
+# gridbus.classad's layers, lowest first (docs/architecture.md): a module imports only from its own
+# layer and those before it. The functions are given what they call in the evaluator's API layer.
+CLASSAD_LAYERS = [
+    ("values", {"values", "errors", "limits", "cnumbers", "timefmt"}),
+    ("tree and parser", {"nodes", "lexer", "parser", "unparse"}),
+    ("evaluator", {"scope", "operators", "compiler"}),
+    ("functions", {"functions"}),
+    ("API", {"", "exprtree", "flatten", "classad", "adparse", "analysis"}),
+]
+
 # Core modules that still reach up, each with the module it reaches: the same rule as above.
 KNOWN_UPWARD: set[tuple[str, str]] = {("gridbus.dagman.main", "gridbus.console.schedd")}
 
@@ -72,6 +78,7 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> Iterator[str]:
                 yield target
 
 
+@functools.cache
 def graph() -> dict[str, set[str]]:
     known = modules()
     return {name: set(imports_of(name, path, known)) for name, path in known.items()}
@@ -137,3 +144,23 @@ def test_core_imports_neither_the_daemons_nor_the_clients():
               for target in targets if target.startswith(UPPER)}
     assert not upward - KNOWN_UPWARD, f"core reaching up: {sorted(upward - KNOWN_UPWARD)}"
     assert not KNOWN_UPWARD - upward, f"gone (delete from KNOWN_UPWARD): {sorted(KNOWN_UPWARD - upward)}"
+
+
+def classad_layer(module: str) -> int:
+    """The index in CLASSAD_LAYERS of a gridbus.classad module (a functions module by its package)."""
+    rest = module.removeprefix("gridbus.classad").removeprefix(".")
+    first = rest.split(".")[0]
+    for i, (_, names) in enumerate(CLASSAD_LAYERS):
+        if first in names:
+            return i
+    raise AssertionError(f"{module} is in no layer of CLASSAD_LAYERS: add it to one")
+
+
+def test_classad_imports_only_its_own_and_lower_layers():
+    inside = {name: targets for name, targets in graph().items() if name.startswith("gridbus.classad")}
+    upward = sorted(
+        f"{name} ({CLASSAD_LAYERS[classad_layer(name)][0]}) imports {target} ({CLASSAD_LAYERS[classad_layer(target)][0]})"
+        for name, targets in inside.items() for target in targets
+        if target.startswith("gridbus.classad") and classad_layer(target) > classad_layer(name)
+    )
+    assert not upward, f"gridbus.classad reaching up a layer: {upward}"

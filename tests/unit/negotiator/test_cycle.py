@@ -86,10 +86,12 @@ def test_concurrency_limits_cap_matches(tmp_path):
 
 def test_usage_is_charged_from_claimed_slots_and_persisted(tmp_path):
     s = SimSchedd("s1", {})
-    neg = negotiator(tmp_path, [s], halflife=1.0)
+    # A half-life long beside the test's own run time: the real seconds between the two cycles
+    # (long on a loaded machine) must not count as a fifth of a half-life.
+    neg = negotiator(tmp_path, [s], halflife=1000.0)
     claimed = [{**m, "State": "Claimed", "RemoteOwner": "alice@s1"} for m in machine_ads(3, kinds=1)]
     cycle(neg, claimed, [s])
-    neg.accountant.last_update -= 1.0  # one half-life ago
+    neg.accountant.last_update -= 1000.0  # one half-life ago
     cycle(neg, claimed, [s])
     rec = neg.accountant.user("alice")
     assert rec.ResourcesUsed == 3 and 1.6 < rec.Priority < 1.8 and rec.AccumulatedUsage > 2.9

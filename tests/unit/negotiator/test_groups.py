@@ -9,6 +9,7 @@ import pytest
 
 from gridbus.agents.negotiator.agent import Negotiator
 from gridbus.agents.negotiator.groups import NONE, GroupConfig
+from gridbus.agents.negotiator.preemption import PreemptionPolicy
 from gridbus.agents.negotiator.simulate import SimClient, SimSchedd, job_ads, machine_ads
 
 
@@ -144,3 +145,15 @@ def test_group_members_are_accounted_by_group_and_user_and_listed_with_the_group
     groups = {r["Name"]: r for r in rows if r.get("IsAccountingGroup")}
     assert set(groups) == {NONE, "group_a", "group_b", "group_c"}
     assert (groups["group_b"]["EffectiveQuota"], groups["group_b"]["SurplusPolicy"]) == (90, "no")
+
+
+def test_a_full_pool_asks_no_schedd_for_requests_but_counts_the_groups_usage(tmp_path):
+    schedd = SimSchedd("s1", {"alice": [{**j, "AcctGroup": "group_a"} for j in job_ads("alice", 1, 5)]})
+    groups = config("group_a,group_b,group_c", **QUOTAS)
+    neg = Negotiator("test", "amqp://unused", spool=tmp_path, groups=groups, preemption=PreemptionPolicy(enabled=False))
+    neg._client = SimClient([schedd])
+    full = [{**m, "State": "Claimed", "RemoteOwner": "bob", "AccountingGroup": "group_b.bob@s1"}
+            for m in machine_ads(10, kinds=1)]
+    asyncio.run(neg.cycle.run(full, schedd.submitter_ads()))
+    assert "GetResourceRequests" not in schedd.calls
+    assert groups.by_name["group_b"].usage == 10

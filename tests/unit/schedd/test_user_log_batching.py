@@ -27,11 +27,12 @@ class _SlowShadows:
 def test_texts_queued_behind_an_append_go_in_one_per_log_in_order():
     async def main() -> None:
         shadows = _SlowShadows()
-        logs = UserLogs(shadows, on_error=lambda *a: None)  # type: ignore[arg-type]
-        logs.write([("alice", "/a.log", "1\n")])
+        delivered: list[int] = []
+        logs = UserLogs(shadows, on_error=lambda *a: None, on_delivered=delivered.extend)  # type: ignore[arg-type]
+        logs.write([(1, "alice", "/a.log", "1\n")])
         await asyncio.sleep(0)  # the first append is in flight and held
-        logs.write([("alice", "/a.log", "2\n"), ("alice", "/a.log", "3\n"), ("alice", "/b.log", "4\n"),
-                    ("alice", "/a.log", "5\n"), ("bob", "/c.log", "6\n")])
+        logs.write([(2, "alice", "/a.log", "2\n"), (3, "alice", "/a.log", "3\n"), (4, "alice", "/b.log", "4\n"),
+                    (5, "alice", "/a.log", "5\n"), (6, "bob", "/c.log", "6\n")])
         await asyncio.sleep(0)
         shadows.release.set()
         assert await logs.written(timeout=5)
@@ -39,6 +40,50 @@ def test_texts_queued_behind_an_append_go_in_one_per_log_in_order():
         # Consecutive texts of one log are joined; a text for another log keeps its place.
         assert alice == [("/a.log", "1\n"), ("/a.log", "2\n3\n"), ("/b.log", "4\n"), ("/a.log", "5\n")]
         assert [(p, t) for o, p, t in shadows.appends if o == "bob"] == [("/c.log", "6\n")]
+        # Every outbox row is told delivered once its text is written (the joined append: both).
+        assert sorted(delivered) == [1, 2, 3, 4, 5, 6]
         await logs.close()
 
     asyncio.run(main())
+
+
+def test_an_append_the_shadow_died_on_is_not_written_twice():
+    """The shadow wrote the text, then died before it answered: the retry reads the log's end
+    and finds the text there."""
+    from gridbus.agents.schedd import userlogs
+    from gridbus.agents.schedd.owner_shadow import ShadowDied
+
+    class DiesAfterWriting:
+        def __init__(self) -> None:
+            self.log = ""
+            self.died = False
+
+        async def append(self, owner: str, path: str, text: str) -> None:
+            self.log += text
+            if not self.died:
+                self.died = True
+                raise ShadowDied("the shadow of alice died twice on one request")
+
+        async def read(self, owner: str, path: str, start: int, end: int, most: int) -> str:
+            return self.log[start:]
+
+        async def stop_all(self) -> None:
+            pass
+
+    async def main() -> None:
+        shadows = DiesAfterWriting()
+        delivered: list[int] = []
+        logs = UserLogs(shadows, on_error=lambda *a: None, on_delivered=delivered.extend)  # type: ignore[arg-type]
+        logs.write([(1, "alice", "/a.log", "one\n")])
+        await asyncio.sleep(0)
+        logs.write([(2, "alice", "/a.log", "two\n")])
+        assert await logs.written(timeout=5)
+        assert shadows.log == "one\ntwo\n"
+        assert sorted(delivered) == [1, 2] and logs.retries == 1 and logs.skipped == 1
+        await logs.close()
+
+    userlogs.RETRY_SECONDS, saved = 0.01, userlogs.RETRY_SECONDS
+    try:
+        asyncio.run(main())
+    finally:
+        userlogs.RETRY_SECONDS = saved

@@ -3,7 +3,7 @@ HTCondor 24's own submit code makes (htcondor v1 `Submit.jobs()`, run in its own
 
 Compared: job count and order, and Cmd, Args/Arguments, Environment, Iwd, In/Out/Err, UserLog,
 RequestCpus/RequestMemory/RequestDisk, JobUniverse, Requirements, Rank, JobStatus, JobPrio, the hold,
-policy, retry, limit, batch and materialization attributes, the file-transfer attributes, the GPU requests, and every
+policy, retry, limit, batch and materialization attributes, the file-transfer and self-checkpointing attributes, the GPU requests, and every
 custom (+Attr/MY.Attr) attribute. Values are compared as ClassAd expressions, each side canonicalised by classad2.
 """
 
@@ -33,7 +33,8 @@ COMPARED = [
     "ShouldTransferFiles", "WhenToTransferOutput", "TransferInput", "TransferOutput", "TransferOutputRemaps",
     "TransferExecutable", "TransferIn", "TransferOut", "TransferErr", "StreamIn", "StreamOut", "StreamErr",
     "TransferInputSizeMB", "FileSystemDomain", "RequestGPUs", "RequireGPUs", "GPUsMinCapability", "GPUsMaxCapability",
-    "GPUsMinMemory", "GPUsMinRuntime",
+    "GPUsMinMemory", "GPUsMinRuntime", "SuccessCheckpointExitCode", "WantFTOnCheckpoint", "TransferCheckpoint",
+    "EraseOutputAndErrorOnRestart", "NumCkpts",
 ]
 PRESENCE_ONLY = {"FileSystemDomain"}  # its value is the host's: only whether it is set is compared
 

@@ -1,0 +1,58 @@
+"""The version of gridbus's protocol, carried by every message, and which versions a daemon takes.
+
+Every message a gridbus process publishes (ads, invalidations, events, method and query requests
+and their answers) carries the AMQP header ``x-gridbus-protocol``: ``<major>.<minor>`` of the
+sender. A minor version only adds (attributes, methods, optional arguments); a major version may
+change what a message means. A message without the header comes from gridbus 0.1.0, protocol 0.1,
+which had none.
+
+A daemon takes messages of its own major version whose minor version is at least the previous one
+(so execute nodes can be upgraded one at a time while jobs run: the schedd and the negotiator
+work with startds one version older, and the old startds with them); a newer minor version is
+taken too (it only adds). Any other message is refused with `refusal`'s sentence: a request is
+answered with it and dead-lettered, an ad is dropped and the refusal logged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+HEADER = "x-gridbus-protocol"
+VERSION = (0, 2)
+WITHOUT_HEADER = (0, 1)  # gridbus 0.1.0 sent no version
+
+
+def text(version: tuple[int, int] = VERSION) -> str:
+    return f"{version[0]}.{version[1]}"
+
+
+def headers(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The headers of a message this process publishes (``extra`` added)."""
+    return {HEADER: text(), **(extra or {})}
+
+
+def of(message_headers: Mapping[str, Any] | None) -> tuple[int, int] | None:
+    """The sender's version from a message's headers; None if the header is not a version."""
+    raw = (message_headers or {}).get(HEADER)
+    if raw is None:
+        return WITHOUT_HEADER
+    if isinstance(raw, bytes):
+        raw = raw.decode(errors="replace")
+    major, dot, minor = str(raw).partition(".")
+    if not dot or not major.isdigit() or not minor.isdigit():
+        return None
+    return int(major), int(minor)
+
+
+def refusal(message_headers: Mapping[str, Any] | None, sender: str = "") -> str | None:
+    """None if a message with these headers is taken, else the sentence that says why not."""
+    version = of(message_headers)
+    who = f" from {sender}" if sender else ""
+    if version is None:
+        raw = (message_headers or {}).get(HEADER)
+        return f"message{who} refused: its {HEADER} header {raw!r} is not a version (major.minor)"
+    if version[0] == VERSION[0] and version[1] >= VERSION[1] - 1:
+        return None
+    return (f"message{who} refused: gridbus protocol {text(version)}, but this daemon speaks {text()} and takes "
+            f"{text((VERSION[0], max(VERSION[1] - 1, 0)))} and later of major version {VERSION[0]}: upgrade the sender")
