@@ -116,7 +116,7 @@ class Shadows:
             elif claim.restarting:  # its restart after a checkpoint, asked again (a repeat runs it once)
                 self._to_activate.setdefault(claim.startd, []).append((claim, job))
         for ad in list(self._running_ads()):
-            key = (ad.get("ClusterId"), ad.get("ProcId"))
+            key = (int(ad["ClusterId"]), int(ad["ProcId"]))  # (a queue's ad always has both)
             if key not in self.claims.by_job:
                 await self.state.job_evicted(key[0], key[1], "the schedd restarted and holds no claim for the job")
         for claim in list(self.claims.by_id.values()):
@@ -226,7 +226,7 @@ class Shadows:
         """claim.job's activation as ActivateClaims (or a JobReports answer) carries it. Sent again
         (its answer never came) it says ``Repeat``: the startd, whose job may have run and exited
         already, then answers as before rather than running the job a second time."""
-        entry = {"ClaimId": claim.claim_id, "JobAd": ad}
+        entry: dict[str, Any] = {"ClaimId": claim.claim_id, "JobAd": ad}
         if claim.asked:
             entry["Repeat"] = True
         claim.asked = True

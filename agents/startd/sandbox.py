@@ -195,7 +195,8 @@ class Sandboxes:
     def _filled(self, claim: sl.Claim, job_ad: Mapping[str, Any], scratch: str, account: Account,
                 box: Mapping[str, Any], stats: stream.Stats, started: float) -> tuple[dict[str, Any], str]:
         """The input is in: the sandbox is the claim's, and the job runs in it."""
-        output_limit = box.get("OutputLimit") if isinstance(box.get("OutputLimit"), int) else 0
+        limit = box.get("OutputLimit")
+        output_limit = limit if isinstance(limit, int) else 0
         self.bytes_moved["in"] += stats.bytes
         accounting = {"BytesSent": stats.bytes, "TransferInStarted": int(started), "TransferInFinished": int(time.time())}
         self._by_claim[claim.id] = Sandbox(scratch, account, spec.snapshot(scratch), accounting, output_limit)
