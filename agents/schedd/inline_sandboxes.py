@@ -7,6 +7,8 @@ report (``OutputLimit``). The exit reports' outputs are written by the owners' s
 the reports are applied, so a completion is never recorded before its output is in place.
 Neither direction opens a transfer (OpenTransfer, queues, a round trip of its own), and the
 shadow is asked once per owner for a whole batch of activations or of reports, not once per job.
+A self-checkpointing job's input brings its last checkpoint back (checkpoints.py), inline too when
+small; its checkpoints themselves are always streamed, into the spool.
 
 Anything else keeps the streamed path: a bigger sandbox, a spooled job (its files are the
 schedd's own: spooling.py serves them), an input the shadow cannot read (the startd's

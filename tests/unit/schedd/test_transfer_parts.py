@@ -160,3 +160,33 @@ def test_small_sandboxes_ride_in_the_activations_and_the_exit_reports_through_on
             await schedd.commits.close()
 
     asyncio.run(main())
+
+
+def test_a_small_input_after_a_checkpoint_brings_the_checkpoint_back_inline(tmp_path: Path):
+    """A self-checkpointing job's next run gets its last checkpoint with its input, inline as
+    streamed: the checkpoint's files, over an input file of the same name."""
+    iwd = tmp_path / "submit"
+    iwd.mkdir()
+    (iwd / "state").write_text("from the submit directory")
+    (iwd / "in.txt").write_text("input")
+
+    async def main() -> None:
+        schedd = make_schedd(tmp_path / "spool", inline_transfer_max=1024)
+        await schedd.setup()
+        try:
+            cid = submit(schedd, count=2, ShouldTransferFiles="YES", Iwd=str(iwd), TransferInput="in.txt,state",
+                         TransferExecutable=False, Cmd="/bin/true")
+            current = schedd.checkpoint_store.job_dir(cid, 0) / "current"
+            current.mkdir(parents=True)
+            (current / "state").write_text("step 7")
+            claims = [await run_on_claim(schedd, cid, p, f"c{p}") for p in (0, 1)]
+            entries = [{"ClaimId": cl.claim_id, "JobAd": schedd.queue.get(*cl.job)} for cl in claims]
+            await schedd.inline_sandboxes.attach(entries)
+            files = [{name: data for name, _mode, data in e["Sandbox"]["Files"]} for e in entries]
+            assert files == [{"state": b"step 7", "in.txt": b"input"},
+                             {"in.txt": b"input", "state": b"from the submit directory"}]
+        finally:
+            await schedd.owner_shadows.stop_all()
+            await schedd.commits.close()
+
+    asyncio.run(main())
