@@ -7,12 +7,13 @@
 2. The chunk stream alone (gridbus/transfer/stream.py, send_files -> receive_files between two
    connections, files on disk, sha256 on both ends): MiB/s at several chunk sizes.
 3. A personal pool (collector, negotiator, schedd, one startd with 4 slots; real processes):
-   1,000 jobs with 10 small inputs each (and one small output each) from a Submit to the last
-   completion, and one job with a 1 GiB input copied back as its output: sandbox MiB/s (bytes in
+   1,000 jobs with 10 x 4 KiB inputs each (and one small output each) from a Submit to the last
+   completion, beside the same 1,000 jobs without transfer and 1,000 with 1 x 4 KiB input, in the
+   same run (jobs/s, the ratios, the owner's shadow's cpu per job), and one job with a 1 GiB input copied back as its output: sandbox MiB/s (bytes in
    and out over the wall time), beside the raw broker's rate, and the ratio; the peak resident
    memory of the owner's shadow and the startd.
 
-    .venv/bin/python bench/bench_transfer.py [--quick]
+    .venv/bin/python bench/bench_transfer.py [--quick] [--small-only]
 """
 
 from __future__ import annotations
@@ -141,7 +142,57 @@ def _shadows(schedd_pid: int) -> list[int]:
     return out
 
 
-def pool_rates(url: str, work: Path, jobs: int, big_mib: int) -> dict[str, float]:
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+class _ShadowCpu:
+    """The owners' shadows' cpu seconds over a batch: sampled while it runs (a shadow may be
+    stopped, or started, between batches), each pid counted from its first sample or from 0."""
+
+    def __init__(self, schedd_pid: int):
+        self.schedd_pid = schedd_pid
+        self.first: dict[int, float] = {p: _cpu_seconds(p) for p in _shadows(schedd_pid)}
+        self.last: dict[int, float] = dict(self.first)
+
+    def sample(self) -> None:
+        for p in _shadows(self.schedd_pid):
+            self.last[p] = _cpu_seconds(p)
+
+    def used(self) -> float:
+        self.sample()
+        return sum(v - self.first.get(p, 0.0) for p, v in self.last.items())
+
+
+def _batch(pool, jobs: int, submit: Path, script: Path, **attrs: str) -> dict[str, float]:
+    """``jobs`` jobs of ``script`` from one Submit to the last completion: jobs/s, bytes moved,
+    the shadows' cpu per job."""
+    from tests.e2e.pool import wait_for
+
+    cpu = _ShadowCpu(pool.procs["schedd@s"].pid)
+    started = time.monotonic()
+    cluster = pool.submit("schedd@s", jobs, cmd=str(script), Iwd=str(submit), Out="/dev/null", Err="/dev/null",
+                          **attrs)
+
+    def left() -> bool:  # none idle or running (a held job is counted apart)
+        cpu.sample()
+        return not pool.jobs("schedd@s", f"ClusterId == {cluster} && JobStatus <= 2", ["ProcId"])
+
+    wait_for(f"{jobs} jobs", left, 1800, interval=0.25)
+    wall = time.monotonic() - started
+    done = pool.history("schedd@s", f"ClusterId == {cluster}", ["BytesSent", "BytesRecvd", "JobStatus"])
+    moved = sum(int(j.get("BytesSent", 0)) + int(j.get("BytesRecvd", 0)) for j in done)
+    return {"jobs": len(done), "completed": sum(1 for j in done if j.get("JobStatus") == 4),
+            "held": len(pool.jobs("schedd@s", f"ClusterId == {cluster} && JobStatus == 5", ["ProcId"])),
+            "jobs_per_s": len(done) / wall, "MiB_per_s": moved / MIB / wall, "bytes_per_job": moved / max(1, len(done)),
+            "shadow_cpu_ms_per_job": 1000 * cpu.used() / max(1, len(done))}
+
+
+def pool_rates(url: str, work: Path, jobs: int, big_mib: int, small_only: bool = False) -> dict[str, float]:
     from tests.e2e.pool import Pool, wait_for
 
     submit = work / "submit"
@@ -149,8 +200,8 @@ def pool_rates(url: str, work: Path, jobs: int, big_mib: int) -> dict[str, float
     inputs.mkdir(parents=True)
     for i in range(10):
         (inputs / f"in{i}.dat").write_bytes(os.urandom(4096))
-    script = submit / "job.sh"
-    script.write_text("#!/bin/sh\ncat in*.dat | wc -c > out.txt\n")
+    script = submit / "job.sh"  # the same job with and without transfer: it reads in*.dat where it runs
+    script.write_text("#!/bin/sh\ncat in*.dat inputs/in*.dat 2>/dev/null | wc -c > out.txt\n")
     os.chmod(script, 0o755)
     pool = Pool(url, work / "pool")
     out: dict[str, float] = {}
@@ -161,25 +212,33 @@ def pool_rates(url: str, work: Path, jobs: int, big_mib: int) -> dict[str, float
         pool.start("startd", "a", GRIDBUS_NUM_SLOTS="4", GRIDBUS_NUM_CPUS="4", GRIDBUS_MEMORY="4096")
         pool.wait_serving("collector@c", "schedd@s", "negotiator@n")
         pool.wait_slots(4)
-        names = ", ".join(f"inputs/in{i}.dat" for i in range(10))
-        started = time.monotonic()
-        cluster = pool.submit("schedd@s", jobs, cmd=str(script), Iwd=str(submit), ShouldTransferFiles="YES",
-                              TransferInput=names, TransferOutput="out.txt", Out="/dev/null", Err="/dev/null")
+        # Side by side in one run: the bare jobs (no transfer: they read the inputs in the submit
+        # directory), the same with 10 x 4 KiB inputs and 1 output transferred, and with 1 x 4 KiB.
+        # The bare jobs run first and last (the machine is shared: its load drifts), after a few
+        # jobs that warm the pool up (claims, the shadow); the ratios are over their mean rate.
+        ten = ", ".join(f"inputs/in{i}.dat" for i in range(10))
+        bare = {"ShouldTransferFiles": "NO"}
+        _batch(pool, 20, submit, script, **bare)
+        runs = {"bare": bare,
+                "small": {"ShouldTransferFiles": "YES", "TransferInput": ten, "TransferOutput": "out.txt"},
+                "one": {"ShouldTransferFiles": "YES", "TransferInput": "inputs/in0.dat", "TransferOutput": "out.txt"},
+                "bare_again": bare}
+        for name, attrs in runs.items():
+            for key, value in _batch(pool, jobs, submit, script, **attrs).items():
+                out[f"{name}_{key}"] = value
+        bare_rate = (out["bare_jobs_per_s"] + out["bare_again_jobs_per_s"]) / 2
+        out["ratio_small_over_bare"] = out["small_jobs_per_s"] / bare_rate
+        out["ratio_one_over_bare"] = out["one_jobs_per_s"] / bare_rate
+        out["small_files_per_s"] = out["small_jobs_per_s"] * 12  # 10 inputs + the executable in, 1 output back
+        out["small_sandbox_MiB_per_s"] = out["small_MiB_per_s"]
+        if small_only:
+            return out
 
-        def left() -> bool:  # none idle or running (a held job is counted apart)
-            return not pool.jobs("schedd@s", f"ClusterId == {cluster} && JobStatus <= 2", ["ProcId"])
+        shadow_rss = [0.0]
 
-        wait_for(f"{jobs} small-sandbox jobs", left, 1800, interval=0.5)
-        wall = time.monotonic() - started
-        done = pool.history("schedd@s", f"ClusterId == {cluster}", ["BytesSent", "BytesRecvd", "JobStatus"])
-        moved = sum(int(j.get("BytesSent", 0)) + int(j.get("BytesRecvd", 0)) for j in done)
-        out["small_jobs_held"] = len(pool.jobs("schedd@s", f"ClusterId == {cluster} && JobStatus == 5", ["ProcId"]))
-        out["small_jobs"] = len(done)
-        out["small_jobs_completed"] = sum(1 for j in done if j.get("JobStatus") == 4)
-        out["small_jobs_per_s"] = len(done) / wall
-        out["small_files_per_s"] = len(done) * 12 / wall  # 10 inputs + the executable in, 1 output back
-        out["small_sandbox_MiB_per_s"] = moved / MIB / wall
-        out["small_bytes_per_job"] = moved / max(1, len(done))
+        def left() -> bool:  # (the shadow's peak taken while it lives: the schedd stops it once idle)
+            shadow_rss.append(max([_peak_rss_mib(p) for p in _shadows(pool.procs["schedd@s"].pid)] or [0.0]))
+            return not pool.jobs("schedd@s", "JobStatus <= 2", ["ProcId"])
 
         big = submit / "big.bin"
         _write_random(big, big_mib)
@@ -200,7 +259,8 @@ def pool_rates(url: str, work: Path, jobs: int, big_mib: int) -> dict[str, float
         span = max(1, int(job.get("TransferInFinished", 0)) - int(job.get("TransferInStarted", 0)))
         out["big_input_MiB_per_s_approx"] = big_mib / span  # whole seconds only
         out["big_copy_intact"] = float(_digest(copy) == _digest(big))
-        out["shadow_peak_rss_MiB"] = max([_peak_rss_mib(p) for p in _shadows(pool.procs["schedd@s"].pid)] or [0.0])
+        left()
+        out["shadow_peak_rss_MiB"] = max(shadow_rss)
         out["startd_peak_rss_MiB"] = _peak_rss_mib(pool.procs["startd@a"].pid)
         out["schedd_peak_rss_MiB"] = _peak_rss_mib(pool.procs["schedd@s"].pid)
     finally:
@@ -216,13 +276,16 @@ def _digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def run(quick: bool = False) -> dict:
+def run(quick: bool = False, small_only: bool = False) -> dict:
     from gridbus.transfer import stream
 
     mgmt, vhost, url = _vhost("transfer")
     work = Path(tempfile.mkdtemp(prefix="gridbus-bench-transfer-"))
     figures: dict[str, object] = {}
     try:
+        if small_only:
+            figures.update(pool_rates(url, work, 100 if quick else 1000, 0, small_only=True))
+            return figures
         raw_total = (128 if quick else 512) * MIB
         figures["raw_classic_MiB_per_s"] = asyncio.run(raw_rate(url, raw_total, stream.CHUNK_SIZE))
         figures["raw_stream_queue_MiB_per_s"] = asyncio.run(raw_rate(url, raw_total, stream.CHUNK_SIZE, "stream"))
@@ -250,7 +313,10 @@ def run(quick: bool = False) -> dict:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smaller run (a smoke run)")
-    result = run(quick=parser.parse_args().quick)
+    parser.add_argument("--small-only", action="store_true",
+                        help="only the small-sandbox jobs beside the same jobs without transfer (no raw broker, no 1 GiB)")
+    args = parser.parse_args()
+    result = run(quick=args.quick, small_only=args.small_only)
     width = max(len(k) for k in result)
     for key, value in result.items():
         print(f"{key:<{width}}  {value}")

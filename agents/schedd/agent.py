@@ -60,6 +60,7 @@ from gridbus.agents.schedd.ads import Ads, Counters
 from gridbus.agents.schedd.checkpoints import Checkpointing, CheckpointStore
 from gridbus.agents.schedd.claims import Claims
 from gridbus.agents.schedd.commits import Commits
+from gridbus.agents.schedd.inline_sandboxes import InlineSandboxes
 from gridbus.agents.schedd.job_actions import JobActions
 from gridbus.agents.schedd.job_objects import JobObjects
 from gridbus.agents.schedd.jobattrs import RUNNING
@@ -90,7 +91,7 @@ SCHEDD_KNOBS = frozenset({
     "SCHEDD_WRITE_BEHIND", "SCHEDD_MAX_JOB_OBJECTS", "QUEUE_SUPER_USERS", "SUBMIT_REQUIREMENT_NAMES", "UID_DOMAIN",
     "CLAIM_WORKLIFE", "JOB_LEASE_DURATION", "SHADOW_CALL_TIMEOUT", "SCHEDD_MAX_SCHEDULER_JOBS",
     "SCHEDD_RUN_LOCAL_JOBS_AS_SELF", "SCHEDD_LOCAL_KILL_TIMEOUT", "OWNER_SHADOW_CHECK_INTERVAL",
-    "TRANSFER_STALL_TIMEOUT", "SPOOL_SWEEP_INTERVAL",
+    "TRANSFER_STALL_TIMEOUT", "MAX_INLINE_TRANSFER_KB", "SPOOL_SWEEP_INTERVAL",
     "JOB_TRANSFORM_NAMES", "MAX_JOBS_PER_OWNER", "MAX_JOBS_PER_SUBMISSION", "MAX_JOBS_RUNNING",
 })
 RESTART_KNOBS = frozenset({"SCHEDD_NAME", "SPOOL", "SCHEDD_QUEUE_SYNC", "SCHEDD_REQUEST_QUEUE_TYPE",
@@ -128,8 +129,7 @@ class Schedd(Agent):
         self.reload_seconds = time.monotonic() - started
         self.commits = Commits(self.queue, settings.write_behind)
         # The job state, its events and the user logs (through the owners' shadows, as the owners).
-        self.owner_shadows = owner_shadows or owner_shadow.for_schedd(lambda: self.config,
-                                                                      self.url.alternatives[0].url)
+        self.owner_shadows = owner_shadows or owner_shadow.for_schedd(lambda: self.config, self.url.url)
         # What the commits owe the user logs and the bus, kept in the job queue until delivered.
         self.outbox = (Outbox(self.queue.store, self.queue.add_writes, self.commits.soon)
                        if settings.durable_events else None)
@@ -171,8 +171,13 @@ class Schedd(Agent):
         self.spooling = Spooling(self.address, self.queue, self.state, self.commits, self.users, settings,
                                  lambda: self._connection, self.spawn, self.ads_changed)
         self.user_logs.schedd_owned = self.spooling.owns_log  # a spooled job's log is in the spool
+        self.inline_sandboxes = InlineSandboxes(self.address, self.queue, self.claims, self.owner_shadows,
+                                                self.spooling.is_spooled, lambda: self.settings.inline_transfer_max,
+                                                self.checkpoint_store)
         self.transfers = Transfers(self.queue, self.claims, self.owner_shadows, self.spooling, settings,
-                                   self.checkpoint_store)
+                                   self.checkpoint_store, self.inline_sandboxes.stats)
+        self.shadows.attach_inline = self.inline_sandboxes.attach
+        self.reports.inline = self.inline_sandboxes
         self.queue.on_materialized.append(self.submission.log_submit)
         self.add_parts(self.submission, self.queries, self.actions, self.job_objects, self.negotiation, self.reports,
                        self.transfers, self.spooling)
@@ -262,7 +267,7 @@ class Schedd(Agent):
         return [self.daemon_ad(), *self.scheduler_ads.submitters()]
 
     def object_statistics(self) -> dict[str, Any]:
-        return {**self.stats, **self.scheduler_ads.statistics(), **self.claims.statistics()}
+        return {**self.stats, **self.scheduler_ads.statistics(), **self.claims.statistics(), **self.inline_sandboxes.stats}
 
     def is_super(self, user: str | None) -> bool:
         return self.users.is_super(user)

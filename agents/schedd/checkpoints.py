@@ -15,7 +15,8 @@ execute event and no start counted (shadows.py, ``restart_in_place``).
 
 Any later run, on this claim or, after a vacate, an eviction or a startd crash, elsewhere, gets
 the checkpoint's files back with its input (OpenTransfer ``in`` adds the ``current`` directory;
-its files win over input files of the same name). The job's checkpoint directory goes with the
+its files win over input files of the same name; a small one goes inline with the activation,
+inline_sandboxes.py). The job's checkpoint directory goes with the
 job: the spool sweep (spooling.py) removes those of jobs no longer in the queue, as it does
 spooled jobs' directories (the same ``<cluster>/<proc>`` layout).
 """
@@ -38,6 +39,7 @@ from gridbus.agents.startd.accounts import Account, RunAsRefused
 from gridbus.classad.values import is_number
 from gridbus.eventlog import writer
 from gridbus.transfer.spec import ACCOUNTING_ATTRS as TRANSFER_ACCOUNTING
+from gridbus.transfer.spec import CHECKPOINT_FROM
 
 log = logging.getLogger("gridbus.schedd.checkpoints")
 
@@ -63,6 +65,11 @@ class CheckpointStore:
         """The job's last whole checkpoint, or None if it has none."""
         path = self.job_dir(cluster, proc) / CURRENT
         return path if path.is_dir() else None
+
+    def input_spec(self, cluster: int, proc: int) -> dict[str, str]:
+        """What a run's input spec adds (streamed or inline): the job's last checkpoint, if any."""
+        current = self.current(cluster, proc)
+        return {CHECKPOINT_FROM: str(current)} if current is not None else {}
 
     def incoming(self, cluster: int, proc: int, claim_id: str, owner: str) -> Path:
         """A fresh, empty directory for the checkpoint the job's run on ``claim_id`` sends."""

@@ -16,14 +16,17 @@ The interface the schedd uses: ``await shadows.read(owner, path, start, end, mos
 ``await shadows.append(owner, path, text)``; both raise :class:`ShadowRefused` with a sentence.
 The schedd's user-log writer (userlogs.py) queues the appends.
 For file transfer, ``await shadows.expect(owner, token, direction, spec)`` connects the owner's
-shadow to the broker if it is not (the URL with the daemon's credentials goes over the pipe, never
-into a file or the environment) and answers the shadow's queue, where the starter opens the
-transfer with the token.
+shadow to the broker if it is not (the first broker of the URL list that answers, failing over
+as every daemon does; the URL with the daemon's credentials goes over the pipe, never into a file
+or the environment) and answers the shadow's queue, where the starter opens the transfer with the
+token. ``inline_inputs`` and ``inline_outputs`` read and write the small sandboxes of many jobs in
+one request (agents/schedd/inline_sandboxes.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
@@ -35,11 +38,14 @@ from pathlib import Path
 from typing import Any
 
 from gridbus.agents.startd.accounts import Account, RunAsPolicy, RunAsRefused, UserMap, _current
+from gridbus.bus import BrokerURL
 from gridbus.config import Config
+from gridbus.transfer.spec import output_directories
 
 log = logging.getLogger("gridbus.schedd.shadow")
 
 IDLE_SECONDS = 300.0
+OUTPUT_DIRS_KEPT = 1000  # directories an owner's outputs went to, remembered for the sweep
 _CHILD_SOURCE = (Path(__file__).with_name("shadow_child.py")).read_text()
 
 
@@ -118,6 +124,10 @@ class _Shadow:
         # a shadow in use is never stopped as idle, or a request waiting behind the check that
         # found it idle would find it stopping, and start another beside it.
         self.users = 0
+        # Where this owner's outputs were written (ordered, bounded): a shadow killed mid-write
+        # leaves temporary files there, which its successor removes.
+        self.output_dirs: dict[str, None] = {}
+        self.lost = 0  # the pid of a shadow that died under a request (reaped), until its successor sweeps
 
     @contextlib.contextmanager
     def in_use(self) -> Iterator[None]:
@@ -152,12 +162,15 @@ class _Shadow:
             self.used = time.monotonic()
             for attempt in (1, 2):  # a shadow that died is started again, once per request
                 if self.proc is None or self.proc.returncode is not None:
+                    dead, self.lost = (self.proc.pid if self.proc is not None else self.lost), 0
                     try:
                         await self.start()
                     except OSError as exc:
                         raise ShadowRefused(
                             f"the shadow of {self.owner} could not start as uid {self.account.uid}: {exc}"
                         ) from None
+                    if dead and self.output_dirs:
+                        await self._sweep(dead)
                 assert self.proc is not None and self.proc.stdin and self.proc.stdout
                 try:
                     self.proc.stdin.write((json.dumps(req) + "\n").encode())
@@ -172,8 +185,29 @@ class _Shadow:
                     raise ShadowDied(f"the shadow of {self.owner} died twice on one request")
         raise AssertionError("unreachable")
 
+    def wrote_to(self, directories: Iterable[str]) -> None:
+        for d in directories:
+            self.output_dirs.pop(d, None)
+            self.output_dirs[d] = None
+        while len(self.output_dirs) > OUTPUT_DIRS_KEPT:
+            del self.output_dirs[next(iter(self.output_dirs))]
+
+    async def _sweep(self, dead: int) -> None:
+        """The new shadow removes the temporary files its killed predecessor left (best effort)."""
+        assert self.proc is not None and self.proc.stdin and self.proc.stdout
+        req = {"op": "sweep", "pid": dead, "dirs": list(self.output_dirs), "paths": _our_paths()}
+        try:
+            self.proc.stdin.write((json.dumps(req) + "\n").encode())
+            await self.proc.stdin.drain()
+            answer = json.loads(await self.proc.stdout.readline() or b"{}")
+        except (BrokenPipeError, ConnectionResetError, ValueError):
+            return
+        if answer.get("removed"):
+            log.info("the shadow of %s removed %d file(s) its killed predecessor left", self.owner, answer["removed"])
+
     async def _reap(self) -> None:
         if self.proc is not None:
+            self.lost = self.proc.pid
             try:
                 self.proc.kill()
             except ProcessLookupError:
@@ -191,6 +225,11 @@ class _Shadow:
         except TimeoutError:
             await self._reap()
         self.proc = None
+
+
+def _our_paths() -> list[str]:
+    """Where the shadow finds gridbus/transfer (it runs ``python -I``, with no path of ours)."""
+    return [p for p in sys.path if p and os.path.isabs(p)]
 
 
 def _tls_material(url: str) -> dict[str, Any] | None:
@@ -221,7 +260,7 @@ class OwnerShadows:
         # scheduler universe runs the owner's jobs under it too.
         self.account_for = policy.account_for if isinstance(policy, RunAsPolicy) else policy
         self._shadows: dict[str, _Shadow] = {}
-        self.bus_url = bus_url  # the broker the shadows connect to for file transfer
+        self.bus_url = bus_url  # the brokers the shadows connect to for file transfer (a list: failover)
 
     def _shadow(self, owner: str) -> _Shadow:
         sh = self._shadows.get(owner)
@@ -264,13 +303,18 @@ class OwnerShadows:
             # A shadow that died, or whose broker connection went, is started and connected again.
             for _attempt in (1, 2):
                 if not sh.queue or sh.proc is None or sh.proc.returncode is not None:
-                    paths = [p for p in sys.path if p and os.path.isabs(p)]
-                    answer = await self._call(owner, {"op": "connect", "url": self.bus_url, "paths": paths,
+                    # Every broker of the URL, in order: the shadow takes the first that answers,
+                    # and after a lost connection starts from the one after it (failover).
+                    urls = [a.url for a in BrokerURL(self.bus_url).alternatives]
+                    answer = await self._call(owner, {"op": "connect", "url": urls[0], "urls": urls,
+                                                      "paths": _our_paths(),
                                                       "name": f"gridbus shadow of {owner}",
                                                       "tls": _tls_material(self.bus_url)},
                                               "connect to the broker", sh)
                     sh.queue = str(answer["queue"])
                 queue = sh.queue
+                if direction == "out":
+                    sh.wrote_to(output_directories(spec))
                 answer = await sh.request({"op": "expect", "token": token, "direction": direction, "spec": spec})
                 if answer.get("ok") and sh.queue == queue:  # (a restart in between would have lost it)
                     return queue
@@ -278,6 +322,31 @@ class OwnerShadows:
                     raise ShadowRefused(f"the shadow of {owner} cannot expect a transfer: {answer.get('error')}")
                 sh.queue = ""
         raise ShadowRefused(f"the shadow of {owner} lost its broker connection twice while a transfer was being set up")
+
+    async def inline_inputs(self, owner: str, jobs: dict[str, dict[str, Any]], limit: int) -> dict[str, dict[str, Any]]:
+        """Small sandboxes inline: the inputs of many of ``owner``'s jobs (id -> the transfer
+        attributes of its ad) read as the owner in one request; per id ``{"files": [[name, mode,
+        bytes | None]]}``, ``{"big": True}`` (more than ``limit`` bytes: streamed) or ``{"error",
+        "errno", "path"}``. ShadowRefused when the shadow cannot answer at all."""
+        req = {"op": "inline_in", "paths": _our_paths(), "limit": limit,
+               "jobs": [{"id": k, "spec": v} for k, v in jobs.items()]}
+        answers = (await self._call(owner, req, "read the inputs of its jobs"))["jobs"]
+        for answer in answers.values():
+            if "files" in answer:
+                answer["files"] = [[n, m, None if d is None else base64.b64decode(d)] for n, m, d in answer["files"]]
+        return answers
+
+    async def inline_outputs(self, owner: str, jobs: dict[str, tuple[dict[str, Any], list[Any]]]) -> dict[str, dict[str, Any]]:
+        """The outputs of many of ``owner``'s jobs (id -> (transfer attributes, files)) written as
+        the owner where each ad says, in one request; per id ``{"bytes"}`` or ``{"error", "errno",
+        "path"}``. ShadowRefused when the shadow cannot answer at all."""
+        sh = self._shadow(owner)
+        for ad, _files in jobs.values():
+            sh.wrote_to(output_directories(ad))
+        req = {"op": "inline_out", "paths": _our_paths(), "jobs": [
+            {"id": k, "spec": ad, "files": [[n, m, None if d is None else base64.b64encode(d).decode("ascii")]
+                                           for n, m, d in files]} for k, (ad, files) in jobs.items()]}
+        return (await self._call(owner, req, "write the outputs of its jobs", sh))["jobs"]
 
     async def uid_of(self, owner: str) -> int:
         return int((await self._call(owner, {"op": "whoami"}, "be"))["uid"])

@@ -6,6 +6,7 @@ an answer to, so a schedd that dies before its commit leaves the startd the repo
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from gridbus.agent import Call, method
 from gridbus.agents.schedd.claims import ACTIVATING, IDLE, Claim, Claims
 from gridbus.agents.schedd.commits import Commits
+from gridbus.agents.schedd.inline_sandboxes import InlineSandboxes
 from gridbus.agents.schedd.shadows import JobStateCalls, Shadows, job_of
 from gridbus.status import Status, invalid
 
@@ -20,11 +22,13 @@ log = logging.getLogger("gridbus.schedd.reports")
 
 
 class Reports:
-    def __init__(self, claims: Claims, shadows: Shadows, state: JobStateCalls, commits: Commits):
+    def __init__(self, claims: Claims, shadows: Shadows, state: JobStateCalls, commits: Commits,
+                 inline: InlineSandboxes | None = None):
         self.claims = claims
         self.shadows = shadows
         self.state = state
         self.commits = commits
+        self.inline = inline  # small sandboxes: outputs written from the reports, inputs put in the answer
 
     @method("scheduler")
     async def JobReports(self, call: Call, Reports: list) -> dict[str, Any]:
@@ -37,6 +41,8 @@ class Reports:
         resend: list[Claim] = []
         failed: list[dict[str, Any]] = []
         reporting: dict[str, tuple[Claim, int]] = {}  # claim id -> (claim, AheadSeq its reports carry)
+        if self.inline is not None:  # the outputs that came inside exit reports, in place before any is applied
+            await self.inline.take_outputs(r for r in Reports if r.get("Event") == "exit" and "OutputSandbox" in r)
         for report in Reports:
             claim = self.claims.by_id.get(report["ClaimId"])
             if claim is None:
@@ -73,8 +79,12 @@ class Reports:
         # The rest of the next jobs chosen for this batch go out in one ActivateClaims per startd.
         self.shadows.flush_activations_now()
         # Answered only once the exits are on disk: the startd forgets a report it has an answer
-        # to, so a crash before this commit must leave it the report to send again.
-        await self.commits.now()
+        # to, so a crash before this commit must leave it the report to send again. The owners'
+        # shadows read the small inputs of the answer's activations meanwhile.
+        if self.inline is not None and (activations or ahead):
+            await asyncio.gather(self.inline.attach([*activations, *ahead]), self.commits.now())
+        else:
+            await self.commits.now()
         return out
 
     async def _take_report(self, claim: Claim, report: dict[str, Any], resend: list[Claim]) -> None:

@@ -105,6 +105,7 @@ class ScheddSettings:
     spool_sweep_interval: float = 60.0  # SPOOL_SWEEP_INTERVAL
     spool_quota_mb: int = 0  # MAX_SPOOL_MB_PER_OWNER (0: no bound)
     transfer_stall: float = STALL_TIMEOUT  # TRANSFER_STALL_TIMEOUT, given to the owners' shadows' transfers
+    inline_transfer_max: int = 256 << 10  # MAX_INLINE_TRANSFER_KB, in bytes: small sandboxes ride in the messages
 
     @classmethod
     def from_config(cls, cfg: Config, **overrides: Any) -> ScheddSettings:
@@ -144,6 +145,7 @@ class ScheddSettings:
             "local_kill_timeout": float(cfg.get("SCHEDD_LOCAL_KILL_TIMEOUT")),
             "shadow_check_interval": float(cfg.get("OWNER_SHADOW_CHECK_INTERVAL")),
             "transfer_stall": float(cfg.get("TRANSFER_STALL_TIMEOUT")),
+            "inline_transfer_max": max(0, int(cfg.get("MAX_INLINE_TRANSFER_KB"))) << 10,
             "spool_sweep_interval": float(cfg.get("SPOOL_SWEEP_INTERVAL")),
             "spool_quota_mb": int(cfg.get("MAX_SPOOL_MB_PER_OWNER")),
         }

@@ -10,8 +10,8 @@ Requests: ``{"op": "read", "path", "start", "end", "max"}`` answers ``{"ok": tru
 uid. A failure answers ``{"ok": false, "errno", "error"}``: the operating system's word, as the
 owner.
 
-File transfer (gridbus/transfer): ``{"op": "connect", "url", "paths"}`` makes the shadow connect
-to the broker (the URL, with the credentials, comes over the pipe and is kept in memory only; the
+File transfer (gridbus/transfer): ``{"op": "connect", "url", "urls", "paths"}`` makes the shadow
+connect to the first broker of ``urls`` (or ``url``) that answers (the URL, with the credentials, comes over the pipe and is kept in memory only; the
 process makes itself non-dumpable first, so the owner cannot read it out of its memory either)
 and answers its own exclusive queue; for amqps the request carries the CA, client certificate and
 key as text, used from memory; ``{"op": "expect", "token", "direction", "spec"}`` lets
@@ -20,9 +20,18 @@ output and writes it where the job's ad says); ``{"op": "busy"}`` answers how ma
 under way or expected (the schedd does not stop a shadow that has some). A starter opens an expected transfer by sending
 ``open`` with the token to the shadow's queue; an unknown token is refused, and a token opens
 once. Transfers run concurrently with the pipe's requests, on one event loop.
+
+Small sandboxes inline (gridbus/transfer/inline.py), many jobs a request: ``{"op": "inline_in",
+"paths", "limit", "jobs": [{"id", "spec"}]}`` reads each job's input if it comes to at most
+``limit`` bytes, answering per id ``{"files"}`` (data base64), ``{"big": true}`` or ``{"error",
+"errno", "path"}``; ``{"op": "inline_out", "paths", "jobs": [{"id", "spec", "files"}]}`` writes
+each job's output where its ad says, answering per id ``{"bytes"}`` or an error.
+``{"op": "sweep", "pid", "dirs", "paths"}`` removes the temporary files a killed shadow (``pid``)
+left in ``dirs`` (the schedd asks it of the shadow it starts in the killed one's place).
 """
 
 import asyncio
+import base64
 import ctypes
 import json
 import os
@@ -30,6 +39,7 @@ import sys
 import time
 
 EXPECT_SECONDS = 600  # an expected transfer nobody opened within this is forgotten
+CONNECT_TIMEOUT = 10  # seconds a broker of the list has to answer before the next is tried
 _transfers = {}  # token -> (direction, spec, when): what the schedd let in
 _bus = {}  # "connection", "queue" once connected
 
@@ -70,12 +80,16 @@ def _not_dumpable():
         pass
 
 
+def _add_paths(req):
+    for path in req.get("paths") or []:
+        if isinstance(path, str) and path not in sys.path:
+            sys.path.append(path)
+
+
 async def _connect(req):
     if _connected():
         return {"ok": True, "queue": _bus["queue"]}
-    for path in req.get("paths") or []:
-        if path not in sys.path:
-            sys.path.append(path)
+    _add_paths(req)
     try:
         import aio_pika
 
@@ -83,8 +97,23 @@ async def _connect(req):
     except ImportError as exc:
         return {"ok": False, "errno": 0, "error": f"cannot load the transfer code as this user: {exc}"}
     extra = {"ssl_context": _tls_context(req["tls"])} if req.get("tls") else {}
-    connection = await aio_pika.connect(req["url"], client_properties={"connection_name": req.get("name") or "shadow"},
-                                        **extra)
+    # The brokers in the URL list's order, from the one after the broker whose connection went
+    # (failover, as every daemon): the first that answers is taken.
+    urls = [u for u in req.get("urls") or [req["url"]] if isinstance(u, str)]
+    first = (_bus.get("index", -1) + 1) % len(urls) if _bus.get("closed") else 0
+    connection = None
+    errors = []
+    for i in [*range(first, len(urls)), *range(first)]:
+        try:
+            connection = await asyncio.wait_for(aio_pika.connect(
+                urls[i], client_properties={"connection_name": req.get("name") or "shadow"}, **extra), CONNECT_TIMEOUT)
+        except (OSError, TimeoutError, aio_pika.exceptions.AMQPError) as exc:
+            errors.append(f"{urls[i].rsplit('@', 1)[-1]}: {exc!r}")  # (no credentials in the sentence)
+            continue
+        _bus["index"] = i
+        break
+    if connection is None:
+        return {"ok": False, "errno": 0, "error": "no broker answered: " + "; ".join(errors)}
     channel = await connection.channel()
     queue = await channel.declare_queue("", exclusive=True, auto_delete=True)
     await queue.consume(_on_open, no_ack=True)
@@ -151,6 +180,50 @@ async def _serve_transfer(token, expected, peer):
         await ep.close()
 
 
+def _failed(error):
+    return {"error": error.reason, "errno": error.errno, "path": error.path}
+
+
+def _inline_in(req):
+    """The inputs of many jobs, each read whole if small enough (one pipe round trip for all)."""
+    _add_paths(req)
+    from gridbus.transfer import inline, stream
+
+    limit = int(req.get("limit") or 0)
+    out = {}
+    for job in req.get("jobs") or []:
+        try:
+            files = inline.read_input(job["spec"], limit)
+        except stream.TransferError as error:
+            out[str(job["id"])] = _failed(error)
+            continue
+        if files is None:
+            out[str(job["id"])] = {"big": True}
+        else:
+            out[str(job["id"])] = {"files": [[n, m, None if d is None else base64.b64encode(d).decode("ascii")]
+                                             for n, m, d in files]}
+    return {"ok": True, "jobs": out}
+
+
+def _inline_out(req):
+    """The outputs of many jobs, each written where its ad says (as a stream's receiver would)."""
+    _add_paths(req)
+    from gridbus.transfer import inline, spec, stream
+
+    out = {}
+    for job in req.get("jobs") or []:
+        ad = job["spec"]
+        try:
+            files = [[n, m, None if d is None else base64.b64decode(d)] for n, m, d in job.get("files") or []]
+            sink = stream.DirectorySink(lambda name, ad=ad: spec.output_destination(ad, name))
+            out[str(job["id"])] = {"bytes": inline.write_files(files, sink)}
+        except stream.TransferError as error:
+            out[str(job["id"])] = _failed(error)
+        except (ValueError, TypeError) as exc:
+            out[str(job["id"])] = {"error": f"a malformed inline sandbox: {exc}", "errno": 0, "path": ""}
+    return {"ok": True, "jobs": out}
+
+
 async def _handle(req):
     op = req.get("op")
     if op == "read":
@@ -175,6 +248,15 @@ async def _handle(req):
             if now - when > EXPECT_SECONDS:
                 del _transfers[token]
         return {"ok": True, "count": len(_tasks) + len(_transfers)}
+    if op == "sweep":  # a killed predecessor's temporary files, in the directories it wrote to
+        from gridbus.transfer import stream
+
+        _add_paths(req)
+        return {"ok": True, "removed": stream.sweep_partials([str(d) for d in req.get("dirs") or []], int(req["pid"]))}
+    if op == "inline_in":
+        return _inline_in(req)
+    if op == "inline_out":
+        return _inline_out(req)
     if op == "forget":
         _transfers.pop(str(req.get("token")), None)
         return {"ok": True}

@@ -37,7 +37,7 @@ import asyncio
 import heapq
 import logging
 import time
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Protocol
 
 from gridbus import classad
@@ -97,6 +97,8 @@ class Shadows:
         # Claims whose job exited with jobs queued ahead: settled once the call that reported the
         # exit is applied (a start behind the exit comes in the same call).
         self._awaiting: dict[str, Claim] = {}
+        # Gives activation entries their small input sandboxes (inline_sandboxes.py), if set.
+        self.attach_inline: Callable[[list[dict[str, Any]]], Awaitable[None]] | None = None
         self.checkpoints: Checkpointing | None = None  # self-checkpointing jobs; set by the schedd
 
     # ------------------------------------------------------------------ after a restart
@@ -114,7 +116,7 @@ class Shadows:
             elif claim.restarting:  # its restart after a checkpoint, asked again (a repeat runs it once)
                 self._to_activate.setdefault(claim.startd, []).append((claim, job))
         for ad in list(self._running_ads()):
-            key = (ad.get("ClusterId"), ad.get("ProcId"))
+            key = (int(ad["ClusterId"]), int(ad["ProcId"]))  # (a queue's ad always has both)
             if key not in self.claims.by_job:
                 await self.state.job_evicted(key[0], key[1], "the schedd restarted and holds no claim for the job")
         for claim in list(self.claims.by_id.values()):
@@ -174,6 +176,8 @@ class Shadows:
             self.flush_activations_now()  # the claims passed on to other jobs
             return
         self.claims.stats["ActivationBatches"] += 1
+        if self.attach_inline is not None:
+            await self.attach_inline(activations)
         result = None
         try:
             result = await self.claims.call(startd, "ActivateClaims", {"Activations": activations},
@@ -222,7 +226,7 @@ class Shadows:
         """claim.job's activation as ActivateClaims (or a JobReports answer) carries it. Sent again
         (its answer never came) it says ``Repeat``: the startd, whose job may have run and exited
         already, then answers as before rather than running the job a second time."""
-        entry = {"ClaimId": claim.claim_id, "JobAd": ad}
+        entry: dict[str, Any] = {"ClaimId": claim.claim_id, "JobAd": ad}
         if claim.asked:
             entry["Repeat"] = True
         claim.asked = True

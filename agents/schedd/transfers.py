@@ -21,6 +21,7 @@ from gridbus.agent import Call, method
 from gridbus.agents.schedd import matchexp
 from gridbus.agents.schedd.checkpoints import CheckpointStore
 from gridbus.agents.schedd.claims import Claims
+from gridbus.agents.schedd.inline_sandboxes import transfer_spec
 from gridbus.agents.schedd.jobqueue import JobQueue
 from gridbus.agents.schedd.owner_shadow import OwnerShadows, ShadowRefused
 from gridbus.agents.schedd.settings import ScheddSettings
@@ -31,8 +32,11 @@ from gridbus.transfer import OPEN_REFUSED, spec
 
 class Transfers:
     def __init__(self, queue: JobQueue, claims: Claims, owner_shadows: OwnerShadows, spooling: Spooling,
-                 settings: ScheddSettings, checkpoints: CheckpointStore | None = None):
+                 settings: ScheddSettings, checkpoints: CheckpointStore | None = None,
+                 stats: dict[str, int] | None = None):
         self.checkpoints = checkpoints
+        self.stats = stats if stats is not None else {}
+        self.stats.setdefault("TransfersOpened", 0)  # streamed transfers (small sandboxes go inline)
         self.queue = queue
         self.claims = claims
         self.owner_shadows = owner_shadows
@@ -58,10 +62,11 @@ class Transfers:
         ad = matchexp.as_matched(ad)  # its $$() as expanded for this claim's slot at the activation
         stall = self.settings.transfer_stall
         token = secrets.token_hex(16)
+        self.stats["TransfersOpened"] += 1
         extra, direction = self._checkpoint_spec(ad, Direction, ClaimId)
         if self.spooling.is_spooled(ad):
             return {"Queue": await self.spooling.open_transfer({**ad, **extra}, direction, token, stall), "Token": token}
-        wanted = {k: ad[k] for k in spec.SPEC_ATTRS if isinstance(ad.get(k), str | bool | int | float)}
+        wanted = transfer_spec(ad)
         try:
             queue = await self.owner_shadows.expect(str(ad.get("Owner") or ""), token, direction,
                                                     {**wanted, **extra, "stall": stall})
@@ -84,8 +89,4 @@ class Transfers:
                 raise app_error(OPEN_REFUSED, f"OpenTransfer: cannot make the checkpoint directory in the spool: "
                                               f"{exc.strerror}") from None
             return {spec.CHECKPOINT_TO: str(where)}, "out"
-        if direction == "in" and store is not None:
-            current = store.current(cluster, proc)
-            if current is not None:
-                return {spec.CHECKPOINT_FROM: str(current)}, direction
-        return {}, direction
+        return (store.input_spec(cluster, proc) if direction == "in" and store is not None else {}), direction

@@ -96,6 +96,7 @@ class Activation:
             try:
                 if not isinstance(entry, dict) or not isinstance(cid, str) or not isinstance(entry.get("JobAd"), dict):
                     raise invalid(f"ActivateClaims: activation {i} must be a map with ClaimId (string) and JobAd (map)")
+                self.sandboxes.keep_inline(cid, entry)  # a small input sandbox rides in the activation
                 launch = self.activate(cid, entry["JobAd"], repeat=entry.get("Repeat") is True)
                 if launch is not None:
                     launches.append(launch)
@@ -131,6 +132,7 @@ class Activation:
             if claim is None or claim.schedd != schedd:
                 log.warning("%s sent an activation for claim %s..., which it does not hold here", schedd, cid[:6])
                 continue
+            self.sandboxes.keep_inline(cid, entry)
             try:
                 launch = self.activate(cid, job_ad, repeat=entry.get("Repeat") is True)
             except Exception as exc:  # reported for this activation; the next ones still start
@@ -167,6 +169,7 @@ class Activation:
             claim.ahead_seq = seq
             if cid in refused or self._runs_no_more(claim):
                 continue
+            self.sandboxes.keep_inline(cid, entry)  # its input moves now, while the claim's job runs
             claim.ahead.append((seq, job_ad))
             claim.ahead_peak = max(claim.ahead_peak, len(claim.ahead))
             if claim not in touched:
@@ -306,13 +309,20 @@ class Activation:
             memory, held = self._checked(slot, job_ad, self.ads.slot_ad(slot))
             beside = None
         claim.last_ad = job_ad
-        if (beside is None and held is None and self.starter.spawns_beside and not self.sandboxes.wanted(job_ad)
-                and self.starter.starts_now(job_ad)):
+        run_ad: dict = job_ad  # the ad the job runs with (in its sandbox, when its files travel)
+        inline = self.sandboxes.wanted(job_ad) and self.sandboxes.inline_ready(claim.id, job_ad)
+        if (beside is None and held is None and self.starter.spawns_beside
+                and (inline or not self.sandboxes.wanted(job_ad)) and self.starter.starts_now(job_ad)):
             # Spawned now, not on the launch task's first turn of the loop: a slot freed by an
-            # exit starts its next job before anything else the loop has to do.
+            # exit starts its next job before anything else the loop has to do. A job whose
+            # input came inline with its activation has its sandbox filled first, as quickly.
             try:
-                beside = self.starter.begin_beside(job_ad, slot.name, _job_env(slot), memory)
+                sandbox = None
+                if inline:
+                    run_ad, sandbox = self.sandboxes.fill_inline(claim, job_ad)
+                beside = self.starter.begin_beside(run_ad, slot.name, _job_env(slot), memory, sandbox)
             except (StartFailed, OSError) as exc:  # reported by the task, after the activation's answer
+                self.sandboxes.discard(claim.id)  # (a sandbox filled for a spawn that failed)
                 held = exc
         loop = asyncio.get_running_loop()
         if beside is not None:
@@ -320,7 +330,8 @@ class Activation:
             # not by a task: a task's first step, its wake-up behind a shield and its done
             # callbacks were three more turns of the loop per job. ``launch`` is done then.
             launch: asyncio.Future = loop.create_future()
-            self.starter.when_known(beside, lambda: self._launched_beside(claim, job_ad, memory, beside, launch))
+            self.starter.when_known(beside, lambda: self._launched_beside(claim, job_ad, memory, beside, launch,
+                                                                          run_ad))
         else:
             launch = loop.create_task(self._launch(claim, job_ad, memory, held), name=f"launch {slot.name}")
         claim.launch = launch
@@ -367,16 +378,19 @@ class Activation:
         self._started(claim, job_ad, started)
 
     def _launched_beside(self, claim: sl.Claim, job_ad: dict, memory: int, beside: Beside,
-                         launch: asyncio.Future) -> None:
+                         launch: asyncio.Future, run_ad: dict | None = None) -> None:
         """A start spawned beside the loop (`activate`), once its child's outcome is known. The
-        launch is over when this returns (or raises), unless the start was made anew."""
+        launch is over when this returns (or raises), unless the start was made anew. ``run_ad``:
+        the ad the job runs with, if not ``job_ad`` (in the sandbox its input came into)."""
         again = False
         try:
-            done = self.starter.finish_known(claim.id, job_ad, claim.slot.name, memory, beside)
+            done = self.starter.finish_known(claim.id, run_ad or job_ad, claim.slot.name, memory, beside)
             if isinstance(done, Beside):  # a successor started anew: finished in its turn
                 again = True
-                self.starter.when_known(done, lambda: self._launched_beside(claim, job_ad, memory, done, launch))
+                self.starter.when_known(done, lambda: self._launched_beside(claim, job_ad, memory, done, launch,
+                                                                            run_ad))
                 return
+            done.sandbox = run_ad is not None and run_ad is not job_ad  # (its directory is the sandbox's to remove)
             claim.launch = None
             self._started(claim, job_ad, done)
         except (StartFailed, OSError) as exc:

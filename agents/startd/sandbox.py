@@ -10,8 +10,13 @@ FILESYSTEM_DOMAIN) the startd, before the starter spawns it:
 3. receives the input (gridbus/transfer/stream.py) into the scratch directory and runs the job
    there, with Cmd, In, Out and Err rewritten to files in it (gridbus/transfer/spec.py).
 
+Small sandboxes (MAX_INLINE_TRANSFER_KB, the schedd's knob) need neither: the schedd puts the
+input into the activation (``Sandbox``: ``Files``, written here into the scratch directory) and
+says how big an output may come back inside the exit report (``OutputLimit``, the report's
+``OutputSandbox``); gridbus/transfer/inline.py.
+
 A self-checkpointing job that exits with its checkpoint code sends its checkpoint instead
-(``checkpoint``; agents/schedd/checkpoints.py); a later run's input brings it back.
+(``checkpoint``, always streamed; agents/schedd/checkpoints.py); a later run's input brings it back.
 
 When the job has exited (or was evicted, with ``when_to_transfer_output = ON_EXIT_OR_EVICT``)
 the output goes back the same way before the exit is reported, and the scratch directory is
@@ -44,7 +49,7 @@ from gridbus.agents.startd.settings import StartdSettings
 from gridbus.agents.startd.starter import Job, Starter, StartFailed
 from gridbus.rpc import MethodResult
 from gridbus.status import Status
-from gridbus.transfer import OPEN_REFUSED, spec, stream
+from gridbus.transfer import OPEN_REFUSED, inline, spec, stream
 
 log = logging.getLogger("gridbus.startd.sandbox")
 
@@ -63,6 +68,7 @@ class Sandbox:
     account: Account
     before: dict[str, tuple[int, int]]  # the top-level files after the input arrived
     accounting: dict[str, Any]
+    output_limit: int = 0  # bytes of output that may go back inside the exit report (the schedd's word)
 
 
 # How the startd calls a daemon: (address, method, arguments, timeout) -> its answer.
@@ -87,6 +93,10 @@ class Sandboxes:
         self._closing: set[asyncio.Task] = set()  # endpoint closes under way
         self._returning: set[asyncio.Task] = set()  # output transfers under way
         self._open: dict[str, stream.Endpoint] = {}  # claim id -> its transfer under way
+        # What activations brought (claim id, job id) -> their Sandbox entry, until the job starts;
+        # bounded (an entry of a job withdrawn before its start is never taken).
+        self._inline: dict[tuple[str, str], dict[str, Any]] = {}
+        self._inline_bytes = 0
         # Bytes of the sandboxes moved since the start, in (input) and out (output), for the
         # startd's ad (the web console's transfer metrics).
         self.bytes_moved = {"in": 0, "out": 0}
@@ -104,17 +114,75 @@ class Sandboxes:
         return claim_id in self._by_claim
 
     # ------------------------------------------------------------------ input
+    def keep_inline(self, claim_id: str, entry: Mapping[str, Any]) -> None:
+        """An activation's ``Sandbox`` (its inline input, the output allowed back inline), kept
+        for the job's start (now, or later for a job queued ahead)."""
+        box = entry.get("Sandbox")
+        job_ad = entry.get("JobAd")
+        if not isinstance(box, dict) or not isinstance(job_ad, dict):
+            return
+        key = (claim_id, _job_id(job_ad))
+        self._drop_inline(key)
+        self._inline[key] = box
+        self._inline_bytes += _inline_size(box)
+        while (self._inline_bytes > INLINE_KEPT_MAX or len(self._inline) > INLINE_KEPT_JOBS) and len(self._inline) > 1:
+            self._drop_inline(next(iter(self._inline)))
+
+    def _drop_inline(self, key: tuple[str, str]) -> dict[str, Any] | None:
+        box = self._inline.pop(key, None)
+        if box is not None:
+            self._inline_bytes -= _inline_size(box)
+        return box
+
+    def inline_ready(self, claim_id: str, job_ad: Mapping[str, Any]) -> bool:
+        """Whether the job's input came with its activation (`fill_inline` needs no await)."""
+        return "Files" in self._inline.get((claim_id, _job_id(job_ad)), {})
+
     async def fetch_input(self, claim: sl.Claim, job_ad: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
         """Make the job's scratch directory and bring its input there; returns the ad to run and
         the directory. Raises StartFailed (held, 13) or TransferLost (back to Idle)."""
+        if self.inline_ready(claim.id, job_ad):
+            return self.fill_inline(claim, job_ad)
+        box = self._drop_inline((claim.id, _job_id(job_ad))) or {}
+        scratch, account = self._make_scratch(job_ad)
+        started = time.time()
+        try:
+            sink = stream.DirectorySink(lambda name: os.path.join(scratch, name), _chown(account))
+            stats = await self._transfer(claim, job_ad, "in", lambda ep: stream.receive_files(ep, sink))
+        except stream.TransferError as exc:
+            _remove(scratch)
+            raise _input_failed(claim, exc) from None
+        except BaseException:
+            _remove(scratch)
+            raise
+        return self._filled(claim, job_ad, scratch, account, box, stats, started)
+
+    def fill_inline(self, claim: sl.Claim, job_ad: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+        """`fetch_input` for an input that came with the activation, at once: the claim's next
+        job can be spawned without a turn of the loop. Raises StartFailed (held, 13)."""
+        box = self._drop_inline((claim.id, _job_id(job_ad))) or {}
+        scratch, account = self._make_scratch(job_ad)
+        started = time.time()
+        try:
+            stats = stream.Stats(files=len(box["Files"]) if isinstance(box.get("Files"), list) else 0)
+            stats.bytes = inline.write_files(box.get("Files"),
+                                             stream.DirectorySink(lambda name: os.path.join(scratch, name), _chown(account)))
+        except stream.TransferError as exc:
+            _remove(scratch)
+            raise _input_failed(claim, exc) from None
+        except BaseException:
+            _remove(scratch)
+            raise
+        return self._filled(claim, job_ad, scratch, account, box, stats, started)
+
+    def _make_scratch(self, job_ad: Mapping[str, Any]) -> tuple[str, Account]:
         if self.starter is None:
             raise StartFailed("this startd simulates its jobs: it transfers no files", HOLD_TRANSFER_INPUT)
         try:
             account = self.starter.policy.account_for(_owner(job_ad))
         except RunAsRefused as exc:
             raise StartFailed(exc.reason, exc.code) from None
-        execute = self.starter.execute
-        scratch = os.path.join(execute, f"dir_{os.getpid()}_t{next(self._seq)}")
+        scratch = os.path.join(self.starter.execute, f"dir_{os.getpid()}_t{next(self._seq)}")
         try:
             os.mkdir(scratch, 0o700)
             if account.switch:
@@ -122,25 +190,18 @@ class Sandboxes:
         except OSError as exc:
             raise StartFailed(f"cannot make the scratch directory {scratch}: {exc.strerror}", HOLD_TRANSFER_INPUT,
                               exc.errno or 0) from None
-        started = time.time()
-        try:
-            chown = (account.uid, account.gid) if account.switch else None
-            stats = await self._transfer(claim, job_ad, "in", lambda ep: stream.receive_files(
-                ep, stream.DirectorySink(lambda name: os.path.join(scratch, name), chown)))
-        except stream.TransferError as exc:
-            _remove(scratch)
-            where = f"Transfer input files failure at execution point {claim.slot.name} while receiving files from the access point"
-            if exc.link:
-                raise TransferLost(f"{where}: {exc.reason}", HOLD_TRANSFER_INPUT) from None
-            raise StartFailed(f"{where}: {exc.reason}", HOLD_TRANSFER_INPUT, exc.errno) from None
-        except BaseException:
-            _remove(scratch)
-            raise
+        return scratch, account
+
+    def _filled(self, claim: sl.Claim, job_ad: Mapping[str, Any], scratch: str, account: Account,
+                box: Mapping[str, Any], stats: stream.Stats, started: float) -> tuple[dict[str, Any], str]:
+        """The input is in: the sandbox is the claim's, and the job runs in it."""
+        limit = box.get("OutputLimit")
+        output_limit = limit if isinstance(limit, int) else 0
         self.bytes_moved["in"] += stats.bytes
         accounting = {"BytesSent": stats.bytes, "TransferInStarted": int(started), "TransferInFinished": int(time.time())}
-        self._by_claim[claim.id] = Sandbox(scratch, account, spec.snapshot(scratch), accounting)
-        log.info("job %s: %d input file(s), %d bytes, in %.2f s", _job_id(job_ad), stats.files, stats.bytes,
-                 time.time() - started)
+        self._by_claim[claim.id] = Sandbox(scratch, account, spec.snapshot(scratch), accounting, output_limit)
+        log.debug("job %s: %d input file(s), %d bytes%s, in %.3f s", _job_id(job_ad), stats.files, stats.bytes,
+                  " inline" if "Files" in box else "", time.time() - started)
         return spec.sandbox_ad(job_ad, scratch), scratch
 
     def forget(self, claim_id: str) -> None:
@@ -157,11 +218,40 @@ class Sandboxes:
     def return_output(self, claim: sl.Claim, job: Job, extra: dict[str, Any],
                       report: Callable[[dict[str, Any]], None]) -> None:
         """The job ended: send its output back (unless it was evicted with ON_EXIT, or held by
-        the startd), then ``report(extra)`` with the accounting and any transfer failure."""
+        the startd), or its checkpoint if it exited with its checkpoint code, then
+        ``report(extra)`` with the accounting and any transfer failure. An output small enough
+        to go inside the report (or none wanted) is reported now, without a task: the claim's
+        next job starts at once. A checkpoint is always streamed (into the spool)."""
         box = self._by_claim.pop(claim.id)
+        extra = {**extra, **box.accounting}
+        if not extra.get("Checkpointed") and not _output_wanted(job.ad, extra):
+            self._reported(box, extra, report)
+            return
+        if box.output_limit > 0 and not extra.get("Checkpointed"):
+            started = time.time()
+            try:
+                files = inline.read_output(box.scratch, job.ad, box.before, box.output_limit)
+            except stream.TransferError as exc:
+                self._reported(box, _failed(claim, extra, exc), report)
+                return
+            except OSError as exc:  # (as a stream's failure of this kind: the job runs again)
+                self._reported(box, _failed(claim, extra, stream.TransferError(repr(exc), link=True)), report)
+                return
+            if files is not None:  # small: it goes back inside the exit report
+                size = sum(len(f[2]) for f in files if f[2] is not None)
+                self.bytes_moved["out"] += size
+                self._reported(box, {**extra, "OutputSandbox": files, "BytesRecvd": size,
+                                     "TransferOutStarted": int(started), "TransferOutFinished": int(time.time())}, report)
+                return
         task = asyncio.get_running_loop().create_task(self._return_output(claim, job.ad, box, extra, report))
         self._returning.add(task)  # referenced until done; a stopping startd waits for it (settle)
         task.add_done_callback(self._returning.discard)
+
+    def _reported(self, box: Sandbox, extra: dict[str, Any], report: Callable[[dict[str, Any]], None]) -> None:
+        """Report, then remove the sandbox off the loop (kept for a held job: KEEP_SANDBOX_ON_HOLD)."""
+        report(extra)
+        if not (extra.get("HoldReason") and self.settings.keep_sandbox_on_hold):
+            asyncio.get_running_loop().run_in_executor(None, _remove, box.scratch)
 
     async def settle(self, timeout: float) -> None:
         """At the startd's stop: wait (at most ``timeout``) for the outputs on their way back,
@@ -171,39 +261,22 @@ class Sandboxes:
 
     async def _return_output(self, claim: sl.Claim, ad: Mapping[str, Any], box: Sandbox, extra: dict[str, Any],
                              report: Callable[[dict[str, Any]], None]) -> None:
-        extra = {**extra, **box.accounting}
-        evicted = bool(extra.get("Evicted"))
-        when = str(ad.get("WhenToTransferOutput") or "ON_EXIT").upper()
-        wanted = not extra.get("HoldReason") and (not evicted or when == "ON_EXIT_OR_EVICT")
+        """The streamed output (too big to go inline), or the checkpoint."""
         try:
             if extra.get("Checkpointed"):
                 extra.update(await self._send_checkpoint(claim, ad, box))
-            elif wanted:
+            else:
                 extra.update(await self._send_output(claim, ad, box))
         except stream.TransferError as exc:
-            if extra.pop("Checkpointed", None):
-                # HTCondor's FailedToCheckpoint; a cut link is an eviction: the job runs again,
-                # elsewhere, from its previous checkpoint.
-                where = (f"Starter failed to upload checkpoint at execution point {claim.slot.name}: {exc.reason}")
-                extra.update({"Evicted": True, "EvictReason": where} if exc.link else
-                             {"HoldReason": where, "HoldReasonCode": HOLD_FAILED_TO_CHECKPOINT,
-                              "HoldReasonSubCode": exc.errno})
-            else:
-                where = f"Transfer output files failure at execution point {claim.slot.name} while sending files to the access point"
-                if exc.link:
-                    if not evicted:  # the run's result is not all back: the job runs again, never completes
-                        extra = {**extra, "Evicted": True, "EvictReason": f"{where}: {exc.reason}"}
-                else:
-                    extra.update({"HoldReason": f"{where}: {exc.reason}", "HoldReasonCode": HOLD_TRANSFER_OUTPUT,
-                                  "HoldReasonSubCode": exc.errno})
+            extra = _checkpoint_failed(claim, extra, exc) if extra.pop("Checkpointed", None) else _failed(claim, extra, exc)
         except Exception as exc:  # never a lost exit report
             log.exception("output transfer of job %s failed", _job_id(ad))
             extra.pop("Checkpointed", None)
             extra = {**extra, "Evicted": True, "EvictReason": f"output transfer failed: {exc!r}"}
         finally:
+            report(extra)  # first: the output is back (or its failure known), the directory's removal need not delay it
             if not (extra.get("HoldReason") and self.settings.keep_sandbox_on_hold):
                 await asyncio.get_running_loop().run_in_executor(None, _remove, box.scratch)
-            report(extra)
 
     async def _send_output(self, claim: sl.Claim, ad: Mapping[str, Any], box: Sandbox) -> dict[str, Any]:
         started = time.time()
@@ -275,6 +348,56 @@ class Sandboxes:
         task = asyncio.get_running_loop().create_task(ep.close())
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
+
+
+def _chown(account: Account) -> tuple[int, int] | None:
+    return (account.uid, account.gid) if account.switch else None
+
+
+def _input_failed(claim: sl.Claim, exc: stream.TransferError) -> StartFailed:
+    """The job could not start for its input: held (13) for a file's fault, back to Idle for a link's."""
+    where = f"Transfer input files failure at execution point {claim.slot.name} while receiving files from the access point"
+    if exc.link:
+        return TransferLost(f"{where}: {exc.reason}", HOLD_TRANSFER_INPUT)
+    return StartFailed(f"{where}: {exc.reason}", HOLD_TRANSFER_INPUT, exc.errno)
+
+
+def _output_wanted(ad: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
+    """Whether the run's output goes back: not for a job the startd held, nor for an eviction
+    unless WhenToTransferOutput is ON_EXIT_OR_EVICT."""
+    when = str(ad.get("WhenToTransferOutput") or "ON_EXIT").upper()
+    return not extra.get("HoldReason") and (not extra.get("Evicted") or when == "ON_EXIT_OR_EVICT")
+
+
+def _failed(claim: sl.Claim, extra: dict[str, Any], exc: stream.TransferError) -> dict[str, Any]:
+    """The exit report of a run whose output could not go back: held (code 12) for a file's
+    fault; for a link's, evicted (the run's result is not all back: it runs again, never completes)."""
+    where = f"Transfer output files failure at execution point {claim.slot.name} while sending files to the access point"
+    if exc.link:
+        return extra if extra.get("Evicted") else {**extra, "Evicted": True, "EvictReason": f"{where}: {exc.reason}"}
+    return {**extra, "HoldReason": f"{where}: {exc.reason}", "HoldReasonCode": HOLD_TRANSFER_OUTPUT,
+            "HoldReasonSubCode": exc.errno}
+
+
+def _checkpoint_failed(claim: sl.Claim, extra: dict[str, Any], exc: stream.TransferError) -> dict[str, Any]:
+    """The exit report of a run whose checkpoint could not go to the spool: HTCondor's
+    FailedToCheckpoint holds it (36); a cut link is an eviction: the job runs again, elsewhere,
+    from its previous checkpoint."""
+    where = f"Starter failed to upload checkpoint at execution point {claim.slot.name}: {exc.reason}"
+    if exc.link:
+        return {**extra, "Evicted": True, "EvictReason": where}
+    return {**extra, "HoldReason": where, "HoldReasonCode": HOLD_FAILED_TO_CHECKPOINT, "HoldReasonSubCode": exc.errno}
+
+
+INLINE_KEPT_MAX = 256 << 20  # bytes of inline input kept for jobs not started yet
+INLINE_KEPT_JOBS = 10_000  # and jobs (an entry of a job withdrawn before its start is never taken)
+
+
+def _inline_size(box: Mapping[str, Any]) -> int:
+    files = box.get("Files")
+    if not isinstance(files, list):
+        return 0
+    return sum(len(f[2]) for f in files if isinstance(f, list | tuple) and len(f) == 3 and isinstance(f[2], bytes))
 
 
 def _remove(path: str) -> None:

@@ -279,6 +279,17 @@ def open_nofollow(path: str) -> int:
     return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
 
 
+def output_directories(ad: Mapping[str, Any]) -> set[str]:
+    """The directories an output sandbox is written into at the top (Iwd, where Out and Err go,
+    the remaps' destinations): where a writer killed mid-transfer may have left a temporary file."""
+    remapped = [output_destination(ad, n) for n in parse_remaps(_text(ad, "TransferOutputRemaps"))]
+    streams = [output_destination(ad, n) for n in (STDOUT, STDERR)]
+    out = {os.path.normpath(_text(ad, "Iwd") or "/")}
+    out.update(os.path.dirname(p) for p in [*streams, *remapped] if p != os.devnull)
+    out.update(remapped)  # (a remapped directory's files are written inside it)
+    return out
+
+
 def output_destination(ad: Mapping[str, Any], name: str) -> str:
     """Where an output sandbox file goes on the submit side: Out/Err for the job's stdout/stderr,
     a remap's destination, else Iwd/name (relative destinations are relative to Iwd)."""

@@ -14,7 +14,10 @@ file smaller than a chunk goes as one ``whole`` message (name, size, mode, sha25
 The receiver acknowledges by number (cumulatively, every few messages and at every ``eof``);
 the sender never has more than WINDOW messages unacknowledged, so at most WINDOW chunks of a
 transfer are in flight whatever the file's size, and a slow receiver slows the sender down.
-``end`` is answered ``done`` once every file is written and verified.
+``end`` is answered ``done`` once every file is written and verified. Both ends are pipelined:
+the sender reads and hashes the next chunk on a thread while it publishes the current one, and
+the receiver hashes and writes a chunk on a thread while the next one comes, so the disk, the
+hash and the broker overlap.
 
 Failures: either end may send ``error`` (a named file cannot be read, or written) and give up;
 silence for ``stall`` seconds (a connection or a process gone) ends the transfer as a link
@@ -229,26 +232,38 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
             await send_error(ep, error)
             raise error from None
         with os.fdopen(fd, "rb", buffering=0) as fh:
-            size = os.fstat(fh.fileno()).st_size
+            before = os.fstat(fh.fileno())
+            size = before.st_size
             if size < chunk_size:  # a small file is one message: name, data and sha256 together
                 try:
                     data = _read_all(fh, entry.path, size)
+                    check_unchanged(fh.fileno(), before, len(data), entry.path)
                 except TransferError as refused:
                     await send_error(ep, refused)
                     raise
-                if len(data) < chunk_size:
-                    await put("whole", data, name=entry.name, size=len(data), mode=entry.mode & 0o7777,
-                              sha256=hashlib.sha256(data).hexdigest())
-                    stats.files += 1
-                    stats.bytes += len(data)
-                    continue
-                fh.seek(0)
+                await put("whole", data, name=entry.name, size=len(data), mode=entry.mode & 0o7777,
+                          sha256=hashlib.sha256(data).hexdigest())
+                stats.files += 1
+                stats.bytes += len(data)
+                continue
             digest = hashlib.sha256()
             await put("file", name=entry.name, size=size, mode=entry.mode & 0o7777)
             sent = 0
+
+            left = [size]  # never more than announced: a file that grew is refused below
+
+            def read_and_hash(fh: Any = fh, digest: Any = digest, left: list[int] = left) -> bytes:
+                data = fh.read(min(chunk_size, left[0])) if left[0] > 0 else b""
+                left[0] -= len(data)
+                digest.update(data)  # (hashlib and the read let the loop go on meanwhile)
+                return data
+
+            # Pipelined: the next chunk is read and hashed on a thread while this one is sent.
+            loop = asyncio.get_running_loop()
+            reading = loop.run_in_executor(None, read_and_hash)
             while True:
                 try:
-                    data = fh.read(chunk_size)
+                    data = await reading
                 except OSError as exc:
                     error = TransferError(f"reading from file {entry.path}: (errno {exc.errno}) {exc.strerror}",
                                           path=entry.path, errno=exc.errno or 0)
@@ -256,9 +271,18 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
                     raise error from None
                 if not data:
                     break
-                digest.update(data)
+                reading = loop.run_in_executor(None, read_and_hash)
                 sent += len(data)
-                await put("data", data)
+                try:
+                    await put("data", data)
+                except BaseException:
+                    await asyncio.wait([reading])  # (the file is closed below: no read on it after)
+                    raise
+            try:
+                check_unchanged(fh.fileno(), before, sent, entry.path)
+            except TransferError as refused:
+                await send_error(ep, refused)
+                raise
             await put("eof", sha256=digest.hexdigest(), size=sent)
         stats.files += 1
         stats.bytes += sent
@@ -283,6 +307,18 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
     got = 0
     digest: Any = None
     every = max(1, window // 2)
+    loop = asyncio.get_running_loop()
+    writing: asyncio.Future | None = None  # the chunk being hashed and written on a thread
+
+    def write_and_hash(fh: BinaryIO, body: bytes, digest: Any, name: str) -> None:
+        digest.update(body)
+        _write(fh, body, name)
+
+    async def written() -> None:
+        nonlocal writing
+        if writing is not None:
+            pending, writing = writing, None
+            await pending
     try:
         while True:
             message = await ep.next()
@@ -303,8 +339,9 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
                 got += len(body)
                 if got > size:
                     raise TransferError(f"{name}: more data than the announced {size} bytes", link=True)
-                digest.update(body)
-                _write(fh, body, name)
+                # Pipelined: this chunk is hashed and written on a thread while the next arrives.
+                await written()
+                writing = loop.run_in_executor(None, write_and_hash, fh, body, digest, name)
             elif kind == "file":
                 name, size = str(h.get("name") or ""), int(h.get("size") or 0)
                 if not safe_name(name):
@@ -326,6 +363,7 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
             elif kind == "eof":
                 if fh is None:
                     raise TransferError("end of file outside a file", link=True)
+                await written()
                 if got != size or h.get("sha256") != digest.hexdigest():
                     raise TransferError(f"{name}: received {got} of {size} bytes, or a wrong sha256", link=True)
                 opened, fh = fh, None
@@ -350,12 +388,32 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
                 raise TransferError(f"unknown message {kind!r}", link=True)
             if kind == "eof" or seq % every == 0:
                 await ep.send("ack", seq=seq)
-    except TransferError as error:
+    except BaseException as error:
+        if writing is not None:  # (no write on the file once it is closed)
+            await asyncio.wait([writing])
+        if not isinstance(error, TransferError):
+            if fh is not None:
+                sink.abort(name, fh)
+            raise
         if fh is not None:
             sink.abort(name, fh)
         if ep.peer and not error.reason.startswith("no word"):
             await send_error(ep, error)
         raise
+
+
+def check_unchanged(fd: int, before: os.stat_result, sent: int, path: str) -> None:
+    """Raise TransferError, with HTCondor's sentence (put_file's), if the file read from ``fd``
+    changed while it was being sent: its size or mtime now, or the bytes read, differ from
+    ``before``. (The owner's files are never sent torn: the job is held, its owner told.)"""
+    try:
+        now = os.fstat(fd)
+    except OSError as exc:
+        raise TransferError(f"reading from file {path}: (errno {exc.errno}) {exc.strerror}", path=path,
+                            errno=exc.errno or 0) from None
+    if sent != before.st_size or (now.st_size, now.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+        raise TransferError(f"reading from file {path}: ReliSock: put_file: only sent {sent} bytes out of "
+                            f"{now.st_size} (the file changed while it was being sent)", path=path)
 
 
 def _read_all(fh: Any, path: str, size: int) -> bytes:
@@ -390,6 +448,36 @@ def _commit(sink: Sink, name: str, fh: BinaryIO) -> None:
                             errno=exc.errno or 0) from None
 
 
+PARTIAL_SUFFIX = ".gridbus-partial"
+
+
+def partial_tag(pid: int) -> str:
+    """How the temporary names written by process ``pid`` begin their tag."""
+    return f"{pid}x"
+
+
+def sweep_partials(directories: Iterable[str], pid: int) -> int:
+    """Remove the temporary files that process ``pid`` (gone: killed mid-write) left in
+    ``directories``; answers how many. Only regular files named as its DirectorySink names them."""
+    marker = "." + partial_tag(pid)
+    removed = 0
+    for d in directories:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(".") and name.endswith(PARTIAL_SUFFIX) and marker in name:
+                try:
+                    path = os.path.join(d, name)
+                    if os.path.isfile(path) and not os.path.islink(path):
+                        os.unlink(path)
+                        removed += 1
+                except OSError:
+                    pass
+    return removed
+
+
 class DirectorySink:
     """Files put where ``place(name)`` says, written to a temporary name beside it and renamed
     into place once verified (a failed transfer leaves no file that looks whole); made files and
@@ -401,8 +489,9 @@ class DirectorySink:
         self.chown = chown
         self._temps: dict[str, str] = {}
         # Two transfers may write the same name at once (jobs of one cluster with one Iwd): each
-        # has temporary names of its own; the last rename wins, as the last writer would.
-        self._tag = secrets.token_hex(4)
+        # has temporary names of its own; the last rename wins, as the last writer would. The
+        # writer's pid leads the tag: a killed owner's shadow's leftovers are found by it (sweep).
+        self._tag = partial_tag(os.getpid()) + secrets.token_hex(4)
 
     def directory(self, name: str, mode: int) -> None:
         path = self.place(name)
@@ -419,7 +508,7 @@ class DirectorySink:
     def open(self, name: str, size: int, mode: int) -> BinaryIO:
         final = self.place(name)
         os.makedirs(os.path.dirname(final), exist_ok=True)
-        temp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.{self._tag}.gridbus-partial")
+        temp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.{self._tag}{PARTIAL_SUFFIX}")
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         if self.chown:
             os.fchown(fd, *self.chown)

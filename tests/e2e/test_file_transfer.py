@@ -22,6 +22,7 @@ STALL = "3"  # seconds of silence that end a transfer (TRANSFER_STALL_TIMEOUT)
 SLOTS = {"GRIDBUS_NUM_SLOTS": "2", "GRIDBUS_NUM_CPUS": "2", "GRIDBUS_MEMORY": "2048",
          "GRIDBUS_TRANSFER_STALL_TIMEOUT": STALL, "GRIDBUS_KEEP_SANDBOX_ON_HOLD": "true"}
 BIG_MIB = 256
+INLINE_KB = 64  # MAX_INLINE_TRANSFER_KB here: sandboxes up to 64 KiB ride in the activation and the exit report
 RSS_BOUND_MIB = 200  # the shadow's and the startd's peak resident memory while moving BIG_MIB
 
 
@@ -31,6 +32,7 @@ def tpool(broker_url, mgmt, tmp_path_factory):
     # show as a requeued job.
     with standard_pool(broker_url, mgmt, tmp_path_factory.mktemp("transferpool"), "transfer", slots=SLOTS,
                        schedd_env={"GRIDBUS_TRANSFER_STALL_TIMEOUT": STALL,
+                                   "GRIDBUS_MAX_INLINE_TRANSFER_KB": str(INLINE_KB),
                                    "GRIDBUS_OWNER_SHADOW_CHECK_INTERVAL": "1",
                                    "GRIDBUS_SPOOL_SWEEP_INTERVAL": "1"}) as pool:
         yield pool
@@ -104,6 +106,76 @@ mkdir results && echo r > results/r.txt
     assert job["JobStatus"] == 4, job
     assert (subdir / "results" / "r.txt").read_text() == "r\n"
     assert (subdir / "second.out").read_text() == "to-stdout\nto-stderr\n"
+
+
+def _stats(pool: Pool) -> dict:
+    """The schedd's counters of inline sandboxes and streamed transfers."""
+    records = pool.console().query("schedd@s", "scheduler", None, timeout=10)
+    return next(r["statistics"] for r in records if "InlineInputs" in r.get("statistics", {}))
+
+
+def _counted(pool: Pool, before: dict, *names: str) -> tuple[int, ...]:
+    after = _stats(pool)
+    return tuple(after[n] - before[n] for n in names)
+
+
+COUNTERS = ("InlineInputs", "InlineOutputs", "TransfersOpened")
+
+
+def test_a_small_sandbox_rides_inline_and_a_bigger_one_is_streamed_the_threshold_between(tpool, subdir):
+    # The sandbox is every file sent: the inputs and the executable. At MAX_INLINE_TRANSFER_KB
+    # exactly it goes inline; one byte more and it is streamed (an output under it still comes
+    # back inline, in the exit report).
+    cmd = _script(subdir / "job.sh", "cat in.bin | wc -c > count.txt\n")
+    room = (INLINE_KB << 10) - os.path.getsize(cmd)
+    for size, inline_in in ((room, 1), (room + 1, 0)):
+        (subdir / "in.bin").write_bytes(b"i" * size)
+        before = _stats(tpool)
+        cluster = _submit(tpool, subdir, cmd, TransferInput="in.bin", TransferOutput="count.txt")
+        job = _finished(tpool, cluster)
+        assert job["JobStatus"] == 4 and job.get("ExitCode") == 0, job
+        assert (subdir / "count.txt").read_text().strip() == str(size)
+        assert job["BytesSent"] == size + os.path.getsize(cmd) and job["BytesRecvd"] > 0
+        assert _counted(tpool, before, *COUNTERS) == (inline_in, 1, 1 - inline_in), size
+
+
+def test_an_output_over_the_threshold_is_streamed_back(tpool, subdir):
+    cmd = _script(subdir / "job.sh", f"head -c {(INLINE_KB << 10) + 1} /dev/zero > big.out\n")
+    before = _stats(tpool)
+    job = _finished(tpool, _submit(tpool, subdir, cmd, TransferOutput="big.out"))
+    assert job["JobStatus"] == 4, job
+    assert os.path.getsize(subdir / "big.out") == (INLINE_KB << 10) + 1
+    assert _counted(tpool, before, *COUNTERS) == (1, 0, 1)
+
+
+def test_a_sandbox_of_zero_bytes_and_names_with_spaces_and_non_ascii(tpool, subdir):
+    (subdir / "empty file").write_bytes(b"")
+    (subdir / "données été.txt").write_text("ça va\n")
+    cmd = _script(subdir / "job.sh", 'test -f "empty file" && test ! -s "empty file"\n'
+                  'cat "données été.txt" > "résultat final.txt"\n: > "nothing here"\n')
+    before = _stats(tpool)
+    cluster = _submit(tpool, subdir, cmd, TransferInput="empty file, données été.txt", Out="/dev/null",
+                      Err="/dev/null", TransferOutput="résultat final.txt, nothing here",
+                      TransferOutputRemaps="résultat final.txt = sortie à part.txt")
+    job = _finished(tpool, cluster)
+    assert job["JobStatus"] == 4 and job.get("ExitCode") == 0, job
+    assert (subdir / "sortie à part.txt").read_text() == "ça va\n"
+    assert (subdir / "nothing here").read_bytes() == b""
+    assert _counted(tpool, before, *COUNTERS) == (1, 1, 0)
+    # Nothing at all to send: no input file, the executable not transferred, no output.
+    cluster = _submit(tpool, subdir, "/bin/true", TransferExecutable=False, Out="/dev/null", Err="/dev/null")
+    job = _finished(tpool, cluster)
+    assert job["JobStatus"] == 4 and job["BytesSent"] == 0 and job["BytesRecvd"] == 0, job
+
+
+def test_an_output_that_is_a_symbolic_link_out_of_the_sandbox_is_refused_and_the_job_held(tpool, subdir):
+    cmd = _script(subdir / "job.sh", "ln -s /etc/passwd secret\n")
+    job = _finished(tpool, _submit(tpool, subdir, cmd, TransferOutput="secret"))
+    assert job["JobStatus"] == 5 and job["HoldReasonCode"] == 12, job
+    assert "secret" in job["HoldReason"] and "symbolic link" in job["HoldReason"]
+    assert not (subdir / "secret").exists()
+    for kept in _execute(tpool).glob("dir_*"):  # KEEP_SANDBOX_ON_HOLD
+        shutil.rmtree(kept)
 
 
 def test_a_missing_input_holds_the_job_with_code_13_naming_the_file(tpool, subdir):
@@ -356,7 +428,8 @@ def test_a_shadow_killed_while_the_output_comes_back_reruns_the_job_never_comple
     assert job["JobStatus"] == 4 and job["NumJobStarts"] >= 2, job
     assert os.path.getsize(subdir / "out.bin") == 128 << 20
     assert "Job was evicted" in (subdir / "job.log").read_text()
-    del partial  # (the killed shadow's temporary file stays behind, under its own name)
+    # The shadow started in the killed one's place removed what it left (it wrote here).
+    assert not partial.exists() and not list(subdir.glob("*.gridbus-partial"))
 
 
 def test_on_exit_or_evict_brings_the_output_back_when_the_job_is_vacated(tpool, subdir):
@@ -372,8 +445,9 @@ def test_on_exit_or_evict_brings_the_output_back_when_the_job_is_vacated(tpool, 
 
 def test_the_shadow_s_broker_connection_closed_mid_transfer_requeues_the_job_and_the_shadow_reconnects(tpool, subdir, mgmt):
     vhost = tpool.url.rsplit("/", 1)[1]
-    # A job that keeps its owner's shadow up (and connected) while the test cuts its connection.
-    (subdir / "in.txt").write_text("x")
+    # A job that keeps its owner's shadow up (and connected) while the test cuts its connection
+    # (its input streamed: over MAX_INLINE_TRANSFER_KB).
+    (subdir / "in.txt").write_bytes(b"x" * ((INLINE_KB + 1) << 10))
     keeper = _submit(tpool, subdir, _script(subdir / "sleep.sh", "sleep 120\n"), TransferInput="in.txt",
                      Out="/dev/null", Err="/dev/null")
     # The keeper running and one shadow connection left: an earlier test's shadow of the same owner

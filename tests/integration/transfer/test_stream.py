@@ -116,6 +116,42 @@ def test_a_missing_source_file_fails_both_ends_naming_it(amqp_url, tmp_path):
         assert str(tmp_path / "nope") in err.reason and "No such file" in err.reason
 
 
+@pytest.mark.parametrize("size", [100, 4096], ids=["one message", "in chunks"])
+def test_a_file_that_changes_while_it_is_sent_fails_both_ends_with_htcondor_s_sentence(amqp_url, tmp_path, monkeypatch,
+                                                                                        size):
+    (tmp_path / "out").mkdir()
+    src = tmp_path / "changing"
+    src.write_bytes(b"c" * size)
+    real_fstat = os.fstat
+    seen: list[int] = []
+
+    def fstat(fd):  # the file's size as it was when its sending began: 10 bytes fewer than now
+        st = real_fstat(fd)
+        seen.append(fd)
+        if len(seen) == 1:
+            return os.stat_result((st.st_mode, st.st_ino, st.st_dev, st.st_nlink, st.st_uid, st.st_gid,
+                                   st.st_size - 10, st.st_atime, st.st_mtime, st.st_ctime))
+        return st
+
+    async def go():
+        a, b, sender, receiver = await _pair(amqp_url)
+        monkeypatch.setattr(stream.os, "fstat", fstat)
+        try:
+            return await asyncio.gather(
+                stream.send_files(sender, [Entry("changing", str(src))], chunk_size=1024),
+                stream.receive_files(receiver, _sink(tmp_path / "out")), return_exceptions=True)
+        finally:
+            monkeypatch.undo()
+            await a.close()
+            await b.close()
+
+    sent, got = asyncio.run(go())
+    for err in (sent, got):  # a file's fault, not the link's: HTCondor holds the job
+        assert isinstance(err, TransferError) and not err.link, err
+        assert f"{src}: ReliSock: put_file: only sent" in err.reason and f"out of {size}" in err.reason
+    assert list((tmp_path / "out").iterdir()) == []
+
+
 def test_a_sender_gone_mid_file_is_a_link_failure_and_leaves_no_whole_looking_file(amqp_url, tmp_path):
     (tmp_path / "f").write_bytes(os.urandom(2 * 1024 * 1024))
     (tmp_path / "out").mkdir()

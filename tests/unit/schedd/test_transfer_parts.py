@@ -14,7 +14,7 @@ import pytest
 from gridbus.agents.schedd.jobattrs import HELD, IDLE, HoldCode
 from gridbus.status import MethodError, Status
 from gridbus.transfer import OPEN_REFUSED
-from tests.unit.schedd.inproc import call, make_schedd, run_on_claim, submit
+from tests.unit.schedd.inproc import call, exit_report, make_schedd, run_on_claim, submit
 
 
 def test_open_transfer_answers_only_the_claim_that_runs_the_job_and_asks_the_owner_s_shadow(tmp_path: Path):
@@ -109,6 +109,84 @@ def test_spool_done_releases_the_job_to_run_from_the_spool_and_answers_once_comm
                 await schedd.spooling.RetrieveDone(call("RetrieveDone"), Id=job)
             assert early.value.status == Status.USER + 1 and "not completed" in early.value.text
         finally:
+            await schedd.commits.close()
+
+    asyncio.run(main())
+
+
+def test_small_sandboxes_ride_in_the_activations_and_the_exit_reports_through_one_request_per_owner(tmp_path: Path):
+    """The owner's shadow reads the small inputs of a batch of activations, and writes the outputs
+    that came inside a JobReports call before its reports are applied; a job whose output cannot
+    be written is held with code 12, one whose input is over MAX_INLINE_TRANSFER_KB is streamed."""
+    iwd = tmp_path / "submit"
+    iwd.mkdir()
+    (iwd / "in.txt").write_text("small")
+    (iwd / "big.bin").write_bytes(b"b" * 2048)
+
+    async def main() -> None:
+        schedd = make_schedd(tmp_path / "spool", inline_transfer_max=1024)
+        await schedd.setup()
+        try:
+            small = submit(schedd, count=2, ShouldTransferFiles="YES", Iwd=str(iwd), TransferInput="in.txt",
+                           TransferExecutable=False, Cmd="/bin/true")
+            big = submit(schedd, ShouldTransferFiles="YES", Iwd=str(iwd), TransferInput="big.bin",
+                         TransferExecutable=False, Cmd="/bin/true")
+            bare = submit(schedd, ShouldTransferFiles="NO", Iwd=str(iwd), Cmd="/bin/true")
+            claims = [await run_on_claim(schedd, c, p, f"c{i}") for i, (c, p) in
+                      enumerate([(small, 0), (small, 1), (big, 0), (bare, 0)])]
+            entries = [{"ClaimId": cl.claim_id, "JobAd": schedd.queue.get(*cl.job)} for cl in claims]
+            before = dict(schedd.inline_sandboxes.stats)
+            await schedd.inline_sandboxes.attach(entries)
+            assert [e.get("Sandbox", {}).get("Files") for e in entries] == [
+                [["in.txt", 0o644, b"small"]], [["in.txt", 0o644, b"small"]], None, None]
+            assert [e.get("Sandbox", {}).get("OutputLimit") for e in entries] == [1024, 1024, 1024, None]
+            stats = schedd.inline_sandboxes.stats
+            assert stats["InlineInputs"] - before["InlineInputs"] == 2
+            assert stats["InlineShadowRequests"] - before["InlineShadowRequests"] == 1  # one owner, one request
+
+            (iwd / "blocker").write_text("a file where a directory would go")
+            reports = [exit_report(small, 0, "c0", OutputSandbox=[["out.txt", 0o644, b"result"]]),
+                       exit_report(small, 1, "c1", OutputSandbox=[["blocker/out.txt", 0o644, b"x"]])]
+            await schedd.reports.JobReports(call("JobReports", user="startd"), Reports=reports)
+            assert (iwd / "out.txt").read_bytes() == b"result"
+            assert schedd.queue.status(small, 0) != HELD
+            assert schedd.queue.status(small, 1) == HELD
+            held = schedd.queue.get(small, 1)
+            assert held["HoldReasonCode"] == 12 and held["HoldReason"].startswith("Transfer output files failure")
+            assert "blocker" in held["HoldReason"]
+            assert stats["InlineShadowRequests"] - before["InlineShadowRequests"] == 2
+        finally:
+            await schedd.owner_shadows.stop_all()
+            await schedd.commits.close()
+
+    asyncio.run(main())
+
+
+def test_a_small_input_after_a_checkpoint_brings_the_checkpoint_back_inline(tmp_path: Path):
+    """A self-checkpointing job's next run gets its last checkpoint with its input, inline as
+    streamed: the checkpoint's files, over an input file of the same name."""
+    iwd = tmp_path / "submit"
+    iwd.mkdir()
+    (iwd / "state").write_text("from the submit directory")
+    (iwd / "in.txt").write_text("input")
+
+    async def main() -> None:
+        schedd = make_schedd(tmp_path / "spool", inline_transfer_max=1024)
+        await schedd.setup()
+        try:
+            cid = submit(schedd, count=2, ShouldTransferFiles="YES", Iwd=str(iwd), TransferInput="in.txt,state",
+                         TransferExecutable=False, Cmd="/bin/true")
+            current = schedd.checkpoint_store.job_dir(cid, 0) / "current"
+            current.mkdir(parents=True)
+            (current / "state").write_text("step 7")
+            claims = [await run_on_claim(schedd, cid, p, f"c{p}") for p in (0, 1)]
+            entries = [{"ClaimId": cl.claim_id, "JobAd": schedd.queue.get(*cl.job)} for cl in claims]
+            await schedd.inline_sandboxes.attach(entries)
+            files = [{name: data for name, _mode, data in e["Sandbox"]["Files"]} for e in entries]
+            assert files == [{"state": b"step 7", "in.txt": b"input"},
+                             {"in.txt": b"input", "state": b"from the submit directory"}]
+        finally:
+            await schedd.owner_shadows.stop_all()
             await schedd.commits.close()
 
     asyncio.run(main())
