@@ -24,6 +24,8 @@ from tests.integration.broker.test_queue_reconcile import (
 )
 from tests.rabbit_cluster import RabbitCluster
 
+pytestmark = pytest.mark.e2e  # a cluster of real broker nodes, as the other cluster tests
+
 
 def test_a_restart_on_one_node_of_three_waits_for_the_majority(rabbit_cluster: RabbitCluster,
                                                                caplog: pytest.LogCaptureFixture) -> None:
