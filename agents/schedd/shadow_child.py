@@ -37,11 +37,12 @@ import json
 import os
 import sys
 import time
+from typing import Any
 
 EXPECT_SECONDS = 600  # an expected transfer nobody opened within this is forgotten
 CONNECT_TIMEOUT = 10  # seconds a broker of the list has to answer before the next is tried
-_transfers = {}  # token -> (direction, spec, when): what the schedd let in
-_bus = {}  # "connection", "queue" once connected
+_transfers: dict[str, tuple[Any, ...]] = {}  # token -> (direction, spec, when): what the schedd let in
+_bus: dict[str, Any] = {}  # "connection", "queue" once connected
 
 
 def _read(req):
@@ -159,7 +160,7 @@ async def _on_open(message):
     task.add_done_callback(_tasks.discard)
 
 
-_tasks = set()
+_tasks: set[asyncio.Task[Any]] = set()
 
 
 async def _serve_transfer(token, expected, peer):

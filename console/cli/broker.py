@@ -74,9 +74,9 @@ def plan(mgmt: Management, vhost: str, *, cluster: bool, queue_type: str) -> lis
         if x is None:
             rows.append(_row("exchange", name, "absent", wanted, ["absent"], "declare it"))
             continue
-        found = f"{'durable' if x.get('durable') else 'transient'} {x.get('type')}"
-        diffs = [] if found == wanted else [f"{wanted} wanted, {found} found"]
-        rows.append(_row("exchange", name, found, wanted, diffs, "declare it again" if diffs else ""))
+        kind = f"{'durable' if x.get('durable') else 'transient'} {x.get('type')}"
+        diffs = [] if kind == wanted else [f"{wanted} wanted, {kind} found"]
+        rows.append(_row("exchange", name, kind, wanted, diffs, "declare it again" if diffs else ""))
     for q in sorted(mgmt.queues(vhost), key=lambda q: q["name"]):
         name = q["name"]
         if not name.startswith("gridbus."):

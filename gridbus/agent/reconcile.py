@@ -205,7 +205,7 @@ async def _move(channel: AbstractChannel, source: str, target: str, *, stream: b
         if message.delivery_tag is None:  # Basic.GetEmpty
             return moved
         await _republish(channel, message, target)
-        await channel.basic_ack(message.delivery_tag)
+        await channel.basic_ack(_tag(message))
         moved += 1
 
 
@@ -234,7 +234,7 @@ async def _move_stream(channel: AbstractChannel, source: str, target: str) -> in
     async def on_message(message: DeliveredMessage) -> None:
         nonlocal moved
         if (message.header.properties.headers or {}).get(_END_MARK):
-            await channel.basic_ack(message.delivery_tag)
+            await channel.basic_ack(_tag(message))
             if not done.done():
                 done.set_result(moved)
             return
@@ -244,11 +244,20 @@ async def _move_stream(channel: AbstractChannel, source: str, target: str) -> in
             if not done.done():
                 done.set_exception(exc)
             return
-        await channel.basic_ack(message.delivery_tag)
+        await channel.basic_ack(_tag(message))
         moved += 1
 
     ok = await channel.basic_consume(source, on_message, arguments={"x-stream-offset": "first"})
     try:
         return await done
     finally:
-        await channel.basic_cancel(ok.consumer_tag)
+        if ok.consumer_tag:
+            await channel.basic_cancel(ok.consumer_tag)
+
+
+def _tag(message: DeliveredMessage) -> int:
+    """A consumed message's delivery tag (aiormq types it optional; a delivery always has one)."""
+    tag = message.delivery_tag
+    if tag is None:
+        raise RuntimeError("a delivered message without a delivery tag")
+    return tag
