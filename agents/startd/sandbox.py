@@ -32,12 +32,13 @@ completion while its output is not all back.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import os
 import shutil
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,15 +147,9 @@ class Sandboxes:
         box = self._drop_inline((claim.id, _job_id(job_ad))) or {}
         scratch, account = self._make_scratch(job_ad)
         started = time.time()
-        try:
+        with _removed_on_failure(scratch, claim):
             sink = stream.DirectorySink(lambda name: os.path.join(scratch, name), _chown(account))
             stats = await self._transfer(claim, job_ad, "in", lambda ep: stream.receive_files(ep, sink))
-        except stream.TransferError as exc:
-            _remove(scratch)
-            raise _input_failed(claim, exc) from None
-        except BaseException:
-            _remove(scratch)
-            raise
         return self._filled(claim, job_ad, scratch, account, box, stats, started)
 
     def fill_inline(self, claim: sl.Claim, job_ad: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
@@ -163,16 +158,10 @@ class Sandboxes:
         box = self._drop_inline((claim.id, _job_id(job_ad))) or {}
         scratch, account = self._make_scratch(job_ad)
         started = time.time()
-        try:
+        with _removed_on_failure(scratch, claim):
             stats = stream.Stats(files=len(box["Files"]) if isinstance(box.get("Files"), list) else 0)
             stats.bytes = inline.write_files(box.get("Files"),
                                              stream.DirectorySink(lambda name: os.path.join(scratch, name), _chown(account)))
-        except stream.TransferError as exc:
-            _remove(scratch)
-            raise _input_failed(claim, exc) from None
-        except BaseException:
-            _remove(scratch)
-            raise
         return self._filled(claim, job_ad, scratch, account, box, stats, started)
 
     def _make_scratch(self, job_ad: Mapping[str, Any]) -> tuple[str, Account]:
@@ -411,3 +400,17 @@ def _owner(ad: Mapping[str, Any]) -> str:
 
 def _job_id(ad: Mapping[str, Any]) -> str:
     return f"{ad.get('ClusterId')}.{ad.get('ProcId')}"
+
+
+@contextlib.contextmanager
+def _removed_on_failure(scratch: str, claim: sl.Claim) -> Iterator[None]:
+    """The input goes into ``scratch``: on any failure the directory goes, and a transfer's
+    failure is the job's hold (StartFailed, 13)."""
+    try:
+        yield
+    except stream.TransferError as exc:
+        _remove(scratch)
+        raise _input_failed(claim, exc) from None
+    except BaseException:
+        _remove(scratch)
+        raise
