@@ -86,6 +86,8 @@ from gridbus.rpc import MethodResult
 
 # The schedd's knobs a reconfig applies (SUBMIT_REQUIREMENT_<Name> and JOB_TRANSFORM_<Name> too; besides those every agent
 # applies, Agent.RUNTIME_KNOBS, but for UPDATE_INTERVAL), and those that need a restart.
+LOCAL_START_LOG_WAIT = 60.0  # seconds the scheduler universe waits at the start for owed user-log text
+
 SCHEDD_KNOBS = frozenset({
     "SCHEDD_INTERVAL", "PERIODIC_EXPR_INTERVAL", "SCHEDD_HISTORY_RETENTION", "SCHEDD_HISTORY_MAX_JOBS",
     "SCHEDD_WRITE_BEHIND", "SCHEDD_MAX_JOB_OBJECTS", "QUEUE_SUPER_USERS", "SUBMIT_REQUIREMENT_NAMES", "UID_DOMAIN",
@@ -204,10 +206,20 @@ class Schedd(Agent):
         self.spawn(self._retain_shadows(), "owner-shadows")
         self.spawn(self.policy.run(), "periodic-policy")
         await super().on_start()
-        self.spawn(self.local.run(), "scheduler-universe")
+        self.spawn(self._local_after_logs(), "scheduler-universe")
         self.spawn(self.spooling.sweep_loop(), "spool-sweep")
         await self.shadows.reconcile_after_restart()
         self.spawn(self.leases.run(), "claim-leases")
+
+    async def _local_after_logs(self) -> None:
+        """The scheduler universe starts once the user-log text owed at the start is written: a
+        DAGMan started again after a crash recovers from its nodes log, and a submit event still
+        owed there (the previous run's, or that of a Submit its killed predecessor sent just
+        before) would have it submit the node a second time."""
+        if not await self.user_logs.written(timeout=LOCAL_START_LOG_WAIT):
+            self.log.warning("user-log text owed at the start not written in %.0f s: starting the "
+                             "scheduler universe jobs anyway", LOCAL_START_LOG_WAIT)
+        await self.local.run()
 
     async def on_stop(self) -> None:
         # Runs first in Agent.stop, while the connection is up: commit what is there and
