@@ -25,7 +25,7 @@ import re
 import secrets
 from dataclasses import dataclass, field
 
-from gridbus import bus
+from gridbus import bus, topology
 from gridbus.mgmt import Management, ManagementError
 
 DAEMON_TAGS = "monitoring"  # lets `gridbus pool status` list the pool's connections
@@ -139,9 +139,9 @@ def declare_topology(mgmt: Management, vhost: str, *, quorum: bool = False) -> N
     except ManagementError as exc:
         if "404" not in str(exc):
             raise
+        spec = topology.dead_queue_spec(quorum=quorum)
         mgmt.request("PUT", f"/queues/{mgmt.q(vhost)}/{mgmt.q(bus.DEAD)}",
-                     {"durable": True, "auto_delete": False,
-                      "arguments": bus.DEAD_QUEUE_ARGS | ({"x-queue-type": "quorum"} if quorum else {})})
+                     {"durable": spec.durable, "auto_delete": False, "arguments": spec.arguments})
     mgmt.request("POST", f"/bindings/{mgmt.q(vhost)}/e/{mgmt.q(bus.DEAD)}/q/{mgmt.q(bus.DEAD)}", {"routing_key": ""})
 
 

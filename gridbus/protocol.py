@@ -27,9 +27,13 @@ def text(version: tuple[int, int] = VERSION) -> str:
     return f"{version[0]}.{version[1]}"
 
 
+CURRENT = text()  # this process's version as the header carries it (made once: every publish sends it)
+_CURRENT_BYTES = CURRENT.encode()
+
+
 def headers(extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The headers of a message this process publishes (``extra`` added)."""
-    return {HEADER: text(), **(extra or {})}
+    return {HEADER: CURRENT, **extra} if extra else {HEADER: CURRENT}
 
 
 def of(message_headers: Mapping[str, Any] | None) -> tuple[int, int] | None:
@@ -47,10 +51,12 @@ def of(message_headers: Mapping[str, Any] | None) -> tuple[int, int] | None:
 
 def refusal(message_headers: Mapping[str, Any] | None, sender: str = "") -> str | None:
     """None if a message with these headers is taken, else the sentence that says why not."""
+    raw = (message_headers or {}).get(HEADER)
+    if raw == CURRENT or raw == _CURRENT_BYTES:  # nearly every message: nothing to parse
+        return None
     version = of(message_headers)
     who = f" from {sender}" if sender else ""
     if version is None:
-        raw = (message_headers or {}).get(HEADER)
         return f"message{who} refused: its {HEADER} header {raw!r} is not a version (major.minor)"
     if version[0] == VERSION[0] and version[1] >= VERSION[1] - 1:
         return None

@@ -18,7 +18,7 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -181,34 +181,52 @@ class Cycle:
     ) -> None:
         """Without groups: the submitters by owner, each owner's fair share of the pool in the
         first round and of what is left in later ones."""
+        async def serve(owner: str, budget: float) -> tuple[int, float]:
+            got = spent = 0.0
+            for sub in (s for s in subs if s.owner == owner):
+                if budget - spent <= 1e-9 or not self._room(mm):
+                    break
+                matched, weight = await self._negotiate_submitter(sub, mm, budget - spent, limits_used, stats)
+                got += matched
+                spent += weight
+            return int(got), spent
+
+        await self._rounds(mm, pie, in_use, stats,
+                           lambda: [o for o in owners if any(s.wants() for s in subs if s.owner == o)], serve)
+
+    async def _rounds(self, mm: Matchmaker, pie: float, in_use: dict[str, float], stats: CycleStats,
+                      active_now: Callable[[], list[str]],
+                      serve: Callable[[str, float], Awaitable[tuple[int, float]]], budget: float = math.inf) -> None:
+        """HTCondor's negotiation rounds over ``active_now()`` (the owners, or one group's customers):
+        each one's fair share of ``pie`` in the first round and of what is left (at most ``budget``)
+        in later ones; when a round matches nothing, its shares too small for a whole slot, the
+        rest in priority order. ``serve(name, share)`` answers (jobs matched, weight used)."""
         unlimited = False
         for round_no in range(MAX_ROUNDS):
             self._preempting = not unlimited and self._may_preempt
-            active = [o for o in owners if any(s.wants() for s in subs if s.owner == o)]
-            if not active or not self._room(mm):
+            active = active_now()
+            if not active or not self._room(mm) or budget <= 1e-9:
                 break
-            stats.rounds = round_no + 1
-            eup = {o: self.accountant.effective_priority(o) for o in active}
+            stats.rounds = max(stats.rounds, round_no + 1)
+            eup = {n: self.accountant.effective_priority(n) for n in active}
             if unlimited:
-                shares = {o: math.inf for o in active}
+                shares = {n: budget for n in active}
             elif round_no == 0:
                 shares = fair_shares(pie, eup, in_use)
             else:
-                shares = fair_shares(await self.off_loop(lambda: mm.free_weight), eup, {})
+                shares = fair_shares(min(budget, await self.off_loop(lambda: mm.free_weight)), eup, {})
             matched_this_round = 0
-            for owner in active:
-                budget = shares[owner]
-                for sub in (s for s in subs if s.owner == owner):
-                    if budget <= 1e-9 or not self._room(mm):
-                        break
-                    got, weight = await self._negotiate_submitter(sub, mm, budget, limits_used, stats)
-                    budget -= weight
-                    matched_this_round += got
+            for name in active:
+                share = min(shares[name], budget)
+                if share <= 1e-9 or not self._room(mm):
+                    continue
+                got, weight = await serve(name, share)
+                budget -= weight
+                matched_this_round += got
             if matched_this_round == 0:
                 if unlimited:
                     break
-                # Shares too small for a whole slot: hand the rest out in priority order.
-                unlimited = True
+                unlimited = True  # shares too small for a whole slot: the rest in priority order
 
     # ------------------------------------------------------------------ with accounting groups
     async def _negotiate_groups(
@@ -272,33 +290,15 @@ class Cycle:
         """One group's turn: its customers' fair shares of the group's ``pie`` in the first round,
         of what is left of its ``budget`` in later ones, then the rest in priority order."""
         names = sorted(set(names), key=lambda n: (self.accountant.effective_priority(n), n))
-        unlimited = False
-        for round_no in range(MAX_ROUNDS):
-            self._preempting = not unlimited and self._may_preempt
-            active = [n for n in names if any(r["Left"] > 0 and r.get("Reason") not in SETTLED and not s.failed
-                                              for s, r in customers[n])]
-            if not active or not self._room(mm) or budget <= 1e-9:
-                break
-            stats.rounds = max(stats.rounds, round_no + 1)
-            eup = {n: self.accountant.effective_priority(n) for n in active}
-            if unlimited:
-                shares = {n: budget for n in active}
-            elif round_no == 0:
-                shares = fair_shares(pie, eup, in_use)
-            else:
-                shares = fair_shares(min(budget, await self.off_loop(lambda: mm.free_weight)), eup, {})
-            matched_this_round = 0
-            for name in active:
-                share = min(shares[name], budget)
-                if share <= 1e-9 or not self._room(mm):
-                    continue
-                got, weight = await self._negotiate_customer(customers[name], mm, share, limits_used, stats)
-                budget -= weight
-                matched_this_round += got
-            if matched_this_round == 0:
-                if unlimited:
-                    break
-                unlimited = True
+
+        def active_now() -> list[str]:
+            return [n for n in names if any(r["Left"] > 0 and r.get("Reason") not in SETTLED and not s.failed
+                                            for s, r in customers[n])]
+
+        async def serve(name: str, share: float) -> tuple[int, float]:
+            return await self._negotiate_customer(customers[name], mm, share, limits_used, stats)
+
+        await self._rounds(mm, pie, in_use, stats, active_now, serve, budget)
 
     async def _negotiate_customer(
         self, entries: list[tuple[Submitter, dict[str, Any]]], mm: Matchmaker, budget: float,

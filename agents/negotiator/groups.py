@@ -61,9 +61,6 @@ class Group:
         for c in self.children:
             yield from c.walk()
 
-    def subtree_usage(self) -> float:
-        return sum(g.usage for g in self.walk())
-
     def ad(self) -> dict[str, Any]:
         """The group's record in GetPriorities (the accountant ad's group attributes)."""
         return {

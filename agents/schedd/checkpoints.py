@@ -28,17 +28,17 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from gridbus.agents.schedd.commits import Commits
 from gridbus.agents.schedd.jobevents import JobEvents
 from gridbus.agents.schedd.jobqueue import JobQueue
+from gridbus.agents.schedd.jobstate import run_usage
 from gridbus.agents.startd.accounts import Account, RunAsRefused
 from gridbus.classad.values import is_number
 from gridbus.eventlog import writer
-from gridbus.transfer.spec import ACCOUNTING_ATTRS as TRANSFER_ACCOUNTING
 from gridbus.transfer.spec import CHECKPOINT_FROM
 
 log = logging.getLogger("gridbus.schedd.checkpoints")
@@ -46,7 +46,6 @@ log = logging.getLogger("gridbus.schedd.checkpoints")
 RUNNING = 2
 CURRENT = "current"
 INCOMING = "incoming-"
-_USAGE = ("ImageSize", "ResidentSetSize", "MemoryUsage", "DiskUsage", "CpusUsage")
 
 
 class CheckpointStore:
@@ -66,9 +65,13 @@ class CheckpointStore:
         path = self.job_dir(cluster, proc) / CURRENT
         return path if path.is_dir() else None
 
-    def input_spec(self, cluster: int, proc: int) -> dict[str, str]:
-        """What a run's input spec adds (streamed or inline): the job's last checkpoint, if any."""
-        current = self.current(cluster, proc)
+    def input_spec(self, ad: Mapping[str, Any]) -> dict[str, str]:
+        """What a run's input spec adds (streamed or inline): the job's last checkpoint, if any.
+        Only a job that checkpoints (SuccessCheckpointExitCode) has the spool looked at: this is
+        on every transfer's path."""
+        if not isinstance(ad.get("SuccessCheckpointExitCode"), int):
+            return {}
+        current = self.current(int(ad.get("ClusterId", -1)), int(ad.get("ProcId", -1)))
         return {CHECKPOINT_FROM: str(current)} if current is not None else {}
 
     def incoming(self, cluster: int, proc: int, claim_id: str, owner: str) -> Path:
@@ -148,11 +151,7 @@ class Checkpointing:
             # The job's files are not lost (the previous checkpoint stays); this one is.
             log.warning("checkpoint of job %d.%d could not be kept: %s", cluster, proc, exc)
         now = time.time()
-        attrs: dict[str, Any] = {k: report[k] for k in (*_USAGE, *TRANSFER_ACCOUNTING)
-                                 if is_number(report.get(k))}
-        for k in ("RemoteUserCpu", "RemoteSysCpu"):  # this run's CPU, added as an exit adds it
-            if is_number(report.get(k)):
-                attrs[k] = _num(p.get(k)) + float(report[k])
+        attrs = run_usage(p, report)
         number = p.get("CheckpointNumber")
         attrs["CheckpointNumber"] = (number if isinstance(number, int) else -1) + 1
         # HTCondor's CommittedTime: the run time a checkpoint keeps (since the run's start or the

@@ -94,7 +94,7 @@ class InlineSandboxes:
     def _input_spec(self, ad: dict[str, Any]) -> dict[str, Any]:
         wanted = transfer_spec(matchexp.as_matched(ad))
         if self.checkpoints is not None:
-            wanted.update(self.checkpoints.input_spec(int(ad.get("ClusterId", -1)), int(ad.get("ProcId", -1))))
+            wanted.update(self.checkpoints.input_spec(ad))
         return wanted
 
     async def take_outputs(self, reports: Iterable[dict[str, Any]]) -> None:

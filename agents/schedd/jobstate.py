@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from gridbus.agents.schedd import policy
@@ -138,12 +138,7 @@ class JobState:
             log.info("exit report for %d.%d, which is no longer in the queue", cluster, proc)
             return
         now = float(report.get("Time") or time.time())
-        usage = {k: report[k] for k in ("ImageSize", "ResidentSetSize", "MemoryUsage", "DiskUsage", "CpusUsage",
-                                        *TRANSFER_ACCOUNTING) if isinstance(report.get(k), (int, float))}
-        # The report gives this run's CPU; the job's RemoteUserCpu/RemoteSysCpu add up every run.
-        for k in ("RemoteUserCpu", "RemoteSysCpu"):
-            if isinstance(report.get(k), (int, float)):
-                usage[k] = _num(p.get(k)) + float(report[k])
+        usage = run_usage(p, report)
         if p.status not in (RUNNING, SUSPENDED):  # held or removed while running: the stop is already handled
             self.queue.update(p, usage)
             self.stopped(p)
@@ -319,6 +314,20 @@ class JobState:
             self._spawn(self.commit_and_stop(stops), "hold for a user log")
         else:
             self.commits.soon()
+
+
+RUN_USAGE = ("ImageSize", "ResidentSetSize", "MemoryUsage", "DiskUsage", "CpusUsage", *TRANSFER_ACCOUNTING)
+
+
+def run_usage(p: Proc, report: Mapping[str, Any]) -> dict[str, Any]:
+    """What a run's end (an exit, a checkpoint) reports of its usage, as the job's attributes: the
+    run's sizes and transfer figures as they are; its CPU added to the job's RemoteUserCpu and
+    RemoteSysCpu, which add up every run."""
+    usage = {k: report[k] for k in RUN_USAGE if isinstance(report.get(k), (int, float))}
+    for k in ("RemoteUserCpu", "RemoteSysCpu"):
+        if isinstance(report.get(k), (int, float)):
+            usage[k] = _num(p.get(k)) + float(report[k])
+    return usage
 
 
 def _num(value: Any) -> float:

@@ -42,7 +42,7 @@ class Reports:
         failed: list[dict[str, Any]] = []
         reporting: dict[str, tuple[Claim, int]] = {}  # claim id -> (claim, AheadSeq its reports carry)
         if self.inline is not None:  # the outputs that came inside exit reports, in place before any is applied
-            await self.inline.take_outputs(r for r in Reports if r.get("Event") == "exit" and "OutputSandbox" in r)
+            await self.inline.take_outputs(Reports)
         for report in Reports:
             claim = self.claims.by_id.get(report["ClaimId"])
             if claim is None:

@@ -89,4 +89,4 @@ class Transfers:
                 raise app_error(OPEN_REFUSED, f"OpenTransfer: cannot make the checkpoint directory in the spool: "
                                               f"{exc.strerror}") from None
             return {spec.CHECKPOINT_TO: str(where)}, "out"
-        return (store.input_spec(cluster, proc) if direction == "in" and store is not None else {}), direction
+        return (store.input_spec(ad) if direction == "in" and store is not None else {}), direction

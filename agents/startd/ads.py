@@ -61,7 +61,9 @@ class SlotAds:
         self.configured = dict(settings.startd_attrs)
 
     # ------------------------------------------------------------------ ads
-    def slot_ad(self, slot: sl.Slot, load: float | None = None) -> dict[str, Any]:
+    def slot_ad(self, slot: sl.Slot, load: float | None = None, with_job: bool = True) -> dict[str, Any]:
+        """The slot's ad; ``with_job`` false: without its running job's attributes (as the claim's
+        next job finds the slot), which are then not computed at all (RANK, retirement)."""
         ad: dict[str, Any] = {
             "MyType": "Machine",
             "TargetType": "Job",
@@ -110,7 +112,7 @@ class SlotAds:
             ad["RemoteOwner"] = claim.owner
             ad["RemoteUser"] = claim.user
             ad["ClientMachine"] = claim.schedd
-            if claim.job is not None:
+            if claim.job is not None and with_job:
                 job_ad = claim.job.ad
                 ad["JobStart"] = int(claim.job.started)
                 cluster, proc = lookup(job_ad, "ClusterId"), lookup(job_ad, "ProcId")
@@ -127,7 +129,7 @@ class SlotAds:
                     # HTCondor's slot attribute: whom the negotiator charges the running job to.
                     user = lookup(job_ad, "AcctGroupUser")
                     ad["AccountingGroup"] = f"{group}.{user if isinstance(user, str) and user else claim.owner}"
-            if "AccountingGroup" not in ad and claim.accounting_group:
+            if with_job and "AccountingGroup" not in ad and claim.accounting_group:
                 ad["AccountingGroup"] = claim.accounting_group  # claimed, its job not started yet
         if self.table.drain is not None:
             ad["DrainReason"] = self.table.drain.reason
@@ -136,11 +138,9 @@ class SlotAds:
     def next_start_ad(self, slot: sl.Slot) -> dict[str, Any]:
         """The slot's ad as the claim's next job finds it at its start: the job before it gone,
         the claim Idle (a successor is checked while that job still runs)."""
-        ad = self.slot_ad(slot)
+        ad = self.slot_ad(slot, with_job=False)
         ad["Activity"] = sl.IDLE
         ad["EnteredCurrentActivity"] = int(time.time())
-        for attr in ("JobStart", "JobId", "GlobalJobId", "AccountingGroup", "CurrentRank", "MaxJobRetirementTime"):
-            ad.pop(attr, None)
         return ad
 
     def ads(self) -> list[dict[str, Any]]:

@@ -77,21 +77,22 @@ def _read_fd(fd: int, most: int) -> bytes:
 def read_input(ad: Mapping[str, Any], limit: int) -> list[File] | None:
     """The job's input sandbox, read as the owner, if its files come to at most ``limit`` bytes;
     None when they do not (the input is streamed). TransferError as spec.input_entries raises."""
-    entries = spec.input_entries(ad)
-    if total_size(entries) > limit:
-        return None
-    files, total = read_entries(entries)
-    return files if total <= limit else None
+    return _read_small(spec.input_entries(ad), limit)
 
 
 def read_output(scratch: str, ad: Mapping[str, Any], before: Mapping[str, tuple[int, int]],
                 limit: int) -> list[File] | None:
     """The output sandbox (spec.output_entries, never through a symbolic link), if it comes to at
     most ``limit`` bytes; None when it does not (the output is streamed)."""
-    entries = spec.output_entries(scratch, ad, before)
+    return _read_small(spec.output_entries(scratch, ad, before), limit, spec.open_nofollow)
+
+
+def _read_small(entries: list[Entry], limit: int, opener: Callable[[str], int] | None = None) -> list[File] | None:
+    """``entries`` read whole if they come to at most ``limit`` bytes (by their sizes, and as read:
+    a file may grow meanwhile); None when they do not."""
     if total_size(entries) > limit:
         return None
-    files, total = read_entries(entries, spec.open_nofollow)
+    files, total = read_entries(entries, opener)
     return files if total <= limit else None
 
 

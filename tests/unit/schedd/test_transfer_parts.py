@@ -175,7 +175,7 @@ def test_a_small_input_after_a_checkpoint_brings_the_checkpoint_back_inline(tmp_
         await schedd.setup()
         try:
             cid = submit(schedd, count=2, ShouldTransferFiles="YES", Iwd=str(iwd), TransferInput="in.txt,state",
-                         TransferExecutable=False, Cmd="/bin/true")
+                         TransferExecutable=False, Cmd="/bin/true", SuccessCheckpointExitCode=85)
             current = schedd.checkpoint_store.job_dir(cid, 0) / "current"
             current.mkdir(parents=True)
             (current / "state").write_text("step 7")
