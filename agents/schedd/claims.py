@@ -66,6 +66,9 @@ class Claim:
     reply_sent: float = 0.0  # monotonic time claim.job's activation went out in a JobReports answer
     asked: bool = False  # claim.job's activation went out already: a further one is a repeat
     restarting: bool = False  # claim.job, Running, starts again after its checkpoint (shadows.restart_in_place)
+    # A claim read back at a restart whose job's activation had gone out, its outcome not yet
+    # known: "answer" (it rode in a JobReports answer) or "call" (ActivateClaims); "" otherwise.
+    recovered_activation: str = field(default="", repr=False)
     # Prefetch (CLAIM_PREFETCH_JOBS): the owner's next jobs queued ahead on the startd, (Seq, job)
     # in order; reserved, still Idle. ahead_seq is the last Seq given; withdrawn the entries held
     # or removed since, which the startd was asked to drop (kept until it says so or passes them).
@@ -97,8 +100,17 @@ class Claim:
                 "job": list(self.job) if self.job else None, "jobs_run": self.jobs_run,
                 "in_reports": self.in_reports, "ahead": [[seq, list(job)] for seq, job in self.ahead],
                 "ahead_seq": self.ahead_seq, "restarting": self.restarting,
+                "activating": self._activation_path(),
             }
         )
+
+    def _activation_path(self) -> str | None:
+        """How claim.job's activation went out, while its outcome is awaited (written with the
+        claim, before the activation is sent: a restarted schedd asks again, as a repeat,
+        rather than taking the job for Idle and starting it a second time)."""
+        if self.state != ACTIVATING or self.job is None or self.restarting:
+            return None
+        return "answer" if self.reply_sent else "call"
 
     @classmethod
     def from_record(cls, blob: bytes) -> Claim:
@@ -111,6 +123,9 @@ class Claim:
             claim.state = RUNNING_JOB
             if raw.get("restarting"):  # its in-place restart after a checkpoint was not answered yet
                 claim.state, claim.restarting = ACTIVATING, True
+            elif raw.get("activating") in ("answer", "call"):  # sent; its outcome not known yet
+                claim.state, claim.asked = ACTIVATING, True
+                claim.recovered_activation = raw["activating"]
         claim.ahead = [(int(seq), (int(job[0]), int(job[1]))) for seq, job in raw.get("ahead") or []]
         claim.ahead_seq = int(raw.get("ahead_seq", 0))
         return claim

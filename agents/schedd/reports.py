@@ -49,6 +49,7 @@ class Reports:
                 unknown.append(report["ClaimId"])
                 continue
             claim.last_alive = now
+            self.shadows.heard(claim)  # (a claim read back at a restart, settled by this call)
             if claim.in_reports:
                 callers.add(claim.startd)
                 seq = report.get("AheadSeq")

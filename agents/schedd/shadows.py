@@ -52,6 +52,7 @@ from gridbus.agents.schedd.claims import (
     Spawn,
     deactivation,
 )
+from gridbus.agents.schedd.commits import QueueClosed
 from gridbus.agents.schedd.jobattrs import runs_on_submit_host
 from gridbus.agents.schedd.jobqueue import IDLE as IDLE_JOB
 from gridbus.agents.schedd.jobqueue import Cluster, JobQueue
@@ -97,6 +98,8 @@ class Shadows:
         # Claims whose job exited with jobs queued ahead: settled once the call that reported the
         # exit is applied (a start behind the exit comes in the same call).
         self._awaiting: dict[str, Claim] = {}
+        # Claims read back at a restart idle with jobs queued ahead, until their startd reports.
+        self._recovering: dict[str, Claim] = {}
         # Gives activation entries their small input sandboxes (inline_sandboxes.py), if set.
         self.attach_inline: Callable[[list[dict[str, Any]]], Awaitable[None]] | None = None
         self.checkpoints: Checkpointing | None = None  # self-checkpointing jobs; set by the schedd
@@ -104,17 +107,25 @@ class Shadows:
     # ------------------------------------------------------------------ after a restart
     async def reconcile_after_restart(self) -> None:
         """Jobs the queue says run but no claim carries go back to Idle; claims whose job is no
-        longer running are freed for reuse."""
+        longer running are freed for reuse. What the startds did while the schedd was away is
+        learnt from them, never guessed: an activation that had gone out is asked again as a
+        repeat (the startd answers for the job it ran rather than running it twice), and a claim
+        whose job exited with jobs queued ahead waits for the startd's reports, which it sends
+        again until answered (`heard`), to say whether it started one."""
         for claim in list(self.claims.by_id.values()):
             job = claim.job
             if job is None:
                 continue
-            if self.queue.status(*job) != RUNNING:
+            status = self.queue.status(*job)
+            if claim.recovered_activation and status == IDLE_JOB:
+                self._ask_again_after_restart(claim, job)
+            elif status != RUNNING:
                 self.claims.by_job.pop(job, None)
                 claim.job, claim.state = None, IDLE
                 self.claims.changed(claim)
             elif claim.restarting:  # its restart after a checkpoint, asked again (a repeat runs it once)
                 self._to_activate.setdefault(claim.startd, []).append((claim, job))
+            claim.recovered_activation = ""
         for ad in list(self._running_ads()):
             key = (int(ad["ClusterId"]), int(ad["ProcId"]))  # (a queue's ad always has both)
             if key not in self.claims.by_job:
@@ -126,12 +137,47 @@ class Shadows:
         idle_claims = [c for c in self.claims.by_id.values() if c.job is None]
         for claim in idle_claims:
             if claim.ahead:
-                # What the startd does with its queue is not known: the claim goes back (its
-                # queue with it) and those jobs are Idle again.
-                self.claims.release(claim)
+                # Its job's exit was written before the start behind it (the startd starts the
+                # next one the moment a job exits, and reports both in one call, sent again
+                # until answered): settled when that call comes, else as unknown.
+                self._recovering[claim.claim_id] = claim
             else:
                 self.start_next(claim)
+        if self._recovering:
+            asyncio.get_running_loop().call_later(self.settings.shadow_call_timeout, self._not_heard)
         self.flush_activations_now()
+
+    def _ask_again_after_restart(self, claim: Claim, job: tuple[int, int]) -> None:
+        """``job``'s activation went out before the restart (its claim written first), its outcome
+        unknown: asked again, marked a repeat. One that rode in a JobReports answer is answered by
+        the startd's next reports (the outcome, or the report the answer was for, sent again),
+        and by ActivateClaims only if they do not come."""
+        self.claims.reserved.add(job)
+        claim.asked = True
+        if claim.recovered_activation == "answer":
+            now = time.monotonic()
+            claim.reply_sent = now
+            asyncio.get_running_loop().call_later(self.settings.shadow_call_timeout, self._answer_activation_lost,
+                                                  claim, job, now)
+        else:
+            self._to_activate.setdefault(claim.startd, []).append((claim, job))
+
+    def heard(self, claim: Claim) -> None:
+        """``claim`` reported (JobReports): one read back idle with jobs queued ahead is settled
+        with the call's other changes, by whether a start of one of them was among them."""
+        if self._recovering.pop(claim.claim_id, None) is not None and claim.job is None and claim.ahead:
+            self._awaiting[claim.claim_id] = claim
+
+    def _not_heard(self) -> None:
+        """Claims read back idle with jobs queued ahead whose startd sent no report since: what it
+        does with its queue is not known, so the claim goes back (its queue with it) and those
+        jobs are Idle again."""
+        recovering, self._recovering = self._recovering, {}
+        for claim in recovering.values():
+            if self.claims.by_id.get(claim.claim_id) is claim and claim.job is None:
+                log.info("no report on %s since the restart: releasing it and its %d jobs queued ahead",
+                         claim.slot, len(claim.ahead))
+                self.claims.release(claim)
 
     def _running_ads(self) -> list[dict[str, Any]]:
         out = []
@@ -147,6 +193,7 @@ class Shadows:
         claim.restarting = False
         self.claims.reserved.add(job)
         self.claims.by_job[job] = claim
+        self.claims.changed(claim)  # on disk before the activation goes out (_send_activations)
         self._to_activate.setdefault(claim.startd, []).append((claim, job))
 
     def flush_activations_now(self) -> None:
@@ -176,8 +223,21 @@ class Shadows:
             self.flush_activations_now()  # the claims passed on to other jobs
             return
         self.claims.stats["ActivationBatches"] += 1
+        # The claims as they are now (each waiting for its job's outcome) are on disk before the
+        # startd may start a job: a schedd that dies after sending asks again as a repeat when
+        # it comes back, rather than taking the job for Idle and running it a second time.
+        pending = [self.claims.commits.now()]
         if self.attach_inline is not None:
-            await self.attach_inline(activations)
+            pending.append(self.attach_inline(activations))
+        try:
+            await asyncio.gather(*pending)
+        except QueueClosed:
+            return  # the schedd stops: nothing more starts
+        except Exception as exc:  # (its disk failed): not sent, tried again
+            log.warning("activations for %s not sent: the claims could not be written first (%r)", startd, exc)
+            self._to_activate.setdefault(startd, []).extend(live)
+            asyncio.get_running_loop().call_later(1.0, self.flush_activations_now)
+            return
         result = None
         try:
             result = await self.claims.call(startd, "ActivateClaims", {"Activations": activations},

@@ -219,8 +219,9 @@ def test_the_queue_is_in_the_claim_record_and_reserved_again_after_a_restart():
     s.claims.add(again)
     assert {(1, 5), (1, 6)} <= s._reserved and s.claims.ahead_of[(1, 6)] is again
 
-    # After a restart, an idle claim with a queue goes back to its startd (what the startd does
-    # with its queue is not known), and the queue is Idle again.
+    # After a restart, an idle claim with a queue waits for its startd's reports (sent again until
+    # answered) to say whether it started one; with no word within SHADOW_CALL_TIMEOUT it goes
+    # back to its startd (what the startd does with its queue is not known), the queue Idle again.
     idle = Claim("c8", "startd@a", "slot2@a", "alice", {"Requirements": True}, time.time() + 100, in_reports=True)
     idle.ahead, idle.ahead_seq = [(1, (1, 4))], 1
     s.claims.add(idle)
@@ -229,11 +230,76 @@ def test_the_queue_is_in_the_claim_record_and_reserved_again_after_a_restart():
 
     async def main() -> None:
         await s.shadows.reconcile_after_restart()
+        assert "c8" in s._claims and (1, 4) in s._reserved  # not yet: its startd may have started 1.4
         await until(lambda: any(c[1] == "ReleaseClaim" and c[2]["ClaimId"] == "c8" for c in s.calls))
 
     asyncio.run(main())
     assert "c8" not in s._claims and (1, 4) not in s._reserved and idle.state == IDLE
     assert s.jobs[(1, 0)]["JobStatus"] == RUNNING and COMPLETED not in [a["JobStatus"] for a in s.jobs.values()]
+
+
+def restarted_with_idle_claim_and_queue() -> tuple[PrefetchShadows, Claim]:
+    """A schedd read back from disk with claim c1 idle (its job 1.0's exit written) and 1.1 queued
+    ahead on it: a commit came between the exit and the start behind it in one JobReports call."""
+    s = PrefetchShadows()
+    s.settings.shadow_call_timeout = 60.0  # (the startd's reports come well within it here)
+    claim = Claim("c1", "startd@a", "slot1@a", "alice", {"Requirements": True}, time.time() + 1e9, in_reports=True)
+    claim.ahead, claim.ahead_seq = [(1, (1, 1))], 1
+    s.claims.add(Claim.from_record(claim.record()))
+    s.jobs[(1, 0)]["JobStatus"] = COMPLETED
+    s.queue.procs = lambda: [SimpleNamespace(key=k, status=ad["JobStatus"]) for k, ad in s.jobs.items()]  # type: ignore[attr-defined]
+    return s, s._claims["c1"]
+
+
+def test_a_job_started_from_the_queue_ahead_while_the_schedd_was_down_runs_once():
+    async def main() -> None:
+        s, claim = restarted_with_idle_claim_and_queue()
+        await s.shadows.reconcile_after_restart()
+        # The startd sends its unanswered call again: the exit, and the start of 1.1 behind it.
+        await s.JobReports(SimpleNamespace(user="startd"), Reports=[
+            report("exit", 0, ExitCode=0, AheadSeq=1), report("activated", 1, Status=0, Text="OK", Ahead=True, AheadSeq=1)])
+        assert (claim.state, claim.job) == (RUNNING_JOB, (1, 1)) and s.jobs[(1, 1)]["JobStatus"] == RUNNING
+        assert not [c for c in s.calls if c[1] in ("ActivateClaims", "ReleaseClaim")]
+
+    asyncio.run(main())
+
+
+def test_a_restarted_schedds_idle_claim_whose_startd_started_nothing_is_reused():
+    async def main() -> None:
+        s, claim = restarted_with_idle_claim_and_queue()
+        await s.shadows.reconcile_after_restart()
+        out = await s.JobReports(SimpleNamespace(user="startd"), Reports=[report("exit", 0, ExitCode=0, AheadSeq=1)])
+        # No start behind the exit: the startd holds nothing; the claim goes to the next job.
+        assert [a["JobAd"]["ProcId"] for a in out["Activations"]] == [1]
+        assert (claim.state, claim.job) == (ACTIVATING, (1, 1))
+
+    asyncio.run(main())
+
+
+def test_an_activation_sent_before_a_crash_is_asked_again_as_a_repeat():
+    """The claim is written, waiting for its job's outcome, before the activation goes out: the
+    restarted schedd asks the startd again, marked Repeat (it answers for the job it ran, never
+    running it twice), rather than taking the job for Idle and starting it anew."""
+    async def main() -> None:
+        s = PrefetchShadows()
+        before = Claim("c2", "startd@a", "slot2@a", "alice", {"Requirements": True}, time.time() + 1e9)
+        s.claims.add(before)
+        s.shadows.activate(before, (1, 2))
+        # The claim's row, as the commit the sending waits for wrote it: the crash comes now.
+        (record,) = s.queue.store.db.execute("SELECT record FROM shadow_claims WHERE claim_id = 'c2'").fetchone()
+        s = PrefetchShadows()
+        again = Claim.from_record(record)
+        assert (again.state, again.job, again.asked) == (ACTIVATING, (1, 2), True)
+        s.claims.add(again)
+        s.queue.procs = lambda: [SimpleNamespace(key=k, status=ad["JobStatus"]) for k, ad in s.jobs.items()]  # type: ignore[attr-defined]
+        await s.shadows.reconcile_after_restart()
+        await until(lambda: any(c[1] == "ActivateClaims" for c in s.calls))
+        sent = [a for c in s.calls if c[1] == "ActivateClaims" for a in c[2]["Activations"]]
+        assert [(a["ClaimId"], a["JobAd"]["ProcId"], a.get("Repeat")) for a in sent] == [("c2", 2, True)]
+        await until(lambda: again.state == RUNNING_JOB)
+        assert s.jobs[(1, 2)]["JobStatus"] == RUNNING
+
+    asyncio.run(main())
 
 
 def test_an_edited_job_queued_ahead_is_withdrawn_and_idle_for_another_match():
