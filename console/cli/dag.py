@@ -38,7 +38,7 @@ def cmd_submit_dag(args: argparse.Namespace) -> int:
     if args.append:
         options["append"] = "\n".join(args.append)
     sub = Submit.from_dag(dag_file, options)
-    sub_file.write_text(str(sub) + "\nqueue\n")
+    sub_file.write_text(str(sub))  # str() ends with its queue statement
     if args.no_submit:
         print(f"File for submitting this DAG to HTCondor: {sub_file}")
         return 0

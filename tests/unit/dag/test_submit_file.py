@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from gridbus.console.cli import build_parser
 from gridbus.console.cli.dag import dag_table
 from gridbus.dag import DagError
 from gridbus.jobargs import split_v2
@@ -45,6 +46,17 @@ def test_from_dag_checks_its_options_as_htcondor2s(tmp_path: Path):
         Submit.from_dag(dag, {"maxidle": 5.5})
     with pytest.raises(TypeError, match="the DAG file must be a path"):
         Submit.from_dag(7)  # type: ignore[arg-type]
+
+
+def test_submit_dag_no_submit_writes_one_dagman_job(tmp_path: Path, monkeypatch):
+    """`gridbus submit_dag -no_submit` writes <dag>.condor.sub; submitted later, it queues one job."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d.dag").write_text("JOB A a.sub\n")
+    args = build_parser().parse_args(["submit_dag", "-no_submit", "-maxidle", "3", "d.dag"])
+    assert args.handler(args) == 0
+    written = Submit((tmp_path / "d.dag.condor.sub").read_text())
+    jobs = written.build().jobs()
+    assert len(jobs) == 1 and jobs[0]["JobUniverse"] == 7 and "-MaxIdle" in jobs[0]["Arguments"]
 
 
 def test_q_dag_lists_nodes_under_their_dagman_job():
