@@ -12,7 +12,7 @@ from gridbus.console.cli import formats
 
 def cmd_submit_dag(args: argparse.Namespace) -> int:
     from gridbus.console.schedd import Schedd
-    from gridbus.dagman.submitfile import dagman_submit
+    from gridbus.submit import Submit
 
     dag_file = args.dag
     sub_file = Path(f"{dag_file}.condor.sub")
@@ -37,8 +37,8 @@ def cmd_submit_dag(args: argparse.Namespace) -> int:
         options["dorecov"] = True
     if args.append:
         options["append"] = "\n".join(args.append)
-    sub = dagman_submit(dag_file, options)
-    sub_file.write_text(str(sub) + "\nqueue\n")
+    sub = Submit.from_dag(dag_file, options)
+    sub_file.write_text(str(sub))  # str() ends with its queue statement
     if args.no_submit:
         print(f"File for submitting this DAG to HTCondor: {sub_file}")
         return 0

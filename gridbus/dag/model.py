@@ -1,7 +1,7 @@
 """The in-memory form of a DAG description: nodes, edges and the DAG-wide commands.
 
 The parser (gridbus.dag.parser) builds a `Dag` from HTCondor's DAG language; the writer
-(gridbus.dag.writer) prints one back; DAGMan (gridbus.dagman) runs one. Node names of spliced DAGs
+(gridbus.dag.writer) prints one back; DAGMan (gridbus.console.dagman) runs one. Node names of spliced DAGs
 carry their splice's name as a prefix (``splice+node``), as HTCondor's DAGMan names them.
 """
 

@@ -32,6 +32,7 @@ from functools import lru_cache
 from typing import Any
 
 from gridbus import hostinfo
+from gridbus.dag.dagmanjob import dagman_job_commands
 from gridbus.errors import HTCondorTypeError, HTCondorValueError
 from gridbus.submit import commands, lines, materialize, queue
 from gridbus.submit.errors import SubmitError, SubmitWarning, UnusedMacroWarning
@@ -166,9 +167,11 @@ class Submit(MutableMapping[str, str]):
     def from_dag(cls, filename: str, options: dict[str, Any] | None = None) -> Submit:
         """The DAGMan job's description for a DAG file, as htcondor2's Submit.from_dag (options are
         condor_submit_dag's: maxidle, maxjobs, maxpre, maxpost, force, notification, ...)."""
-        from gridbus.dagman.submitfile import dagman_submit
-
-        return dagman_submit(filename, options)
+        sub = cls()
+        # Set one by one, as condor_submit_dag writes them: the options the user chose (notification,
+        # an -append line) are theirs to give, not commands to warn about as a description's are.
+        sub.update(dagman_job_commands(filename, options))
+        return sub
 
     def getQArgs(self) -> str:
         return self._qargs or ""

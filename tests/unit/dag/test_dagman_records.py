@@ -9,8 +9,8 @@ from pathlib import Path
 
 import htcondor2
 
+from gridbus.console.dagman.engine import DONE, EXIT_OKAY, POSTRUN, SUBMITTED, Engine
 from gridbus.dag import parse_text
-from gridbus.dagman.engine import DONE, EXIT_OKAY, POSTRUN, SUBMITTED, Engine
 from tests.unit.dag.test_engine import drive, engine_for
 
 NODE_LINE = re.compile(r"(\d+) (\S+) (\S+) (\S+) (\S+) - (\d+)")

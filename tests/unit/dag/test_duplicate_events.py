@@ -9,8 +9,8 @@ from pathlib import Path
 
 from htcondor2 import JobEventLog, JobEventType
 
+from gridbus.console.dagman.engine import DONE, EXIT_OKAY, SUBMITTED, Engine
 from gridbus.dag import parse_text
-from gridbus.dagman.engine import DONE, EXIT_OKAY, SUBMITTED, Engine
 from gridbus.eventlog import writer
 from tests.unit.dag.test_engine import FakeSchedd, drive, engine_for
 

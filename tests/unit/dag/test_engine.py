@@ -7,8 +7,16 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from gridbus.console.dagman.engine import (
+    DONE,
+    ERROR,
+    EXIT_ERROR,
+    EXIT_OKAY,
+    FUTILE,
+    Engine,
+    Submitter,
+)
 from gridbus.dag import parse_text
-from gridbus.dagman.engine import DONE, ERROR, EXIT_ERROR, EXIT_OKAY, FUTILE, Engine, Submitter
 from gridbus.eventlog import writer
 
 
@@ -156,12 +164,13 @@ def test_a_live_predecessor_is_left_to_finish(tmp_path: Path):
     import subprocess
     import sys
 
-    from gridbus.dagman.main import _wait_for_predecessor
+    from gridbus.console.dagman.main import _wait_for_predecessor
+    from gridbus.dag.dagmanjob import DAGMAN_MODULE
     from tests.helpers import wait_for
 
-    old = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)", "gridbus.dagman"])
+    old = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)", DAGMAN_MODULE])
     # Until its exec, the child's command line is this process's.
-    wait_for(lambda: b"gridbus.dagman" in Path(f"/proc/{old.pid}/cmdline").read_bytes(), 10, "the exec")
+    wait_for(lambda: DAGMAN_MODULE.encode() in Path(f"/proc/{old.pid}/cmdline").read_bytes(), 10, "the exec")
     lock = tmp_path / "t.dag.lock"
     lock.write_text(f"7.0 {old.pid} 0\n")
     _wait_for_predecessor(lock)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from gridbus.dagman.main import ScheddSubmitter
+from gridbus.console.dagman.main import ScheddSubmitter
 
 
 class _Result:

@@ -21,31 +21,33 @@ import os
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gridbus.dag.model import FINAL, SUBDAG, Dag, Node, Script
-from gridbus.dagman.jobstate import JobstateLog
-from gridbus.dagman.outputs import (
-    DagmanOut,
-    ScriptOutput,
-    inherited_streams,
-    write_dot,
-    write_node_status,
+from gridbus.console.dagman.jobstate import JobstateLog
+from gridbus.console.dagman.noderun import (
+    DAG_STATUS_ABORT,
+    DAG_STATUS_NODE_FAILED,
+    DAG_STATUS_OK,
+    DAG_STATUS_RM,
+    DONE,
+    ERROR,
+    EXIT_ABORT,
+    EXIT_ERROR,
+    EXIT_OKAY,
+    FUTILE,
+    NOT_READY,
+    POSTRUN,
+    PRERUN,
+    READY,
+    SUBMITTED,
+    NodeRun,
+    idle_procs,
 )
+from gridbus.console.dagman.outputs import DagmanOut, write_dot, write_node_status
+from gridbus.console.dagman.scripts import ScriptOutput, inherited_streams
+from gridbus.dag.model import FINAL, SUBDAG, Dag, Node, Script
 from gridbus.eventlog import JobEventLog, JobEventType, writer
-
-# Node states (the node status file's NodeStatus values).
-NOT_READY, READY, PRERUN, SUBMITTED, POSTRUN, DONE, ERROR, FUTILE = range(8)
-STATE_NAMES = ["STATUS_NOT_READY", "STATUS_READY", "STATUS_PRERUN", "STATUS_SUBMITTED", "STATUS_POSTRUN",
-               "STATUS_DONE", "STATUS_ERROR", "STATUS_FUTILE"]
-# DAG status (DAG_Status in the DAGMan job ad and the status file).
-DAG_STATUS_OK, DAG_STATUS_ERROR, DAG_STATUS_NODE_FAILED, DAG_STATUS_ABORT, DAG_STATUS_RM = 0, 1, 2, 3, 4
-DAG_STATUS_NAMES = {0: "DAG_STATUS_OK", 1: "DAG_STATUS_ERROR", 2: "DAG_STATUS_NODE_FAILED",
-                    3: "DAG_STATUS_ABORT", 4: "DAG_STATUS_RM"}
-# condor_dagman's exit codes.
-EXIT_OKAY, EXIT_ERROR, EXIT_ABORT = 0, 1, 2
 
 # HTCondor's defaults for the throttles and the knobs DAGMan reads.
 DEFAULTS: dict[str, Any] = {
@@ -58,32 +60,6 @@ DEFAULTS: dict[str, Any] = {
     "DAGMAN_MAX_RESCUE_NUM": 100,
     "DAGMAN_ALWAYS_RUN_POST": False,
 }
-
-
-@dataclass
-class NodeRun:
-    """What DAGMan knows of one node while it runs."""
-
-    node: Node
-    state: int = NOT_READY
-    waiting: int = 0  # parents not done yet
-    retries_used: int = 0
-    cluster: int | None = None
-    procs: int = 0
-    procs_done: int = 0
-    # Procs whose end (terminated or aborted) was counted: a user log may hold an event twice
-    # after a schedd crash (it is delivered at least once), and a proc ends once.
-    ended_procs: set[int] = field(default_factory=set)
-    idle_procs: set[int] = field(default_factory=set)  # counted towards -maxidle
-    held_procs: set[int] = field(default_factory=set)
-    job_failed: bool = False
-    return_value: int = 0  # the job's (or the failed PRE script's) exit value, $RETURN
-    script: subprocess.Popen | None = None
-    script_output: ScriptOutput | None = None  # the running script's DEBUG capture, if it has one
-    not_before: float = 0.0  # DEFER: the script runs again after this time
-    details: str = ""
-    order: int = 0
-    pre_done: bool = False  # the PRE script of this attempt succeeded; the job waits for a throttle
 
 
 class Submitter:
@@ -133,7 +109,7 @@ class Engine:
         return int(self.options["DAGMAN_MAX_JOBS_IDLE"])
 
     def idle_procs(self) -> int:
-        return sum(len(r.idle_procs) for r in self.runs.values())
+        return idle_procs(self.runs.values())
 
     def submitted_clusters(self) -> int:
         return sum(1 for r in self.runs.values() if r.state == SUBMITTED)
@@ -179,8 +155,8 @@ class Engine:
             if run.state == NOT_READY and run.waiting == 0 and run is not self.final:
                 run.state = READY
         if self.dag.dot:
-            write_dot(self.workdir / self.dag.dot[0], self.dag, self.runs)
-        self.out.status_table(self)
+            write_dot(self.workdir / self.dag.dot[0], self.dag)
+        self.out.status_table(self.status, self.runs)
 
     def step(self) -> bool:
         """One pass: events, scripts, submissions. True when something happened."""
@@ -226,7 +202,7 @@ class Engine:
             self._write_rescue(failed)
         self.changed = True
         self._maybe_write_status(force=True)
-        self.out.status_table(self)
+        self.out.status_table(self.status, self.runs)
         if ok and self.abort_code is None:
             self.out.write("All jobs Completed!")
             code = EXIT_OKAY
@@ -656,7 +632,8 @@ class Engine:
         now = self.clock()
         due = now - self.last_status_write >= self.dag.node_status_interval
         if force or (due and (self.changed or self.dag.node_status_always)):
-            write_node_status(self.workdir / self.dag.node_status_file, self, now)
+            write_node_status(self.workdir / self.dag.node_status_file, self.dag_file, self.status, self.runs,
+                              now, now + self.dag.node_status_interval)
             self.last_status_write = now
             self.changed = False
 
@@ -672,12 +649,6 @@ class Engine:
         path.write_text(rescue_text(self.dag_file.name, [r.node for r in self.runs.values()], done,
                                     [r.node.name for r in failed], self.premarked))
         self.out.write(f"Writing Rescue DAG file {path.name}")
-
-    def counts(self) -> dict[int, int]:
-        out = dict.fromkeys(range(8), 0)
-        for r in self.runs.values():
-            out[r.state] += 1
-        return out
 
 
 def newest_rescue_number(dag_file: Path) -> int:

@@ -20,8 +20,12 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from gridbus.console.dagman.engine import DEFAULTS, Engine, Submitter, newest_rescue_number
+from gridbus.console.dagman.noderun import NodeRun
+from gridbus.console.schedd import JobAction, Schedd
 from gridbus.dag import SUBDAG, DagError, apply_rescue, parse_file
-from gridbus.dagman.engine import DEFAULTS, Engine, NodeRun, Submitter, newest_rescue_number
+from gridbus.dag.dagmanjob import DAGMAN_MODULE, dagman_job_commands
+from gridbus.submit import Submit
 
 
 def _quote(text: str) -> str:
@@ -32,18 +36,14 @@ class ScheddSubmitter(Submitter):
     """Submits node jobs through the console's Schedd API, so each node's submit file is expanded
     client-side with its VARS as macros, as condor_submit -a would."""
 
-    def __init__(self, schedd: Any):
+    def __init__(self, schedd: Schedd):
         self.schedd = schedd
 
     def submit(self, run: NodeRun, engine: Engine) -> tuple[int, int]:
-        from gridbus.submit import Submit
-
         node = run.node
         cwd = engine.node_dir(node)
         if node.kind == SUBDAG:
-            from gridbus.dagman.submitfile import dagman_submit
-
-            sub = dagman_submit(node.submit_file, {"force": False}, cwd=cwd)
+            sub = Submit(dagman_job_commands(node.submit_file, {"force": False}, cwd=cwd))
         else:
             sub = Submit((cwd / node.submit_file).read_text())
             sub.submit_file = node.submit_file  # $(SUBMIT_FILE), as the DAG names it
@@ -68,13 +68,11 @@ class ScheddSubmitter(Submitter):
         return result.cluster(), result.num_procs()
 
     def remove(self, clusters: list[int], reason: str) -> None:
-        from gridbus.console.schedd import JobAction
-
         self.schedd.act(JobAction.Remove, [str(c) for c in clusters], reason)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gridbus.dagman", prefix_chars="-",
+    p = argparse.ArgumentParser(prog=DAGMAN_MODULE, prefix_chars="-",
                                 description="Run a DAG of jobs (condor_dagman).")
     p.add_argument("-Dag", "-dag", dest="dag", required=True)
     p.add_argument("-MaxIdle", "-maxidle", dest="maxidle", type=int)
@@ -169,8 +167,6 @@ def main(argv: list[str] | None = None, submitter: Submitter | None = None) -> i
         nodes_log.write_text("")  # a fresh run starts a fresh nodes log (recovery reads the old one)
     lock.write_text(f"{job_id} {os.getpid()} {time.time():.0f}\n")
     if submitter is None:
-        from gridbus.console.schedd import Schedd
-
         submitter = ScheddSubmitter(Schedd(os.environ.get("GRIDBUS_SCHEDD") or None))
     engine = Engine(dag, dag_file, submitter, dagman_id=dagman_id, options=opts, recovery=recovery)
     if rescue and not recovery:
@@ -232,6 +228,6 @@ def _wait_for_predecessor(lock: Path) -> None:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             return  # gone
-        if b"gridbus.dagman" not in cmdline:
+        if DAGMAN_MODULE.encode() not in cmdline:
             return  # the pid was reused by another program
         time.sleep(1.0)

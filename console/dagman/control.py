@@ -1,6 +1,6 @@
 """htcondor2.DAGMan: the client that sends commands (halt, resume, throttle) to a running DAGMan.
 
-gridbus's DAGMan (gridbus.dagman) takes its throttles from its command line and configuration
+gridbus's DAGMan (gridbus.console.dagman.main) takes its throttles from its command line and configuration
 when it starts and listens for no command while it runs, so each command answers failure as
 htcondor2's does when it cannot reach the DAGMan: ``(False, reason)`` from halt and resume, the
 reason from throttle. The reason says what to do instead: pass the throttles to ``gridbus submit_dag``
