@@ -41,6 +41,7 @@ from gridbus.agents.schedd.jobattrs import IDLE, LOCAL_UNIVERSES, REMOVED, runs_
 from gridbus.agents.schedd.jobqueue import JobQueue, Proc
 from gridbus.agents.schedd.settings import ScheddSettings
 from gridbus.agents.startd import proctree
+from gridbus.dag.dagmanjob import current_dagman_argv
 from gridbus.jobargs import ArgumentError, job_argv, job_environment
 
 if TYPE_CHECKING:
@@ -172,7 +173,8 @@ class LocalUniverse:
                 account = None  # SCHEDD_RUN_LOCAL_JOBS_AS_SELF: as the schedd's own user
             iwd = str(ad.get("Iwd") or "/")
             cmd = str(ad.get("Cmd") or "")
-            argv = [cmd if os.path.isabs(cmd) else os.path.join(iwd, cmd), *job_argv(ad)]
+            # (a DAGMan job queued by an earlier version names DAGMan's module as it was then)
+            argv = current_dagman_argv([cmd if os.path.isabs(cmd) else os.path.join(iwd, cmd), *job_argv(ad)])
             env = {"PATH": "/usr/bin:/bin", **job_environment(ad), "CONDOR_ID": f"{key[0]}.{key[1]}",
                    "GRIDBUS_SCHEDD": self.address}
             files: list[Any] = []

@@ -24,7 +24,7 @@ from gridbus.console.dagman.engine import DEFAULTS, Engine, Submitter, newest_re
 from gridbus.console.dagman.noderun import NodeRun
 from gridbus.console.schedd import JobAction, Schedd
 from gridbus.dag import SUBDAG, DagError, apply_rescue, parse_file
-from gridbus.dag.dagmanjob import DAGMAN_MODULE, dagman_job_commands
+from gridbus.dag.dagmanjob import DAGMAN_MODULE, dagman_job_commands, is_dagman_cmdline
 from gridbus.submit import Submit
 
 
@@ -228,6 +228,6 @@ def _wait_for_predecessor(lock: Path) -> None:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             return  # gone
-        if DAGMAN_MODULE.encode() not in cmdline:
+        if not is_dagman_cmdline(cmdline):
             return  # the pid was reused by another program
         time.sleep(1.0)

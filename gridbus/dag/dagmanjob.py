@@ -27,6 +27,23 @@ from gridbus.jobargs import join_v2
 # The program the DAGMan job runs (``python -m``): DAGMan is a client of the schedd and lives on
 # the client side. DAGMan looks for it in a process's command line to tell a live predecessor.
 DAGMAN_MODULE = "gridbus.console.dagman"
+# Where earlier versions had it: a DAGMan job queued by one of them names it in its Arguments,
+# and a schedd started again after an upgrade runs that job (`current_dagman_argv`).
+FORMER_DAGMAN_MODULES = ("gridbus.dagman",)
+
+
+def current_dagman_argv(argv: list[str]) -> list[str]:
+    """``argv`` with a former DAGMan module (``-m gridbus.dagman``) named as it is now."""
+    for i in range(len(argv) - 1):
+        if argv[i] == "-m" and argv[i + 1] in FORMER_DAGMAN_MODULES:
+            return [*argv[:i + 1], DAGMAN_MODULE, *argv[i + 2:]]
+    return argv
+
+
+def is_dagman_cmdline(cmdline: bytes) -> bool:
+    """Whether a process's /proc command line is a DAGMan's, of this version or an earlier one."""
+    words = cmdline.split(b"\0")
+    return any(m.encode() in words for m in (DAGMAN_MODULE, *FORMER_DAGMAN_MODULES))
 
 # condor_submit_dag's options that become DAGMan arguments: option -> (argument, takes a value).
 _ARGUMENTS = {

@@ -177,3 +177,17 @@ def test_a_live_predecessor_is_left_to_finish(tmp_path: Path):
     assert old.poll() == 0  # it returned only once the old DAGMan had exited
     lock.write_text("7.0 1 0\n")  # pid 1 is not a DAGMan: no wait
     _wait_for_predecessor(lock)
+
+
+def test_a_dagman_job_queued_by_an_earlier_version_runs_the_dagman_of_this_one():
+    from gridbus.dag.dagmanjob import DAGMAN_MODULE, current_dagman_argv, is_dagman_cmdline
+
+    # Its Arguments name the module where 0.1.0 had it; the schedd runs it as it is now.
+    old = ["/usr/bin/python3", "-m", "gridbus.dagman", "-Dag", "a.dag", "-m", "x"]
+    assert current_dagman_argv(old) == ["/usr/bin/python3", "-m", DAGMAN_MODULE, "-Dag", "a.dag", "-m", "x"]
+    now = ["/usr/bin/python3", "-m", DAGMAN_MODULE, "-Dag", "a.dag"]
+    assert current_dagman_argv(now) == now and current_dagman_argv(["/bin/true"]) == ["/bin/true"]
+    # A DAGMan of either version still alive is told from a process that only names one.
+    assert is_dagman_cmdline(b"/usr/bin/python3\0-m\0gridbus.dagman\0-Dag\0a.dag\0")
+    assert is_dagman_cmdline(f"/usr/bin/python3\0-m\0{DAGMAN_MODULE}\0".encode())
+    assert not is_dagman_cmdline(b"/bin/grep\0gridbus.dagmanx\0")
