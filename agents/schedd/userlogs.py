@@ -82,7 +82,7 @@ class UserLogs:
                 all_rows.append(more_rows)
             try:
                 if replayed:
-                    there = await self._already_written(owner, path, parts)
+                    there = await self._replayed_there(pending, owner, path, parts)
                     if there:
                         self.skipped += there
                         self._delivered([r for rs in all_rows[:there] for r in rs])
@@ -120,6 +120,23 @@ class UserLogs:
     def _delivered(self, rows: list[int]) -> None:
         if rows and self.on_delivered is not None:
             self.on_delivered(rows)
+
+    async def _replayed_there(self, pending: deque[Entry], owner: str, path: str, parts: list[str]) -> int:
+        """How many of ``parts``, replayed text for ``path``, the log has already. The log ends
+        with the first of ALL the replayed text owed to it, which may be queued apart (the
+        owner's other logs' text between): what of the later entries is there too is taken out
+        of ``pending`` as delivered (checking only the entries queued together took the log's
+        end for text it lacked when another log's text came between, and wrote it again)."""
+        later = [e for e in pending if e[0] == path and e[3]]
+        there = await self._already_written(owner, path, parts + [e[1] for e in later])
+        if there > len(parts):
+            done = {id(e) for e in later[:there - len(parts)]}
+            self.skipped += len(done)
+            self._delivered([r for e in later if id(e) in done for r in e[2]])
+            kept = [e for e in pending if id(e) not in done]
+            pending.clear()
+            pending.extend(kept)
+        return min(there, len(parts))
 
     async def _already_written(self, owner: str, path: str, parts: list[str]) -> int:
         """How many of ``parts`` (in order) the log at ``path`` already ends with."""
