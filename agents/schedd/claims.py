@@ -179,6 +179,42 @@ class Claims:
             self.reserved.add(job)
             self.ahead_of[job] = claim
 
+    # ------------------------------------------------------------------ a claim's job
+    # The claim invariant lives here, and only here: a job is on one claim at most (``by_job``),
+    # reserved from its match (or its queueing ahead) until it runs or goes back, and
+    # ``claim.state`` says where the claim's job is. Every change is written by the next commit.
+    def reserve(self, job: tuple[int, int]) -> None:
+        """``job`` is matched (its claim being requested, or queued ahead): no other claim takes it."""
+        self.reserved.add(job)
+
+    def unreserve(self, job: tuple[int, int]) -> None:
+        """``job`` is Idle for any claim again (its claim was refused, or it left the queue ahead)."""
+        self.reserved.discard(job)
+
+    def assign(self, claim: Claim, job: tuple[int, int], *, ahead_start: bool = False) -> None:
+        """``job`` becomes ``claim``'s job, its start awaited: an activation about to go out, or
+        (``ahead_start``) a start from the queue ahead the startd has reported."""
+        claim.job, claim.state, claim.stopping = job, ACTIVATING, False
+        claim.asked, claim.restarting, claim.reply_sent = ahead_start, False, 0.0
+        self.reserved.add(job)
+        self.by_job[job] = claim
+        self.changed(claim)
+
+    def running(self, claim: Claim, job: tuple[int, int], *, stopping: bool = False) -> None:
+        """``claim``'s job runs (``stopping``: a job no longer Idle that the startd started, being
+        stopped): no longer reserved, counted among the claim's runs."""
+        claim.state, claim.stopping = RUNNING_JOB, stopping
+        claim.jobs_run += 1
+        self.reserved.discard(job)
+        self.changed(claim)
+
+    def job_ended(self, claim: Claim) -> None:
+        """``claim``'s job is gone from it (exited, or no longer the queue's Running job): idle."""
+        if claim.job is not None and self.by_job.get(claim.job) is claim:
+            del self.by_job[claim.job]
+        claim.job, claim.state, claim.stopping = None, IDLE, False
+        self.changed(claim)
+
     # ------------------------------------------------------------------ jobs queued ahead
     def queue_ahead(self, claim: Claim, job: tuple[int, int]) -> None:
         """Queue ``job`` ahead on ``claim`` (reserved, still Idle); written by the next commit,

@@ -91,7 +91,7 @@ class Leases:
         self.claims.drop(claim)
         if job is None:
             return
-        self.claims.reserved.discard(job)
+        self.claims.unreserve(job)
         if self.queue.status(*job) in (RUNNING, SUSPENDED):
             await self.state.job_evicted(job[0], job[1], f"claim on {claim.slot} lost: {why}")
 

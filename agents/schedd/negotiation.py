@@ -150,7 +150,7 @@ class Negotiation:
             if job is None:
                 continue
             accepted += 1
-            self.claims.reserved.add(job)
+            self.claims.reserve(job)
             self.claims.stats["Matches"] += 1
             self._waiting.append((m, job))
         self._start_claims()
@@ -192,7 +192,7 @@ class Negotiation:
     async def _claim_and_run(self, match: dict[str, Any], job: tuple[int, int]) -> None:
         ad = self.queue.get(*job)
         if ad is None or ad.get("JobStatus") != 1:
-            self.claims.reserved.discard(job)
+            self.claims.unreserve(job)
             return
         self.claims.stats["ClaimsRequested"] += 1
         args = {"ClaimId": match["ClaimId"], "JobAd": ad, "Schedd": self.address,
@@ -206,7 +206,7 @@ class Negotiation:
             self._spawn(self._release_late_claim(match, args), "release a late claim")
         if result is None or not result.ok:
             self.claims.stats["ClaimsRefused"] += 1
-            self.claims.reserved.discard(job)
+            self.claims.unreserve(job)
             why = "no answer" if result is None else f"{result.text} (status {result.status})"
             log.info("claim of %s for job %d.%d refused: %s", match["Slot"], *job, why)
             return

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from gridbus.agent import Call, method
-from gridbus.agents.schedd.claims import ACTIVATING, IDLE, Claim, Claims
+from gridbus.agents.schedd.claims import ACTIVATING, Claim, Claims
 from gridbus.agents.schedd.commits import Commits
 from gridbus.agents.schedd.inline_sandboxes import InlineSandboxes
 from gridbus.agents.schedd.shadows import JobStateCalls, Shadows, job_of
@@ -116,8 +116,7 @@ class Reports:
         if report.get("Event") != "exit" or job is None or claim.job != job:
             return
         try:
-            self.claims.by_job.pop(job, None)
-            claim.job, claim.state, claim.stopping = None, IDLE, False
+            self.claims.job_ended(claim)
             self.claims.release(claim)
             await self.state.job_report_failed(job[0], job[1], f"the schedd could not apply the job's exit report: "
                                                          f"{type(exc).__name__}: {exc}")

@@ -45,7 +45,6 @@ from gridbus.agents.schedd import matchexp
 from gridbus.agents.schedd.checkpoints import Checkpointing
 from gridbus.agents.schedd.claims import (
     ACTIVATING,
-    IDLE,
     RUNNING_JOB,
     Claim,
     Claims,
@@ -64,6 +63,7 @@ from gridbus.status import Status
 log = logging.getLogger("gridbus.schedd.shadows")
 
 RUNNING = 2
+COMPLETED = 4
 SUSPENDED = 7  # still on its claim, its processes frozen
 
 FITS_TTL = 60.0  # seconds a claim keeps whether a cluster's plain procs fit its slot
@@ -120,9 +120,7 @@ class Shadows:
             if claim.recovered_activation and status == IDLE_JOB:
                 self._ask_again_after_restart(claim, job)
             elif status != RUNNING:
-                self.claims.by_job.pop(job, None)
-                claim.job, claim.state = None, IDLE
-                self.claims.changed(claim)
+                self.claims.job_ended(claim)
             elif claim.restarting:  # its restart after a checkpoint, asked again (a repeat runs it once)
                 self._to_activate.setdefault(claim.startd, []).append((claim, job))
             claim.recovered_activation = ""
@@ -152,7 +150,7 @@ class Shadows:
         unknown: asked again, marked a repeat. One that rode in a JobReports answer is answered by
         the startd's next reports (the outcome, or the report the answer was for, sent again),
         and by ActivateClaims only if they do not come."""
-        self.claims.reserved.add(job)
+        self.claims.reserve(job)
         claim.asked = True
         if claim.recovered_activation == "answer":
             now = time.monotonic()
@@ -189,11 +187,7 @@ class Shadows:
     # ------------------------------------------------------------------ activations
     def activate(self, claim: Claim, job: tuple[int, int]) -> None:
         """Queue ``job`` for activation on ``claim``; sent in one ActivateClaims per startd."""
-        claim.job, claim.state, claim.stopping, claim.asked = job, ACTIVATING, False, False
-        claim.restarting = False
-        self.claims.reserved.add(job)
-        self.claims.by_job[job] = claim
-        self.claims.changed(claim)  # on disk before the activation goes out (_send_activations)
+        self.claims.assign(claim, job)  # on disk before the activation goes out (_send_activations)
         self._to_activate.setdefault(claim.startd, []).append((claim, job))
 
     def flush_activations_now(self) -> None:
@@ -343,10 +337,7 @@ class Shadows:
         job), and the job is not marked Running."""
         log.info("job %d.%d started on %s after it left the Idle state: stopping it",
                       *job, claim.slot)
-        self.claims.reserved.discard(job)
-        claim.state, claim.stopping = RUNNING_JOB, True
-        claim.jobs_run += 1
-        self.claims.changed(claim)
+        self.claims.running(claim, job, stopping=True)
         await self._apply_buffered(claim)
         if claim.job == job and claim.state == RUNNING_JOB:
             self._spawn(self.claims.call_startd(claim.startd, "DeactivateClaim",
@@ -354,15 +345,11 @@ class Shadows:
 
     async def _job_running(self, claim: Claim, job: tuple[int, int]) -> None:
         self.claims.stats["Activations"] += 1
-        claim.state = RUNNING_JOB
         claim.started_at = time.monotonic()
-        claim.jobs_run += 1
-        self.claims.reserved.discard(job)
-        if claim.restarting:  # after a checkpoint, in place: the same run as HTCondor counts them
-            claim.restarting = False
-        else:
+        restarted, claim.restarting = claim.restarting, False
+        self.claims.running(claim, job)
+        if not restarted:  # (after a checkpoint, in place: the same run, as HTCondor counts them)
             await self.state.job_started(job[0], job[1], remote_host=claim.slot, slot=claim.slot, claim_id=claim.claim_id)
-        self.claims.changed(claim)
         await self._apply_buffered(claim)
         self.flush_activations_now()
 
@@ -448,10 +435,12 @@ class Shadows:
         status = report.get("Status")
         status = status if isinstance(status, int) else Status.EXCEPTION
         if self.claims.ahead_of.get(job) is not claim or claim.job is not None:
-            if job in claim.recent_starts:
+            if job in claim.recent_starts or self._start_applied(claim, job):
                 return  # a repeated report of a start already applied (a retried call)
-            log.warning("%s started job %d.%d on %s, which was not queued ahead there; stopping it",
-                        claim.startd, *job, claim.slot)
+            # (a job no longer in the queue: most likely ended, its start sent again after a restart)
+            (log.warning if self.queue.status(*job) is not None else log.info)(
+                "%s started job %d.%d on %s, which was not queued ahead there; stopping it",
+                claim.startd, *job, claim.slot)
             if status == 0:
                 self._spawn(self.claims.call_startd(claim.startd, "DeactivateClaim",
                                                     deactivation(claim, job, graceful=False)), "stop-job")
@@ -460,14 +449,19 @@ class Shadows:
         while claim.ahead and claim.ahead[0][1] != job:
             _seq, skipped = claim.ahead[0]
             self.claims.unqueue(claim, skipped)
-            self.claims.reserved.discard(skipped)
+            self.claims.unreserve(skipped)
         self.claims.unqueue(claim, job)
         claim.recent_starts.append(job)
         self._awaiting.pop(claim.claim_id, None)
         self.claims.stats["AheadStarts"] += 1
-        claim.job, claim.state, claim.stopping, claim.asked, claim.reply_sent = job, ACTIVATING, False, True, 0.0
-        self.claims.by_job[job] = claim
+        self.claims.assign(claim, job, ahead_start=True)
         await self._activation_result(claim, job, status, str(report.get("Text", "")), answered=True)
+
+    def _start_applied(self, claim: Claim, job: tuple[int, int]) -> bool:
+        """Whether a start of ``job`` reported on ``claim`` was applied already, as far as the
+        queue tells (a restarted schedd knows no claim's recent starts: the startd sends again
+        the reports of a call whose answer the crash took, their changes on disk already)."""
+        return self.queue.status(*job) == COMPLETED or self.claims.by_job.get(job) is claim
 
     def settle_awaiting(self) -> None:
         """Claims whose job exited with jobs queued ahead and no start behind the exit: the startd
@@ -542,12 +536,10 @@ class Shadows:
                     await self.state.job_evicted(job[0], job[1], why)
                 else:
                     await self.state.job_exited(job[0], job[1], report)
-            self.claims.by_job.pop(job, None)
             if claim.started_at:
                 claim.last_runtime = time.monotonic() - claim.started_at
             claim.started_at = 0.0
-            claim.job, claim.state, claim.stopping = None, IDLE, False
-            self.claims.changed(claim)
+            self.claims.job_ended(claim)
             if report.get("ClaimEnded"):
                 self.claims.drop(claim)  # the startd ended the claim with the job: nothing more runs on it
             elif claim.ahead:
