@@ -22,10 +22,11 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from gridbus.accounting import accounting_name
 from gridbus.adrefs import SlotRefs, lowered, slot_job_refs
 from gridbus.agents.negotiator.accountant import Accountant, parse_limits
 from gridbus.agents.negotiator.cycle_stats import CycleStats
-from gridbus.agents.negotiator.groups import GroupConfig, accounting_name
+from gridbus.agents.negotiator.groups import GroupConfig
 from gridbus.agents.negotiator.matchmaker import (
     HOSTILE_STRIKES,
     REJECT_HOSTILE,

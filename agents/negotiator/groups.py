@@ -257,14 +257,3 @@ class GroupConfig:
     def order(self) -> list[Group]:
         """The groups in negotiation order: most starving first, <none> last."""
         return sorted(self.root.walk(), key=lambda g: (g.sort_key(), g.name.lower()))
-
-
-def accounting_name(job: dict[str, Any], owner: str, get: Callable[[dict[str, Any], str], Any]) -> str:
-    """The name a job's usage and priority are kept under: ``<AcctGroup>.<AcctGroupUser or
-    Owner>`` for a job in a group, else its owner."""
-    group = get(job, "AcctGroup")
-    if not isinstance(group, str) or not group.strip():
-        return owner
-    user = get(job, "AcctGroupUser")
-    user = user.strip() if isinstance(user, str) and user.strip() else owner
-    return f"{group.strip()}.{user}"

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from gridbus import classad
+from gridbus.accounting import group_member
 from gridbus.agent import Call, method
 from gridbus.agents.startd import gpus as gpu
 from gridbus.agents.startd import slots as sl
@@ -124,11 +125,9 @@ class SlotAds:
                 # job it runs, and the seconds it may run on once preempted.
                 ad["CurrentRank"] = self.rank_of(ad, job_ad)
                 ad["MaxJobRetirementTime"] = self.retirement_of(ad, job_ad)
-                group = lookup(job_ad, "AcctGroup")
-                if isinstance(group, str) and group:
-                    # HTCondor's slot attribute: whom the negotiator charges the running job to.
-                    user = lookup(job_ad, "AcctGroupUser")
-                    ad["AccountingGroup"] = f"{group}.{user if isinstance(user, str) and user else claim.owner}"
+                member = group_member(job_ad, claim.owner, lookup)
+                if member:  # HTCondor's slot attribute: whom the negotiator charges the running job to
+                    ad["AccountingGroup"] = member
             if with_job and "AccountingGroup" not in ad and claim.accounting_group:
                 ad["AccountingGroup"] = claim.accounting_group  # claimed, its job not started yet
         if self.table.drain is not None:

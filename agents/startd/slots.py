@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gridbus.accounting import group_member
 from gridbus.agents.startd import gpus as gpu
 from gridbus.agents.startd.arguments import lookup
 from gridbus.classad.values import is_number
@@ -232,9 +233,7 @@ class SlotTable:
     def claim(self, slot: Slot, schedd: str, lease: float, job_ad: Mapping[str, Any]) -> Claim:
         claim = Claim(slot.claim_id, slot, schedd, lease, str(lookup(job_ad, "Owner") or ""),
                       str(lookup(job_ad, "User") or lookup(job_ad, "Owner") or ""))
-        group, user = lookup(job_ad, "AcctGroup"), lookup(job_ad, "AcctGroupUser")
-        if isinstance(group, str) and group:
-            claim.accounting_group = f"{group}.{user if isinstance(user, str) and user else claim.owner}"
+        claim.accounting_group = group_member(job_ad, claim.owner, lookup) or ""
         slot.claim = claim
         slot.set(CLAIMED, IDLE)
         if slot.kind == STATIC:
