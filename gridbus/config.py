@@ -226,7 +226,10 @@ class Config:
         # The environment is read once, so one Config answers the same all its life; a reconfig
         # loads a new one.
         source_env = os.environ if env is None else env
-        self._env = {k: v for k, v in source_env.items() if k.startswith(ENV_PREFIX)}
+        # An empty GRIDBUS_URL (``GRIDBUS_URL= gridbus ...``) is no URL: unset, as the console
+        # and the bus take it, not a URL without a host that a daemon retries for ever.
+        self._env = {k: v for k, v in source_env.items()
+                     if k.startswith(ENV_PREFIX) and not (k == "GRIDBUS_URL" and not v.strip())}
         self._set: dict[str, Any] = {}
 
     @classmethod

@@ -170,3 +170,11 @@ def test_set_and_changed() -> None:
     assert a.changed(b) == ["UPDATE_INTERVAL"]
     a.set("update_interval", "9")
     assert a.source("UPDATE_INTERVAL") == "set" and a.changed(b) == []
+
+
+def test_an_empty_gridbus_url_is_no_url(tmp_path: Path) -> None:
+    """``GRIDBUS_URL= gridbus pool up``: the file's URL (or the default) serves, as the console
+    takes it, not a URL with no host that a daemon would retry for ever."""
+    path = write(tmp_path, 'GRIDBUS_URL = "amqp://u:p@10.0.0.1:5672/v"\n')
+    assert Config.load(path, env={"GRIDBUS_URL": ""}).url() == "amqp://u:p@10.0.0.1:5672/v"
+    assert Config.load(path, env={"GRIDBUS_URL": "amqp://x@h/"}).url() == "amqp://x@h/"
