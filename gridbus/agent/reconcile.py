@@ -206,11 +206,13 @@ async def _finish(connection: AbstractConnection, spec: QueueSpec, found: Found 
     """The second half of a migration: the queue declared as wanted, bound, and the holding queue's
     messages back in it."""
     holding = spec.name + MIGRATING_SUFFIX
-    if found is not None and judge(spec, found).action not in ("same", "adopt"):
-        await refuse_if_consumed(spec, found, consumers)
+    # The queue still (or again) declared otherwise: its messages join the holding queue first.
+    stale = found if found is not None and judge(spec, found).action not in ("same", "adopt") else None
+    if stale is not None:
+        await refuse_if_consumed(spec, stale, consumers)
     channel = await _channel(connection)
-    if found is not None and judge(spec, found).action not in ("same", "adopt"):
-        moved = await _move(channel, spec.name, holding, stream=found.queue_type == "stream")
+    if stale is not None:
+        moved = await _move(channel, spec.name, holding, stream=stale.queue_type == "stream")
         log.info("queue %s: %d more message(s) moved to %s", spec.name, moved, holding)
         await channel.queue_delete(spec.name)
         found = None
