@@ -371,6 +371,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     for d in record.get("Daemons", []):
         up = _duration(now - d["StartTime"]) if d.get("State") == "Alive" and d.get("StartTime") else "-"
         print(f"{d['Name']:<12} {d['State']:<9} {d.get('Pid') or '-':>8} {d.get('Restarts', 0):>8}  {up}")
+    for line in stopped_for_good(record):  # why a daemon stays down, where it said
+        print(line)
     connections = _pool_connections(args.url)
     if connections is not None:
         print(f"broker connections of the pool: {len(connections)} ({', '.join(sorted(connections))})")

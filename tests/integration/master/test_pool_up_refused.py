@@ -2,7 +2,8 @@
 its request queue must become a quorum queue but a schedd of another version still consumes the
 classic one. `pool up` prints the schedd's own sentence (the queue, both declarations, the command
 that fixes it) and exits with status 4 at once, rather than waiting for its timeout and naming a
-state; the master's ad carries the sentence as the daemon's LastExitReason."""
+state; the master's ad carries the sentence as the daemon's LastExitReason, and `pool status`
+shows it under its table."""
 
 from __future__ import annotations
 
@@ -48,3 +49,4 @@ def test_pool_up_prints_the_sentence_of_a_daemon_that_stops_for_good(tmp_path: P
     assert "`gridbus pool down` stops them" in said[-1]
     assert "not up after" not in up.stderr  # said at once, not at the timeout
     assert "SCHEDD" in status.stdout and "Stopped" in status.stdout, status.stdout
+    assert refusal[0].removeprefix("gridbus pool: ") in status.stdout.splitlines(), status.stdout  # status says it too
