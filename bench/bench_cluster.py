@@ -59,9 +59,7 @@ def chaos(cluster, jobs: int, tmp: Path) -> list[str]:  # type: ignore[no-untype
         return run.check()
     finally:
         pool.stop()
-        for node in cluster.nodes:
-            if not node.running():
-                node.start()
+        cluster.heal()
         mgmt.delete_vhost(vhost)
 
 

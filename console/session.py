@@ -24,6 +24,7 @@ from gridbus.rpc import (
     CallTimeout,
     MethodResult,
     Reply,
+    answer_of,
     method_body,
     new_correlation_id,
     query_body,
@@ -163,10 +164,7 @@ class Session:
         if replies is None:
             return  # late answer to a call that timed out
         reply = replies.setdefault(props.app_id or "?", Reply())
-        try:
-            reply.add(wire.decode(body, props.content_type))
-        except wire.DecodeError as exc:
-            reply.add({"status": 7, "text": f"garbled reply: {exc}"})
+        reply.add(answer_of(body, props.content_type, props.headers, props.app_id or ""))
 
     def _publish(self, key: str, mtype: str, body: dict, timeout: float, content_type: str = wire.MSGPACK) -> str:
         if self._channel is None:

@@ -44,3 +44,9 @@ class NoRestart(RuntimeError):
     """A daemon cannot run until an operator acts (a broker queue it may not use, a job queue
     written by a newer version): it stops with this one sentence and the status that tells its
     master not to start it again (HTCondor's DAEMON_NO_RESTART)."""
+
+
+# The file a daemon started by a master writes its NoRestart sentence to (the master names it in
+# this variable): its log holds the sentence too, but the master shows it in its Master ad
+# (LastExitReason) and `gridbus pool up` prints it, so nobody has to go and read the log.
+EXIT_REASON_ENV = "GRIDBUS_EXIT_REASON_FILE"

@@ -17,6 +17,7 @@ from typing import Any
 
 from gridbus import tls
 from gridbus.bus import BrokerURL
+from gridbus.topology import Consumers
 
 
 class ManagementError(RuntimeError):
@@ -130,6 +131,24 @@ class Management:
     def queue_bindings(self, vhost: str, name: str) -> list[dict[str, Any]]:
         """The bindings of a queue (its default-exchange binding included, with source "")."""
         return self.request("GET", f"/queues/{self.q(vhost)}/{self.q(name)}/bindings")
+
+    def queue_consumers(self, vhost: str, name: str) -> Consumers:
+        """Who consumes a queue: how many consumers it has by its statistics, and (connection name,
+        user) of each consumer the API lists to this account (the client's own connection name
+        where it gave one, else the broker's). Both are statistics, refreshed every few seconds (RabbitMQ's
+        collect_statistics_interval): a consumer of the last moments may not be in them yet."""
+        count = int(self.queue(vhost, name).get("consumers") or 0)
+        given = {c.get("name"): (c.get("client_properties") or {}).get("connection_name")
+                 for c in self.connections(vhost)}
+        named: dict[str, tuple[str, str]] = {}
+        for row in self.request("GET", f"/consumers/{self.q(vhost)}"):
+            channel = row.get("channel_details")
+            if (row.get("queue") or {}).get("name") != name or not isinstance(channel, dict) or not channel:
+                continue  # another queue's, or one whose channel is gone (the API lists it a while longer)
+            connection = str(channel.get("connection_name") or "")
+            named[f"{channel.get('name')} {row.get('consumer_tag')}"] = (str(given.get(connection) or connection),
+                                                                         str(channel.get("user") or ""))
+        return Consumers(count, tuple(sorted(named.values())))
 
     def delete_queue(self, vhost: str, name: str) -> None:
         """Delete a queue, as the management UI's "Delete queue" button does."""

@@ -11,6 +11,11 @@ A daemon takes messages of its own major version whose minor version is at least
 work with startds one version older, and the old startds with them); a newer minor version is
 taken too (it only adds). Any other message is refused with `refusal`'s sentence: a request is
 answered with it and dead-lettered, an ad is dropped and the refusal logged.
+
+A caller reads an answer from any version of its own major version (the agent took the request
+and answered in its own terms; an older minor version's answer only lacks what was added since),
+never one of another major version, whose answer may mean something else: `answer_refusal`'s
+sentence is the call's error instead (`gridbus.rpc.answer_of`).
 """
 
 from __future__ import annotations
@@ -57,8 +62,29 @@ def refusal(message_headers: Mapping[str, Any] | None, sender: str = "") -> str 
     version = of(message_headers)
     who = f" from {sender}" if sender else ""
     if version is None:
-        return f"message{who} refused: its {HEADER} header {raw!r} is not a version (major.minor)"
+        return _not_a_version(f"message{who}", raw)
     if version[0] == VERSION[0] and version[1] >= VERSION[1] - 1:
         return None
     return (f"message{who} refused: gridbus protocol {text(version)}, but this daemon speaks {text()} and takes "
             f"{text((VERSION[0], max(VERSION[1] - 1, 0)))} and later of major version {VERSION[0]}: upgrade the sender")
+
+
+def answer_refusal(message_headers: Mapping[str, Any] | None, sender: str = "") -> str | None:
+    """None if an answer with these headers is read, else the sentence that says why not (the
+    answer of another major version, or a header that is not a version)."""
+    raw = (message_headers or {}).get(HEADER)
+    if raw == CURRENT or raw == _CURRENT_BYTES:
+        return None
+    version = of(message_headers)
+    who = f" from {sender}" if sender else ""
+    if version is None:
+        return _not_a_version(f"answer{who}", raw)
+    if version[0] == VERSION[0]:
+        return None
+    older = "the agent" if version[0] < VERSION[0] else "this caller"
+    return (f"answer{who} not read: gridbus protocol {text(version)}, another major version than this caller's "
+            f"{text()} (its answer may mean something else): upgrade {older}")
+
+
+def _not_a_version(what: str, raw: Any) -> str:
+    return f"{what} refused: its {HEADER} header {raw!r} is not a version (major.minor)"

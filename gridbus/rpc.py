@@ -9,9 +9,11 @@ list out-arguments in order, so neither side ever builds one giant message.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gridbus import protocol, wire
 from gridbus.errors import HTCondorException
 from gridbus.status import CANNED_TEXT, Status
 
@@ -88,6 +90,18 @@ class Reply:
 
     def result(self) -> MethodResult:
         return MethodResult(self.status, self.text, self.out)
+
+
+def answer_of(body: bytes, content_type: str | None, headers: Mapping[str, Any] | None, sender: str = "") -> Any:
+    """One answer message as `Reply.add` takes it: its decoded body, or an error with the sentence
+    that says why it is not read (another major version of the protocol, an undecodable body)."""
+    refused = protocol.answer_refusal(headers, sender)
+    if refused is not None:
+        return {"status": Status.EXCEPTION, "text": refused}
+    try:
+        return wire.decode(body, content_type)
+    except wire.DecodeError as exc:
+        return {"status": Status.EXCEPTION, "text": f"garbled reply: {exc}"}
 
 
 def new_correlation_id() -> str:

@@ -14,7 +14,10 @@ this module: the agents and `gridbus broker check` share it):
   removed by an ack and which basic.get cannot read), a transient queue where a durable one is
   wanted. The messages are moved to a new queue (see `gridbus.agent.reconcile`).
 - a migration is refused while something consumes the queue (a daemon of another version still
-  running on it): moving messages from under a consumer could deliver them twice.
+  running on it, or a consumer gridbus does not own: an integrator's reader, a stream consumer):
+  moving messages from under a consumer could deliver them twice, or take from a reader the queue
+  it reads. The broker's own count (queue.declare-ok) misses a stream's consumers, so who consumes
+  a queue is also asked of the management API (`Consumers`), which names them.
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ FIX_COMMAND = "gridbus broker check --fix"
 DAEMON_NO_RESTART = 4
 # The suffix of the queue that holds a queue's messages while it is declared again.
 MIGRATING_SUFFIX = ".migrating"
+# Every gridbus process names its broker connections so ("gridbus schedd@host", "gridbus console@host"):
+# a consumer on a connection named otherwise is not gridbus's own.
+OWN_CONNECTION_PREFIX = "gridbus "
 
 @dataclass(frozen=True)
 class QueueSpec:
@@ -59,6 +65,24 @@ class Found:
     @property
     def queue_type(self) -> str:
         return queue_type(self.arguments)
+
+
+@dataclass(frozen=True)
+class Consumers:
+    """Who consumes a queue, as the management API sees it: how many by the queue's statistics, and
+    (connection name, user) of each consumer it lists (a client's own connection name where it
+    gave one)."""
+
+    count: int = 0
+    named: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def any(self) -> bool:
+        return bool(self.count or self.named)
+
+    def foreign(self) -> list[tuple[str, str]]:
+        """The consumers on connections that are not gridbus's own."""
+        return [c for c in self.named if not c[0].startswith(OWN_CONNECTION_PREFIX)]
 
 
 @dataclass
@@ -116,11 +140,33 @@ def _must_move(spec: QueueSpec, found: Found) -> bool:
     return True  # a stream, or a classic queue where a replicated one is wanted
 
 
-def refusal(spec: QueueSpec, found: Found) -> str:
-    """The one sentence a daemon stops with when it may not migrate the queue."""
+def refusal(spec: QueueSpec, found: Found, seen: Consumers | None = None) -> str:
+    """The one sentence a daemon stops with when it may not migrate the queue because something
+    consumes it (``seen``: who, where the management API says)."""
+    was = (f"queue {spec.name} exists as {describe(found.durable, found.arguments)} but this version needs "
+           f"{describe(spec.durable, spec.arguments)}")
+    seen = seen or Consumers()
+    foreign = seen.foreign()
+    if foreign:
+        return (f"{was}, and {len(foreign)} consumer(s) gridbus does not own read it ({_named(foreign)}): it is not "
+                f"migrated, which would take its messages from under them; once they have stopped, run `{FIX_COMMAND}`")
+    count = max(found.consumers, seen.count, len(seen.named))
+    named = f" ({_named(seen.named)})" if seen.named else ""
+    return f"{was}, and {count} consumer(s) still use it{named}: stop them and run `{FIX_COMMAND}`"
+
+
+def unseen_readers(spec: QueueSpec, found: Found) -> str:
+    """The sentence for a stream that must change when nobody can say who reads it: the broker
+    does not count a stream's consumers, and the management API did not answer."""
     return (f"queue {spec.name} exists as {describe(found.durable, found.arguments)} but this version needs "
-            f"{describe(spec.durable, spec.arguments)}, and {found.consumers} consumer(s) still use it: stop them "
-            f"and run `{FIX_COMMAND}`")
+            f"{describe(spec.durable, spec.arguments)}, and who reads it is not known (the broker does not count a "
+            f"stream's consumers, and its management API did not answer): it is not migrated, which could take its "
+            f"messages from under a reader; once nothing reads it, run `{FIX_COMMAND}`")
+
+
+def _named(consumers: tuple[tuple[str, str], ...] | list[tuple[str, str]], shown: int = 3) -> str:
+    text = "; ".join(f"connection '{name}' of user {user}" for name, user in consumers[:shown])
+    return text + (f"; and {len(consumers) - shown} more" if len(consumers) > shown else "")
 
 
 def dead_queue_spec(*, quorum: bool) -> QueueSpec:

@@ -9,10 +9,20 @@ files. Everything listens on loopback only.
 
     python -m tests.rabbit_cluster start [DIR]   # prints GRIDBUS_URL for the three nodes
     python -m tests.rabbit_cluster stop [DIR]
+
+A node is taken down two ways: `Node.kill` (kill -9 of its Erlang VM, a crash; `Node.start` boots a
+new VM) and `Node.stop_app` (`rabbitmqctl stop_app`: RabbitMQ stops, its VM stays; `Node.start_app`
+starts it again in a few seconds, without booting a VM, which on a loaded machine takes far longer).
+A booting node waits for its peers' tables (`mnesia_table_loading_retry_timeout` x `_limit`) and
+gives up when none answers: the node that went down last must come back first, or with the others.
+`RabbitCluster.heal` brings every node back that way (all at once) and waits, by conditions, until
+each serves and the cluster lists all of them running; where that fails it builds the cluster anew,
+so no test inherits a broken one.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -22,8 +32,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 SBIN = Path(os.environ.get("RABBITMQ_SBIN", "/usr/lib/rabbitmq/bin"))
@@ -43,6 +54,12 @@ class ClusterUnavailable(RuntimeError):
     """RabbitMQ's server scripts are missing or a node would not start."""
 
 
+# How long a node may take to serve: a boot on two cpus shared with a CI run and several test
+# sessions has taken over a minute (a start_app takes seconds). A bound, not a sleep: every wait
+# ends as soon as its condition holds, and a VM that died while booting ends it at once.
+BOOT_TIMEOUT = float(os.environ.get("GRIDBUS_CLUSTER_BOOT_TIMEOUT", "180"))
+
+
 def missing() -> str | None:
     """Why a cluster cannot be made here, or None."""
     for script in (SERVER, CTL):
@@ -57,6 +74,7 @@ class Node:
     index: int
     base: Path
     prefix: str
+    down_at: float | None = field(default=None, compare=False)  # when a test took it down (monotonic)
 
     @property
     def name(self) -> str:
@@ -133,43 +151,89 @@ class Node:
 
     def running(self) -> bool:
         pid = self.pid()
-        if pid is None:
-            return False
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return False
-        return True
+        return pid is not None and _alive(pid)
 
-    def start(self) -> None:
-        """Start the node detached; return once it serves AMQP."""
+    def start(self, timeout: float = BOOT_TIMEOUT) -> None:
+        """Boot the node's VM detached; return once it serves AMQP and its management API."""
         self.write_files()
+        # The VM killed last time must be gone from epmd, or the new one could not take the name.
+        _until(lambda: self.short_name not in _epmd_names(), 20, f"epmd forgetting {self.name}")
+        # A stale pid file would pass for the new VM's (or for one that died booting): the new VM
+        # writes its own early in its boot.
+        (self.dir / "pid").unlink(missing_ok=True)
         subprocess.run([str(SERVER), "-detached"], env=self.env(), cwd=str(self.dir), check=True,
                        capture_output=True, timeout=60)
-        self.wait_serving()
+        self.wait_serving(timeout)
+        self.down_at = None
 
-    def wait_serving(self, timeout: float = 120) -> None:
+    def serving(self) -> bool:
+        # Our own VM (its pid file) must be up: a port answered by a node some earlier run left
+        # behind under the same name would pass for this one.
+        return self.running() and _answers(self.amqp_port) and _http_ok(self.mgmt_url)
+
+    def wait_serving(self, timeout: float = BOOT_TIMEOUT) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            # Our own VM (its pid file) must be up: a port answered by a node some earlier run left
-            # behind under the same name would pass for this one.
-            if self.running() and _answers(self.amqp_port) and _http_ok(self.mgmt_url):
+            if self.serving():
                 return
+            if self.pid() is not None and not self.running():  # its VM wrote its pid, then died
+                raise ClusterUnavailable(f"{self.name} died while starting: {self.log_tail()}")
             time.sleep(0.3)
-        raise ClusterUnavailable(f"{self.name} did not serve on {self.amqp_port} within {timeout:g} s "
-                                 f"(log: {self.dir / 'log'})")
+        raise ClusterUnavailable(f"{self.name} did not serve on {self.amqp_port} within {timeout:g} s: "
+                                 f"{self.log_tail()}")
+
+    def log_tail(self, lines: int = 5) -> str:
+        """The last lines of the node's log, for a sentence saying why it did not start."""
+        try:
+            text = (self.dir / "log" / f"{self.name}.log").read_text(errors="replace")
+        except OSError:
+            return f"no log in {self.dir / 'log'}"
+        return " | ".join(line.strip()[:300] for line in text.splitlines()[-lines:])
 
     def kill(self) -> None:
-        """kill -9 the node's Erlang VM (a crash), and wait until its ports are free."""
+        """kill -9 the node's Erlang VM (a crash), and wait until it is gone and its port is free."""
         pid = self.pid()
         if pid is not None:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        deadline = time.monotonic() + 20
-        while _answers(self.amqp_port) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        self.down_at = time.monotonic()
+        _until(lambda: not self.running(), 20, f"{self.name}'s VM gone")  # (its sockets close with it)
+
+    def stop_app(self) -> None:
+        """Stop RabbitMQ on the node and keep its VM (rabbitmqctl stop_app): down for its peers and
+        clients, and back in seconds with `start_app`."""
+        self.ctl("stop_app", timeout=BOOT_TIMEOUT)
+        self.down_at = time.monotonic()
+        _until(lambda: not _answers(self.amqp_port), 20, f"{self.name}'s AMQP listener closed")
+
+    def start_app(self, timeout: float = BOOT_TIMEOUT) -> None:
+        """Start RabbitMQ again in the node's running VM; return once it serves."""
+        self.ctl("start_app", timeout=timeout)
+        self.wait_serving(timeout)
+        self.down_at = None
+
+    def bring_back(self) -> None:
+        """Start the node the way it went down: its app where its VM runs, else a new VM."""
+        if self.serving():
+            self.down_at = None
+        elif self.running():
+            self.start_app()
+        else:
+            self.start()
+
+    def running_members(self) -> set[str]:
+        """The nodes this node's cluster lists as running (empty where it does not answer)."""
+        try:
+            out = self.ctl("cluster_status", "--formatter", "json", timeout=60)
+            return set(json.loads(out).get("running_nodes") or [])
+        except (ClusterUnavailable, subprocess.TimeoutExpired, ValueError):
+            return set()
+
+    @property
+    def short_name(self) -> str:
+        return self.name.partition("@")[0]
 
     def stop(self) -> None:
         """A graceful stop (rabbitmqctl stop), falling back to kill."""
@@ -215,6 +279,29 @@ class RabbitCluster:
     def members(self) -> str:
         return self.nodes[0].ctl("cluster_status")
 
+    def whole(self) -> bool:
+        """Every node serves and the cluster lists all of them running."""
+        names = {n.name for n in self.nodes}
+        return all(n.serving() for n in self.nodes) and self.nodes[0].running_members() == names
+
+    def heal(self, timeout: float = BOOT_TIMEOUT) -> str:
+        """Make the cluster whole again, whatever a test left: every node that is down brought back
+        (all at once, so the one that went down last is among them and none waits for it), then a
+        wait until the cluster lists every node running; where that fails, the cluster is built
+        anew (same names and ports, so its URL does not change). What was done, in a few words."""
+        if self.whole():
+            return "whole"
+        down = [n for n in self.nodes if not n.serving()]
+        try:
+            with ThreadPoolExecutor(max(1, len(down))) as pool:
+                list(pool.map(Node.bring_back, down))
+            _until(self.whole, timeout, "the cluster listing every node running")
+            return f"brought back {', '.join(n.name for n in down) or 'nothing'}"
+        except (ClusterUnavailable, subprocess.SubprocessError, AssertionError) as exc:
+            why = str(exc)
+        self.start()
+        return f"built anew ({why[:300]})"
+
     def supports_quorum(self) -> bool:
         out = self.nodes[0].ctl("list_feature_flags", "name", "state")
         return any(line.split()[:2] == ["quorum_queue", "enabled"] for line in out.splitlines())
@@ -259,6 +346,36 @@ def stray_pids(names: set[str]) -> list[int]:
         except OSError:  # gone meanwhile, or not ours to read
             continue
     return found
+
+
+def _until(condition: Callable[[], object], timeout: float, what: str) -> None:
+    """Return once ``condition()`` is true; AssertionError naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout:g} s")
+        time.sleep(0.2)
+
+
+def _alive(pid: int) -> bool:
+    """The process runs: it exists and is not a zombie. A killed node's VM was detached (its parent
+    is pid 1), and a pid 1 that does not reap (a container's) leaves it a zombie for good, which
+    os.kill(pid, 0) still finds: such a node passed for running and was never started again."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+def _epmd_names() -> set[str]:
+    """The node names epmd (the one on loopback the nodes use) has registered."""
+    try:
+        out = subprocess.run(["epmd", "-names"], env={**os.environ, "ERL_EPMD_ADDRESS": "127.0.0.1"},
+                             capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return {line.split()[1] for line in out.splitlines() if line.startswith("name ") and len(line.split()) > 1}
 
 
 def _answers(port: int) -> bool:

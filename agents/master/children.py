@@ -26,6 +26,8 @@ from typing import IO, Any
 
 from gridbus.agents.master import pidfile
 from gridbus.config import knob
+from gridbus.errors import EXIT_REASON_ENV
+from gridbus.status import cap_text
 from gridbus.topology import DAEMON_NO_RESTART
 
 log = logging.getLogger("gridbus.master")
@@ -106,6 +108,7 @@ class DaemonProcess:
         self.total_restarts = 0
         self.start_time = 0.0
         self.last_exit: int | None = None
+        self.exit_reason = ""  # the sentence it stopped with when it exited with DAEMON_NO_RESTART
         self._watcher: asyncio.Task | None = None
         self._restart_timer: asyncio.Task | None = None
 
@@ -116,6 +119,11 @@ class DaemonProcess:
     @property
     def pid_file(self) -> Path:
         return self.run_dir / f"{self.name.lower()}.pid"
+
+    @property
+    def reason_file(self) -> Path:
+        """Where the daemon writes the sentence it stops with (gridbus.errors.EXIT_REASON_ENV)."""
+        return self.run_dir / f"{self.name.lower()}.exit-reason"
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", self.module, *self.args]
@@ -130,6 +138,7 @@ class DaemonProcess:
             "StartTime": int(self.start_time),
             "Restarts": self.total_restarts,
             "LastExitCode": self.last_exit if self.last_exit is not None else 0,
+            "LastExitReason": self.exit_reason,
         }
 
     # ------------------------------------------------------------------ start and watch
@@ -143,10 +152,12 @@ class DaemonProcess:
         if self.output is not None:
             self.output.parent.mkdir(parents=True, exist_ok=True)
             out = open(self.output, "ab")  # noqa: SIM115 - handed to the child, closed below
+        self.reason_file.unlink(missing_ok=True)  # a sentence of an earlier run is not this one's
+        self.exit_reason = ""
         try:
             self.process = await asyncio.create_subprocess_exec(
                 *self.command(),
-                env=self.env,
+                env={**self.env, EXIT_REASON_ENV: str(self.reason_file)},
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
@@ -178,11 +189,12 @@ class DaemonProcess:
             self.on_change()
             return
         if code == DAEMON_NO_RESTART:
-            # HTCondor's DAEMON_NO_RESTART: the daemon said why in its log and would stop the same
-            # way again (a queue it may not use); starting it in a loop helps no one.
+            # HTCondor's DAEMON_NO_RESTART: the daemon would stop the same way again (a queue it
+            # may not use); starting it in a loop helps no one. Its sentence goes in the ad.
             self.state = "Stopped"
-            log.error("%s (pid %d) exited with status %d (DAEMON_NO_RESTART): not restarting it; its log says why",
-                      self.name, process.pid, code)
+            self.exit_reason = self._read_reason()
+            log.error("%s (pid %d) exited with status %d (DAEMON_NO_RESTART): not restarting it: %s",
+                      self.name, process.pid, code, self.exit_reason or "its log says why")
             self.on_change()
             return
         if ran >= self.backoff.recover:
@@ -195,6 +207,12 @@ class DaemonProcess:
                     self.name, process.pid, _describe_exit(code), ran, delay)
         self.on_change()
         self._restart_timer = asyncio.get_running_loop().create_task(self._restart_after(delay), name=f"restart {self.name}")
+
+    def _read_reason(self) -> str:
+        try:
+            return cap_text(self.reason_file.read_text(errors="replace").strip())
+        except OSError:  # a daemon that exited with the status without the runner's sentence
+            return ""
 
     async def _restart_after(self, delay: float) -> None:
         await asyncio.sleep(delay)

@@ -22,7 +22,7 @@ from gridbus import bus, topology
 from gridbus.agent import reconcile
 from gridbus.bus import BrokerURL
 from gridbus.mgmt import Management
-from gridbus.topology import Found, QueueSpec
+from gridbus.topology import Consumers, Found, QueueSpec
 
 SCHEDD_QUEUE_PREFIX = bus.rpc_queue("schedd@")
 
@@ -97,7 +97,8 @@ def plan(mgmt: Management, vhost: str, *, cluster: bool, queue_type: str) -> lis
         action = ""
         if diffs:
             action = (f"declare it anew, moving its {found.messages} message(s)" if not found.consumers else
-                      f"none while {found.consumers} consumer(s) use it: stop the pool's daemons first")
+                      f"none while {found.consumers} consumer(s) use it: stop them first (the pool's daemons, "
+                      "and any other reader)")
         rows.append(_row("queue", name, shown, wanted, diffs, action, spec=spec, state=found))
     return rows
 
@@ -143,14 +144,18 @@ def _fix_exchange(mgmt: Management, vhost: str, name: str) -> None:
 async def _fix_queue(url: BrokerURL, mgmt: Management, vhost: str, row: dict[str, Any]) -> None:
     log = logging.getLogger("gridbus.broker")
     connection = await aiormq.connect(url.alternatives[0].url)
+
+    async def consumers(queue: str) -> Consumers:  # asked again just before the move: the plan may be old
+        return await asyncio.to_thread(mgmt.queue_consumers, vhost, queue)
+
     try:
         name = row["name"]
         if name.endswith(topology.MIGRATING_SUFFIX):
             original = name[: -len(topology.MIGRATING_SUFFIX)]
             spec = wanted_queue(original, cluster=url.is_cluster, queue_type="auto") or QueueSpec(original, True, {})
-            await reconcile.ensure(connection, _bound(mgmt, vhost, spec, name), log)
+            await reconcile.ensure(connection, _bound(mgmt, vhost, spec, name), log, consumers=consumers)
             return
-        await reconcile.migrate(connection, _bound(mgmt, vhost, row["spec"], name), row["state"], log)
+        await reconcile.migrate(connection, _bound(mgmt, vhost, row["spec"], name), row["state"], log, consumers)
     finally:
         await connection.close()
 

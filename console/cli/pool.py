@@ -34,6 +34,8 @@ from gridbus.agents.master import pidfile
 from gridbus.bus import BrokerURL
 from gridbus.config import Config
 from gridbus.console.cli import broker as broker_check
+from gridbus.errors import EXIT_REASON_ENV
+from gridbus.topology import DAEMON_NO_RESTART
 
 MASTER_MODULE = "gridbus.agents.master"
 # The daemon kinds whose knobs `gridbus config` shows (importing a module declares its knobs).
@@ -247,6 +249,18 @@ def _daemons_serving(url: str, record: dict[str, Any]) -> bool:
     return kinds <= serving
 
 
+def stopped_for_good(record: dict[str, Any] | None) -> list[str]:
+    """One sentence per daemon of the master's ``record`` that exited with DAEMON_NO_RESTART (the
+    master does not start it again): its name, the status and the sentence it stopped with."""
+    lines = []
+    for d in (record or {}).get("Daemons") or []:
+        if d.get("State") == "Stopped" and d.get("LastExitCode") == DAEMON_NO_RESTART:
+            reason = str(d.get("LastExitReason") or "") or "its log says why"
+            lines.append(f"{d.get('Name')} exited with status {DAEMON_NO_RESTART} (DAEMON_NO_RESTART) and is not "
+                         f"restarted: {reason}")
+    return lines
+
+
 def unprivileged_account(cfg: Config) -> str | None:
     """The account a personal pool started by root runs jobs as, when the configuration says none.
 
@@ -296,23 +310,39 @@ def cmd_up(args: argparse.Namespace) -> int:
         # exec: the master becomes this process, so Ctrl-C reaches it and it stops the daemons in order.
         os.execve(sys.executable, master_command(cfg, foreground=True), env)
     out = open(log_dir / "MasterLog.out", "ab")  # noqa: SIM115 - handed to the detached master
+    master_reason = cfg.path_of("RUN") / "master.exit-reason"  # the master stops for good with a sentence too
+    master_reason.unlink(missing_ok=True)
     try:
-        proc = subprocess.Popen(master_command(cfg, foreground=False), env=env, stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=out, start_new_session=True)
+        proc = subprocess.Popen(master_command(cfg, foreground=False), env={**env, EXIT_REASON_ENV: str(master_reason)},
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
     finally:
         out.close()
     deadline = time.monotonic() + args.timeout
     record: dict[str, Any] | None = None
     while time.monotonic() < deadline:
         if proc.poll() is not None:
+            if proc.returncode == DAEMON_NO_RESTART and master_reason.is_file():
+                print(f"gridbus pool: the master exited with status {DAEMON_NO_RESTART} (DAEMON_NO_RESTART): "
+                      f"{master_reason.read_text(errors='replace').strip()}", file=sys.stderr)
+                return DAEMON_NO_RESTART
             raise RuntimeError(f"the master exited with status {proc.returncode}; see {log_dir / 'MasterLog'} and {log_dir / 'MasterLog.out'}")
+        serving = False
         try:
             record = master_record(url, proc.pid, timeout=2)
-            if record and _daemons_serving(url, record):
-                print(f"gridbus: personal pool up (master pid {proc.pid}): {daemons}; logs in {log_dir}")
-                return 0
+            serving = bool(record) and _daemons_serving(url, record or {})
         except Exception:  # the master is still starting
             pass
+        if serving:
+            print(f"gridbus: personal pool up (master pid {proc.pid}): {daemons}; logs in {log_dir}")
+            return 0
+        stopped = stopped_for_good(record)
+        if stopped:
+            # Waiting on would only reach the timeout: the master does not start such a daemon again.
+            for line in stopped:
+                print(f"gridbus pool: {line}", file=sys.stderr)
+            print(f"gridbus pool: the other daemons run (master pid {proc.pid}); `gridbus pool down` stops them",
+                  file=sys.stderr)
+            return DAEMON_NO_RESTART
         time.sleep(0.5)
     states = ", ".join(f"{d['Name']} {d['State']}" for d in (record or {}).get("Daemons", [])) or "no answer from the master"
     raise RuntimeError(f"the pool is not up after {args.timeout:.0f} s ({states}); see the logs in {log_dir}, "
@@ -341,6 +371,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     for d in record.get("Daemons", []):
         up = _duration(now - d["StartTime"]) if d.get("State") == "Alive" and d.get("StartTime") else "-"
         print(f"{d['Name']:<12} {d['State']:<9} {d.get('Pid') or '-':>8} {d.get('Restarts', 0):>8}  {up}")
+    for line in stopped_for_good(record):  # why a daemon stays down, where it said
+        print(line)
     connections = _pool_connections(args.url)
     if connections is not None:
         print(f"broker connections of the pool: {len(connections)} ({', '.join(sorted(connections))})")

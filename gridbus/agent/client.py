@@ -19,6 +19,7 @@ from gridbus.rpc import (
     CallTimeout,
     MethodResult,
     Reply,
+    answer_of,
     method_body,
     new_correlation_id,
     query_body,
@@ -48,10 +49,7 @@ class AsyncClient:
         if entry is None:
             return  # a late answer to a call that timed out
         reply, done = entry
-        try:
-            reply.add(wire.decode(message.body, message.content_type))
-        except wire.DecodeError as exc:
-            reply.add({"status": 7, "text": f"garbled reply: {exc}"})
+        reply.add(answer_of(message.body, message.content_type, message.headers, message.app_id or ""))
         if reply.done and not done.done():
             done.set_result(None)
 

@@ -68,7 +68,7 @@ class Connection:
         self._confirm_channel = await self._robust.channel(publisher_confirms=True)
         self._answer_channel = await self._robust.channel(publisher_confirms=False)
         await declare_topology(self._channel, quorum=quorum, reconcile_on=self._plain_connection(), log=self.log,
-                               members=self.quorum_members)
+                               members=self.quorum_members, consumers=self.queue_consumers)
 
     async def reconciled(self, spec: topology.QueueSpec) -> tuple[bool, dict[str, Any]]:
         """(durable, arguments) to declare ``spec``'s queue with, once it is found compatible or
@@ -76,7 +76,7 @@ class Connection:
         connection = self._plain_connection()
         if connection is None:
             return spec.durable, spec.arguments  # reconnecting: the queue was reconciled at the start
-        return await reconcile.ensure_waiting(connection, spec, self.log, self.quorum_members)
+        return await reconcile.ensure_waiting(connection, spec, self.log, self.quorum_members, self.queue_consumers)
 
     async def quorum_members(self, queue: str) -> tuple[list[str], list[str]] | None:
         """(online, members) of a quorum queue, from the management API; None where it does not
@@ -90,6 +90,15 @@ class Connection:
         if not isinstance(online, list) or not isinstance(members, list) or not members:
             return None
         return [str(n) for n in online], [str(n) for n in members]
+
+    async def queue_consumers(self, queue: str) -> topology.Consumers | None:
+        """Who consumes ``queue``, from the management API (the only one that sees a stream's
+        consumers); None where it does not answer."""
+        try:
+            return await asyncio.to_thread(Management.for_broker(self.url).queue_consumers, self.url.vhost, queue)
+        except ManagementError as exc:
+            self.log.info("could not ask the management API who consumes queue %s: %s", queue, exc)
+            return None
 
     @property
     def robust(self) -> AbstractRobustConnection | None:
@@ -268,7 +277,8 @@ async def declare_event_stream(connection: AbstractRobustConnection, max_age: st
 
 async def declare_topology(channel: AbstractChannel, *, quorum: bool = False,
                            reconcile_on: aiormq.abc.AbstractConnection | None = None,
-                           log: logging.Logger | None = None, members: reconcile.Members | None = None) -> None:
+                           log: logging.Logger | None = None, members: reconcile.Members | None = None,
+                           consumers: reconcile.ConsumersOf | None = None) -> None:
     """Declare gridbus's exchanges and the dead-letter queue (a quorum queue on a cluster);
     idempotent, any order. With ``reconcile_on`` (the plain connection under ``channel``'s), the
     dead-letter queue is looked at first and adopted or migrated as `gridbus.agent.reconcile` says."""
@@ -277,6 +287,7 @@ async def declare_topology(channel: AbstractChannel, *, quorum: bool = False,
     spec = topology.dead_queue_spec(quorum=quorum)
     durable, args = spec.durable, spec.arguments
     if reconcile_on is not None:
-        durable, args = await reconcile.ensure_waiting(reconcile_on, spec, log or logging.getLogger("gridbus"), members)
+        durable, args = await reconcile.ensure_waiting(reconcile_on, spec, log or logging.getLogger("gridbus"), members,
+                                                       consumers)
     dead = await channel.declare_queue(bus.DEAD, durable=durable, arguments=args)
     await dead.bind(bus.DEAD, "")

@@ -6,6 +6,12 @@ it was sent on), so a daemon needs no management API. A queue's arguments are le
 it again: the broker names the first argument that differs and its current value, and the
 declaration is tried again with that value until the broker accepts it.
 
+A queue is migrated only while nothing consumes it: the broker's count (which misses a stream's
+consumers) and the management API's list (``consumers``, which names them) must both be empty, and
+a stream nobody can say that of is not migrated either. Otherwise the daemon stops with a sentence
+naming the consumers (`gridbus.topology.refusal`): a migration would take the messages from under
+them, gridbus's own (a daemon of another version still running) or not (an integrator's reader).
+
 A migration never loses a message. The queue's bindings move to a holding queue
 (``<name>.migrating``) first, so that what is published meanwhile goes there; every message is
 moved to it (published with confirms before it is acknowledged); the queue is deleted and declared
@@ -31,7 +37,17 @@ from aiormq.abc import AbstractChannel, AbstractConnection, DeliveredMessage
 from pamqp.commands import Basic
 
 from gridbus.errors import NoRestart
-from gridbus.topology import MIGRATING_SUFFIX, Found, QueueSpec, current_of_refusal, describe, judge
+from gridbus.topology import (
+    MIGRATING_SUFFIX,
+    Consumers,
+    Found,
+    QueueSpec,
+    current_of_refusal,
+    describe,
+    judge,
+    refusal,
+    unseen_readers,
+)
 
 DECLARE_TIMEOUT = 15.0  # a declaration unanswered this long: the cluster has lost its majority
 RETRY_INTERVAL = 5.0
@@ -48,6 +64,8 @@ class ClusterUnavailable(RuntimeError):
 
 # (online, members): the nodes of a quorum queue, None where the broker does not say.
 Members = Callable[[str], Awaitable[tuple[list[str], list[str]] | None]]
+# Who consumes a queue, from the management API; None where it does not answer.
+ConsumersOf = Callable[[str], Awaitable[Consumers | None]]
 
 
 async def _channel(connection: AbstractConnection) -> AbstractChannel:
@@ -93,11 +111,12 @@ async def find(connection: AbstractConnection, name: str, *, durable: bool, argu
 
 
 async def ensure(connection: AbstractConnection, spec: QueueSpec, log: logging.Logger,
-                 members: Members | None = None) -> tuple[bool, dict[str, Any]]:
+                 members: Members | None = None, consumers: ConsumersOf | None = None) -> tuple[bool, dict[str, Any]]:
     """Make ``spec.name`` usable: (durable, arguments) to declare it with from now on (those it has
-    when adopted). Raises QueueConflict with the sentence to stop with, ClusterUnavailable when
+    when adopted). Raises QueueConflict with the sentence to stop with (a queue to migrate that
+    something consumes, by the broker's count or ``consumers``), ClusterUnavailable when
     ``members`` says the (quorum) queue has lost its majority."""
-    durable, arguments = await _ensure(connection, spec, log)
+    durable, arguments = await _ensure(connection, spec, log, consumers)
     if members is not None and arguments.get("x-queue-type") == "quorum":
         nodes = await members(spec.name)
         if nodes is not None and len(nodes[0]) * 2 <= len(nodes[1]):
@@ -107,12 +126,13 @@ async def ensure(connection: AbstractConnection, spec: QueueSpec, log: logging.L
     return durable, arguments
 
 
-async def _ensure(connection: AbstractConnection, spec: QueueSpec, log: logging.Logger) -> tuple[bool, dict[str, Any]]:
+async def _ensure(connection: AbstractConnection, spec: QueueSpec, log: logging.Logger,
+                  consumers: ConsumersOf | None) -> tuple[bool, dict[str, Any]]:
     holding = await find(connection, spec.name + MIGRATING_SUFFIX, durable=True, arguments={})
     found = await find(connection, spec.name, durable=spec.durable, arguments=spec.arguments)
     if holding is not None:  # a migration cut short: finish it
         log.warning("queue %s%s holds messages of a migration cut short; finishing it", spec.name, MIGRATING_SUFFIX)
-        await _finish(connection, spec, found, log)
+        await _finish(connection, spec, found, log, consumers)
         return spec.durable, spec.arguments
     verdict = judge(spec, found)
     if verdict.action == "declare":
@@ -128,21 +148,22 @@ async def _ensure(connection: AbstractConnection, spec: QueueSpec, log: logging.
                     "check --fix` declares it anew", spec.name, describe(found.durable, found.arguments),
                     describe(spec.durable, spec.arguments), "; ".join(verdict.differences))
         return found.durable, found.arguments
-    if verdict.action == "refuse":
-        raise QueueConflict(verdict.sentence)
-    log.warning("queue %s exists as %s; this version needs %s: moving its %d message(s) to a new queue",
+    # "refuse" (the broker counts consumers) and "migrate" alike: `migrate` asks who consumes it
+    # first, and refuses with their names.
+    await migrate(connection, spec, found, log, consumers)
+    log.warning("queue %s existed as %s; this version needs %s: its %d message(s) moved to the queue declared anew",
                 spec.name, describe(found.durable, found.arguments), describe(spec.durable, spec.arguments),
                 found.messages)
-    await migrate(connection, spec, found, log)
     return spec.durable, spec.arguments
 
 
 async def ensure_waiting(connection: AbstractConnection, spec: QueueSpec, log: logging.Logger,
-                         members: Members | None = None) -> tuple[bool, dict[str, Any]]:
+                         members: Members | None = None,
+                         consumers: ConsumersOf | None = None) -> tuple[bool, dict[str, Any]]:
     """`ensure`, tried again every RETRY_INTERVAL while the cluster cannot serve the queue."""
     while True:
         try:
-            return await ensure(connection, spec, log, members)
+            return await ensure(connection, spec, log, members, consumers)
         except ClusterUnavailable as exc:
             why = str(exc) if str(exc) != spec.name else f"the broker does not answer for queue {spec.name} within {DECLARE_TIMEOUT:.0f} s"
             log.error("the RabbitMQ cluster has lost the majority of its nodes: %s; start the nodes that are down "
@@ -150,8 +171,22 @@ async def ensure_waiting(connection: AbstractConnection, spec: QueueSpec, log: l
             await asyncio.sleep(RETRY_INTERVAL)
 
 
-async def migrate(connection: AbstractConnection, spec: QueueSpec, found: Found, log: logging.Logger) -> None:
-    """Declare ``spec.name`` anew as ``spec`` says, keeping every message of the queue ``found``."""
+async def refuse_if_consumed(spec: QueueSpec, found: Found, consumers: ConsumersOf | None) -> None:
+    """Raise QueueConflict, with the sentence naming them, if anything consumes the queue ``found``
+    (the broker's count, or ``consumers``); also for a stream when ``consumers`` cannot say (the
+    broker does not count a stream's consumers)."""
+    seen = await consumers(spec.name) if consumers is not None else None
+    if found.consumers or (seen is not None and seen.any):
+        raise QueueConflict(refusal(spec, found, seen))
+    if seen is None and found.queue_type == "stream":
+        raise QueueConflict(unseen_readers(spec, found))
+
+
+async def migrate(connection: AbstractConnection, spec: QueueSpec, found: Found, log: logging.Logger,
+                  consumers: ConsumersOf | None = None) -> None:
+    """Declare ``spec.name`` anew as ``spec`` says, keeping every message of the queue ``found``;
+    refused (QueueConflict) while anything consumes it (`refuse_if_consumed`)."""
+    await refuse_if_consumed(spec, found, consumers)
     holding = spec.name + MIGRATING_SUFFIX
     channel = await _channel(connection)
     # The holding queue takes any message: no limit, the wanted type (replicated on a cluster).
@@ -166,13 +201,18 @@ async def migrate(connection: AbstractConnection, spec: QueueSpec, found: Found,
     await _finish(connection, spec, None, log)
 
 
-async def _finish(connection: AbstractConnection, spec: QueueSpec, found: Found | None, log: logging.Logger) -> None:
+async def _finish(connection: AbstractConnection, spec: QueueSpec, found: Found | None, log: logging.Logger,
+                  consumers: ConsumersOf | None = None) -> None:
     """The second half of a migration: the queue declared as wanted, bound, and the holding queue's
     messages back in it."""
     holding = spec.name + MIGRATING_SUFFIX
+    # The queue still (or again) declared otherwise: its messages join the holding queue first.
+    stale = found if found is not None and judge(spec, found).action not in ("same", "adopt") else None
+    if stale is not None:
+        await refuse_if_consumed(spec, stale, consumers)
     channel = await _channel(connection)
-    if found is not None and judge(spec, found).action not in ("same", "adopt"):
-        moved = await _move(channel, spec.name, holding, stream=found.queue_type == "stream")
+    if stale is not None:
+        moved = await _move(channel, spec.name, holding, stream=stale.queue_type == "stream")
         log.info("queue %s: %d more message(s) moved to %s", spec.name, moved, holding)
         await channel.queue_delete(spec.name)
         found = None

@@ -7,15 +7,17 @@ import asyncio
 import gc
 import logging
 import logging.handlers
+import os
 import signal
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from gridbus.agent.core import Agent
 from gridbus.config import Config
-from gridbus.errors import NoRestart
+from gridbus.errors import EXIT_REASON_ENV, NoRestart
 from gridbus.topology import DAEMON_NO_RESTART
 
 # The cyclic garbage collector's young generation is collected once this many more container
@@ -122,11 +124,22 @@ def serve(
     try:
         run(lambda: build(cfg, args), loop_thread=loop_thread)
     except NoRestart as exc:
-        # One sentence, no traceback, and the status that tells the master not to start it again:
-        # it would stop the same way until an operator acts.
-        logging.getLogger(f"gridbus.{kind}").error("%s", exc)
-        print(f"gridbus {kind}: {exc}", file=sys.stderr)
-        sys.exit(DAEMON_NO_RESTART)
+        stop_for_good(kind, str(exc))
+
+
+def stop_for_good(kind: str, sentence: str) -> NoReturn:
+    """End a daemon that cannot run until an operator acts: one sentence (no traceback) in its log,
+    on stderr and in its master's exit reason file, and the status that tells the master not to
+    start it again (it would stop the same way)."""
+    logging.getLogger(f"gridbus.{kind}").error("%s", sentence)
+    print(f"gridbus {kind}: {sentence}", file=sys.stderr)
+    reason_file = os.environ.get(EXIT_REASON_ENV)
+    if reason_file:
+        try:
+            Path(reason_file).write_text(sentence)
+        except OSError as exc:  # the log and stderr still say it
+            logging.getLogger(f"gridbus.{kind}").warning("could not write %s for the master: %s", reason_file, exc)
+    sys.exit(DAEMON_NO_RESTART)
 
 
 def run(make_agent: Callable[[], Agent], *, loop_thread: bool = False) -> None:

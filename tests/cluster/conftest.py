@@ -41,20 +41,32 @@ def rabbit_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RabbitC
 
 
 @pytest.fixture
-def cluster_pool(rabbit_cluster: RabbitCluster, request: pytest.FixtureRequest,
+def whole_cluster(rabbit_cluster: RabbitCluster) -> Iterator[RabbitCluster]:
+    """The session's cluster, whole before the test and made whole again after it, whatever its
+    outcome: the nodes it took down brought back, or the cluster built anew where they do not come
+    back (`RabbitCluster.heal`), so no later test inherits a broken cluster."""
+    rabbit_cluster.heal()
+    try:
+        yield rabbit_cluster
+    finally:
+        healed = rabbit_cluster.heal()
+        if healed.startswith("built anew"):
+            print(f"the test cluster was {healed}")
+
+
+@pytest.fixture
+def cluster_pool(whole_cluster: RabbitCluster, request: pytest.FixtureRequest,
                  tmp_path: Path) -> Iterator[Pool]:
-    mgmt = Management(rabbit_cluster.nodes[0].mgmt_url)
+    mgmt = Management(whole_cluster.nodes[0].mgmt_url)
     vhost = f"gridbus-cluster-{request.node.name[:30]}-{int(time.time())}"
     mgmt.put_vhost(vhost)
     mgmt.put_permissions(vhost, "guest", ".*", ".*", ".*")
-    url = BrokerURL(rabbit_cluster.url).with_vhost(vhost).url
+    url = BrokerURL(whole_cluster.url).with_vhost(vhost).url
     pool = Pool(url, tmp_path / "pool")
     pool.mgmt, pool.vhost = mgmt, vhost  # type: ignore[attr-defined]
     try:
         yield pool
     finally:
         pool.stop()
-        for node in rabbit_cluster.nodes:  # a node the chaos left down would fail the next test
-            if not node.running():
-                node.start()
-        Management(rabbit_cluster.nodes[0].mgmt_url).delete_vhost(vhost)
+        whole_cluster.heal()  # before the vhost goes: a node the chaos left down would keep it
+        Management(whole_cluster.nodes[0].mgmt_url).delete_vhost(vhost)

@@ -3,7 +3,16 @@ broker's refusal of a declaration is read."""
 
 from __future__ import annotations
 
-from gridbus.topology import FIX_COMMAND, Found, QueueSpec, current_of_refusal, judge
+from gridbus.topology import (
+    FIX_COMMAND,
+    Consumers,
+    Found,
+    QueueSpec,
+    current_of_refusal,
+    judge,
+    refusal,
+    unseen_readers,
+)
 
 DEAD = QueueSpec("gridbus.dead", True, {"x-max-length": 10000, "x-overflow": "drop-head"})
 
@@ -25,6 +34,26 @@ def test_a_type_that_cannot_change_in_place_is_migrated_unless_consumed() -> Non
     assert refused.action == "refuse"
     assert refused.sentence == ("queue q exists as durable classic {} but this version needs durable quorum {}, and "
                                 f"1 consumer(s) still use it: stop them and run `{FIX_COMMAND}`")
+
+
+def test_a_refusal_names_the_consumers_and_says_apart_those_gridbus_does_not_own() -> None:
+    stream = Found(True, {"x-queue-type": "stream"})
+    was = "queue gridbus.dead exists as durable stream {} but this version needs durable classic {x-max-length=10000, "
+    own = Consumers(1, (("gridbus schedd@old", "schedd"),))
+    assert refusal(DEAD, stream, own) == (f"{was}x-overflow=drop-head}}, and 1 consumer(s) still use it (connection "
+                                          f"'gridbus schedd@old' of user schedd): stop them and run `{FIX_COMMAND}`")
+    mixed = Consumers(2, (("gridbus schedd@old", "schedd"), ("audit", "ops")))
+    assert refusal(DEAD, stream, mixed) == (
+        f"{was}x-overflow=drop-head}}, and 1 consumer(s) gridbus does not own read it (connection 'audit' of user ops): "
+        f"it is not migrated, which would take its messages from under them; once they have stopped, run `{FIX_COMMAND}`")
+    many = Consumers(5, tuple((f"reader {i}", "ops") for i in range(5)))
+    assert "(connection 'reader 0' of user ops; connection 'reader 1' of user ops; connection 'reader 2' of user ops; " \
+           "and 2 more)" in refusal(DEAD, stream, many)
+    # The statistics count one the API does not list to this account: still a consumer.
+    assert "2 consumer(s) still use it: stop them" in refusal(DEAD, stream, Consumers(2))
+    assert not Consumers().any and Consumers(1).any and Consumers(0, (("a", "b"),)).any
+    unknown = unseen_readers(DEAD, stream)
+    assert unknown.startswith(was) and "who reads it is not known" in unknown and FIX_COMMAND in unknown
 
 
 def test_the_brokers_refusals_name_the_current_value() -> None:

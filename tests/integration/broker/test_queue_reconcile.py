@@ -113,15 +113,55 @@ def test_a_queue_in_use_that_must_change_stops_the_agent_with_one_sentence(amqp_
     agent.request_queue_type = "quorum"
     name = bus.rpc_queue(agent.address)
     _predeclare(amqp_url, name, {"x-dead-letter-exchange": bus.DEAD}, ((bus.RPC, agent.address),))
-    with pika.BlockingConnection(pika.URLParameters(amqp_url)) as conn:
+    with _named_connection(amqp_url, "gridbus schedd@old") as conn:  # a daemon of the other version, still running
         ch = conn.channel()
         ch.basic_qos(prefetch_count=1)
-        ch.basic_consume(name, lambda *a: None)  # a daemon of the other version, still running
+        ch.basic_consume(name, lambda *a: None)
         with pytest.raises(QueueConflict) as refused:
             asyncio.run(agent.start())
         sentence = str(refused.value)
         assert name in sentence and "durable classic {x-dead-letter-exchange=gridbus.dead}" in sentence
         assert "durable quorum {x-dead-letter-exchange=gridbus.dead}" in sentence
+        assert "1 consumer(s) still use it" in sentence and "does not own" not in sentence
         assert FIX_COMMAND in sentence and "\n" not in sentence
     assert mgmt.queue(vhost, name)["type"] == "classic"  # left as it was
     wait_for(lambda: mgmt.queue(vhost, name).get("messages") == MESSAGES, 20, "its messages still in it")
+
+
+def test_a_stream_read_by_a_consumer_gridbus_does_not_own_is_not_migrated(amqp_url: str, vhost: str,
+                                                                         mgmt: Management) -> None:
+    # gridbus.dead made a stream by an integrator who reads it: the broker counts no consumer of a
+    # stream, so only the management API tells that the migration would take it from under them.
+    _predeclare(amqp_url, bus.DEAD, {"x-queue-type": "stream"}, ((bus.DEAD, ""),))
+    with _named_connection(amqp_url, "integrator's audit reader") as conn:
+        ch = conn.channel()
+        ch.basic_qos(prefetch_count=10)
+        read: list[bytes] = []
+
+        def take(channel: Any, method: Any, _props: Any, body: bytes) -> None:
+            read.append(body)
+            channel.basic_ack(method.delivery_tag)
+
+        ch.basic_consume(bus.DEAD, take, arguments={"x-stream-offset": "first"})
+        wait_for(lambda: conn.process_data_events(0.2) or len(read) == MESSAGES, 30, "the reader reading the stream")
+        assert ch.queue_declare(bus.DEAD, passive=True).method.consumer_count == 0  # what the broker says
+        wait_for(lambda: mgmt.queue_consumers(vhost, bus.DEAD).named, 30, "the management API listing the reader")
+        with pytest.raises(QueueConflict) as refused:
+            asyncio.run(Echoer("dead2", amqp_url, update_interval=30).start())
+        sentence = str(refused.value)
+        assert sentence.startswith(f"queue {bus.DEAD} exists as durable stream {{"), sentence
+        assert "but this version needs durable classic {" in sentence
+        assert ("1 consumer(s) gridbus does not own read it (connection 'integrator's audit reader' of user "
+                "guest): it is not migrated") in sentence
+        assert FIX_COMMAND in sentence and "\n" not in sentence
+        assert mgmt.queue_consumers(vhost, bus.DEAD).named  # its reader still reads it
+    queue = mgmt.queue(vhost, bus.DEAD)
+    assert queue["type"] == "stream" and queue["arguments"] == {"x-queue-type": "stream"}  # left as it was
+    assert [b["source"] for b in mgmt.queue_bindings(vhost, bus.DEAD) if b["source"]] == [bus.DEAD]
+    assert not any(q["name"].endswith(".migrating") for q in mgmt.queues(vhost))
+
+
+def _named_connection(url: str, name: str) -> pika.BlockingConnection:
+    params = pika.URLParameters(url)
+    params.client_properties = {"connection_name": name}
+    return pika.BlockingConnection(params)

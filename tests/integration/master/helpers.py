@@ -53,3 +53,25 @@ def stop_process(proc: subprocess.Popen, timeout: float = 30) -> int:
 
 def alive(pid: int) -> bool:
     return pidfile.alive(pid)
+
+
+GRIDBUS = str(Path(sys.executable).with_name("gridbus"))
+
+
+def gridbus(env: dict[str, str], cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """The `gridbus` command, run to its end; its output captured."""
+    return subprocess.run([GRIDBUS, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line contains ``text`` (our pool's directories)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmd and alive(int(entry.name)):
+                found.append(int(entry.name))
+    return found

@@ -10,37 +10,24 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from gridbus.mgmt import Management
-from tests.integration.master.helpers import REPO, alive, env_for, wait_for
+from tests.integration.master.helpers import (
+    REPO,
+    alive,
+    env_for,
+    gridbus,
+    processes_mentioning,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.broker, pytest.mark.e2e]
 
-GRIDBUS = str(Path(sys.executable).with_name("gridbus"))
 DAEMONS = ["COLLECTOR", "NEGOTIATOR", "SCHEDD", "STARTD", "WEB"]
-
-
-def gridbus(env: dict[str, str], cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([GRIDBUS, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-
-
-def processes_mentioning(text: str) -> list[int]:
-    """Live processes whose command line contains ``text`` (our pool's directories)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if text in cmd and alive(int(entry.name)):
-                found.append(int(entry.name))
-    return found
 
 
 def status_table(out: str) -> dict[str, list[str]]:

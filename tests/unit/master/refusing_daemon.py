@@ -1,8 +1,6 @@
-"""A daemon that stops at once as one whose queue it may not use does (DAEMON_NO_RESTART)."""
+"""A daemon that stops at once as one whose queue it may not use does (DAEMON_NO_RESTART), through
+the runner's own ending (its sentence on stderr and in the master's exit reason file)."""
 
-import sys
+from gridbus.agent.runner import stop_for_good
 
-from gridbus.topology import DAEMON_NO_RESTART
-
-print("gridbus refusing: queue q exists as durable classic {} but this version needs durable quorum {}", file=sys.stderr)
-sys.exit(DAEMON_NO_RESTART)
+stop_for_good("refusing", "queue q exists as durable classic {} but this version needs durable quorum {}")

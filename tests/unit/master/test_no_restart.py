@@ -1,4 +1,5 @@
-"""A daemon that exits with HTCondor's DAEMON_NO_RESTART status is not started again by its master."""
+"""A daemon that exits with HTCondor's DAEMON_NO_RESTART status is not started again by its master,
+which keeps the sentence it stopped with for its ad (LastExitReason)."""
 
 from __future__ import annotations
 
@@ -31,3 +32,6 @@ def test_a_daemon_that_says_do_not_restart_stays_stopped(tmp_path: Path) -> None
     assert daemon.last_exit == DAEMON_NO_RESTART
     assert daemon.state == "Stopped" and daemon.total_restarts == 0
     assert "needs durable quorum" in (tmp_path / "out").read_text()
+    sentence = "queue q exists as durable classic {} but this version needs durable quorum {}"
+    assert daemon.exit_reason == sentence
+    assert daemon.record()["LastExitReason"] == sentence and daemon.record()["LastExitCode"] == DAEMON_NO_RESTART
