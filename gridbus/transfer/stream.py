@@ -155,8 +155,13 @@ class Endpoint:
                                    delivery_mode=aio_pika.DeliveryMode.NOT_PERSISTENT)
         try:
             # Not mandatory: a message to a queue that is gone is dropped (the other end's silence
-            # ends the transfer), not returned to a channel that has no use for it.
-            await self._channel.default_exchange.publish(message, routing_key=self.peer, mandatory=False)
+            # ends the transfer), not returned to a channel that has no use for it. Bounded by the
+            # stall: a robust connection's channel waits out a reconnection (to another broker,
+            # where the other end's queue is not) rather than fail.
+            await asyncio.wait_for(self._channel.default_exchange.publish(message, routing_key=self.peer,
+                                                                          mandatory=False), self.stall)
+        except TimeoutError:
+            raise TransferError(f"could not send for {self.stall:g} s: the broker connection is gone", link=True) from None
         except Exception as exc:  # the channel or connection is gone
             raise TransferError(f"lost the broker connection while sending: {exc!r}", link=True) from None
 
