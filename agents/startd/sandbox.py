@@ -247,6 +247,9 @@ class Sandboxes:
         self._by_claim[claim.id] = Sandbox(scratch, account, spec.snapshot(scratch), accounting, output_limit)
         log.debug("job %s: %d input file(s), %d bytes%s, in %.3f s", _job_id(job_ad), stats.files, stats.bytes,
                   " inline" if "Files" in box else "", time.time() - started)
+        if stats.skipped:
+            log.info("job %s: input resumed, %d bytes kept from a cut transfer were not sent again", _job_id(job_ad),
+                     stats.skipped)
         return spec.sandbox_ad(job_ad, scratch), scratch
 
     def forget(self, claim_id: str) -> None:

@@ -438,6 +438,7 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
                 if off is not None and int(off) != got:
                     if int(off) != 0:
                         raise TransferError(f"{name}: data from byte {off} where {got} were received", link=True)
+                    stats.skipped -= got
                     got, digest = 0, hashlib.sha256()  # the sender starts again: its file is not the part kept
                     fh.seek(0)
                     fh.truncate(0)
@@ -457,6 +458,7 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
                 kept = sink.resume(name, source, mode) if resuming and h.get("res") else None  # type: ignore[attr-defined]
                 if kept is not None:
                     fh, got, digest = kept
+                    stats.skipped += got
                 else:
                     fh, got, digest = _open(sink, name, size, mode), 0, hashlib.sha256()
                 if h.get("res"):
