@@ -55,7 +55,7 @@ from typing import Any, BinaryIO, Protocol
 from gridbus import protocol
 
 CHUNK_SIZE = 1 << 20  # bytes per data message (see docs/architecture.md, "File transfer")
-WINDOW = 16  # messages a receiver lets the sender have in flight (its credit beyond what it wrote)
+WINDOW = 8  # messages a receiver lets the sender have in flight (its credit beyond what it wrote)
 STALL_TIMEOUT = 30.0  # seconds without a message from the other end: the transfer has failed
 PARTIAL_KEEP = 3600.0  # seconds a cut transfer's partial file is kept for the job's next attempt
 PARTIALS_KEPT = 64  # partial files a process keeps at most (the oldest go first)
