@@ -18,10 +18,10 @@ last message the receiver has written (``seq``) and the last one the sender may 
 ``eof``, so the sender, whose window is never empty while the receiver keeps up, never stops to
 wait for a reply, and a slow receiver (or disk) slows it down: at most a window of chunks is in
 flight whatever the file's size. Both ends are pipelined: the sender reads and hashes the next
-chunk on a thread while it publishes the current one (from two buffers it reuses: no chunk is
-copied before the broker connection's own framing), and the receiver hashes and writes a chunk
-on a thread while the next one comes, so the disk, the hash and the broker overlap. ``end`` is
-answered ``done`` once every file is written and verified.
+chunk on a thread while it publishes the current one (the bytes read go to the connection as
+they are: no copy before its own framing), and the receiver hashes and writes a chunk on a thread
+while the next one comes, so the disk, the hash and the broker overlap. ``end`` is answered
+``done`` once every file is written and verified.
 
 Resumption: a receiver whose transfer is cut (a link failure) keeps the part of a file it has
 written (a ``.gridbus-partial`` file, remembered in memory with the sender's size and mtime and
@@ -64,12 +64,16 @@ PARTIALS_KEPT = 64  # partial files a process keeps at most (the oldest go first
 class TransferError(Exception):
     """A transfer failed. ``link``: the connection, not the files, failed (silence, a process or
     a broker connection gone): try again elsewhere. Otherwise a named file could not be read or
-    written: the job's owner has to act (HTCondor holds the job). ``path`` names the file."""
+    written: the job's owner has to act (HTCondor holds the job). ``path`` names the file.
+    ``resumable``: a cut link after which the receiver keeps what it has for the job's next
+    attempt (not a transfer this end stopped on purpose: its job removed, held or vacated)."""
 
-    def __init__(self, reason: str, *, link: bool = False, path: str = "", errno: int = 0):
+    def __init__(self, reason: str, *, link: bool = False, path: str = "", errno: int = 0,
+                 resumable: bool | None = None):
         super().__init__(reason)
         self.reason = reason
         self.link = link
+        self.resumable = link if resumable is None else resumable
         self.path = path
         self.errno = errno
 
@@ -178,7 +182,7 @@ class Endpoint:
 
     def abort(self, reason: str) -> None:
         """End the transfer from this side now (its job is being stopped): the next wait fails."""
-        self._inbox.put_nowait(TransferError(reason, link=True))
+        self._inbox.put_nowait(TransferError(reason, link=True, resumable=False))
 
     def pending(self) -> Any | None:
         try:
@@ -514,7 +518,7 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
             await asyncio.wait([writing])
             intact = not writing.cancelled() and writing.exception() is None
         if fh is not None:
-            if resuming and isinstance(error, TransferError) and error.link and intact and 0 < got < size:
+            if resuming and isinstance(error, TransferError) and error.resumable and intact and 0 < got <= size:
                 sink.keep(name, fh, source, got, digest)  # type: ignore[attr-defined]
             else:
                 sink.abort(name, fh)

@@ -343,3 +343,43 @@ def test_a_receiver_without_a_key_keeps_nothing_and_an_old_sender_is_served(amqp
     sent, got = asyncio.run(old_sender())
     assert sent.sent == got.bytes == 1024 * 1024 and (out / "f").read_bytes() == src.read_bytes()
 
+
+
+def test_a_transfer_stopped_on_purpose_keeps_nothing_for_a_next_attempt(amqp_url, tmp_path):
+    src, out = tmp_path / "f", tmp_path / "out"
+    out.mkdir()
+    src.write_bytes(os.urandom(1024 * 1024))
+    partials = stream.Partials()
+
+    async def go():
+        a, b, sender, receiver = await _pair(amqp_url, stall=5.0)
+        real_send, count = sender.send, 0
+        half = asyncio.Event()
+
+        async def stops(kind, body=b"", **h):
+            nonlocal count
+            count += kind == "data"
+            if count > 4:
+                half.set()
+                await asyncio.Event().wait()
+            await real_send(kind, body, **h)
+
+        sender.send = stops
+        sink = DirectorySink(lambda n: str(out / n), key="7.0/in", partials=partials)
+        receiving = asyncio.ensure_future(stream.receive_files(receiver, sink, window=4))
+        sending = asyncio.ensure_future(stream.send_files(sender, [Entry("f", str(src))], chunk_size=64 * 1024,
+                                                          window=4, resume=True))
+        await half.wait()
+        receiver.abort("the job is being removed")  # (the startd's claim deactivated)
+        try:
+            with pytest.raises(TransferError) as err:
+                await receiving
+        finally:
+            sending.cancel()
+            await a.close()
+            await b.close()
+        return err.value
+
+    err = asyncio.run(go())
+    assert err.link and not err.resumable
+    assert len(partials) == 0 and list(out.iterdir()) == []
