@@ -162,8 +162,9 @@ class Endpoint:
             # ends the transfer), not returned to a channel that has no use for it. Bounded by the
             # stall: a robust connection's channel waits out a reconnection (to another broker,
             # where the other end's queue is not) rather than fail.
-            await asyncio.wait_for(self._channel.default_exchange.publish(message, routing_key=self.peer,
-                                                                          mandatory=False), self.stall)
+            # (asyncio.timeout, not wait_for: no task per message.)
+            async with asyncio.timeout(self.stall):
+                await self._channel.default_exchange.publish(message, routing_key=self.peer, mandatory=False)
         except TimeoutError:
             raise TransferError(f"could not send for {self.stall:g} s: the broker connection is gone", link=True) from None
         except Exception as exc:  # the channel or connection is gone
@@ -173,7 +174,11 @@ class Endpoint:
         """The next message from the other end; TransferError(link) after ``stall`` seconds of
         silence, or once ``abort`` was called."""
         try:
-            message = await asyncio.wait_for(self._inbox.get(), self.stall if timeout is None else timeout)
+            if not self._inbox.empty():  # (the common case while chunks stream in: no timer at all)
+                message = self._inbox.get_nowait()
+            else:
+                async with asyncio.timeout(self.stall if timeout is None else timeout):
+                    message = await self._inbox.get()
         except TimeoutError:
             raise TransferError(f"no word from the other end for {self.stall:g} s", link=True) from None
         if isinstance(message, TransferError):
