@@ -11,7 +11,9 @@
    completion, beside the same 1,000 jobs without transfer and 1,000 with 1 x 4 KiB input, in the
    same run (jobs/s, the ratios, the owner's shadow's cpu per job), and one job with a 1 GiB input copied back as its output: sandbox MiB/s (bytes in
    and out over the wall time), beside the raw broker's rate, and the ratio; the peak resident
-   memory of the owner's shadow and the startd.
+   memory of the owner's shadow and the startd. ``--big-only``: that job alone, ``--rounds`` times,
+   each between two runs of the raw broker (the machine's load drifts: each job's ratio is over the
+   mean of the raw rates just before and after it), with a one-slot startd.
 
     .venv/bin/python bench/bench_transfer.py [--quick] [--small-only | --big-only [--rounds N]]
 """
