@@ -11,9 +11,11 @@
    completion, beside the same 1,000 jobs without transfer and 1,000 with 1 x 4 KiB input, in the
    same run (jobs/s, the ratios, the owner's shadow's cpu per job), and one job with a 1 GiB input copied back as its output: sandbox MiB/s (bytes in
    and out over the wall time), beside the raw broker's rate, and the ratio; the peak resident
-   memory of the owner's shadow and the startd.
+   memory of the owner's shadow and the startd. ``--big-only``: that job alone, ``--rounds`` times,
+   each between two runs of the raw broker (the machine's load drifts: each job's ratio is over the
+   mean of the raw rates just before and after it), with a one-slot startd.
 
-    .venv/bin/python bench/bench_transfer.py [--quick] [--small-only]
+    .venv/bin/python bench/bench_transfer.py [--quick] [--small-only | --big-only [--rounds N]]
 """
 
 from __future__ import annotations
@@ -193,7 +195,7 @@ def _batch(pool, jobs: int, submit: Path, script: Path, **attrs: str) -> dict[st
 
 
 def pool_rates(url: str, work: Path, jobs: int, big_mib: int, small_only: bool = False) -> dict[str, float]:
-    from tests.e2e.pool import Pool, wait_for
+    from tests.e2e.pool import Pool
 
     submit = work / "submit"
     inputs = submit / "inputs"
@@ -234,38 +236,94 @@ def pool_rates(url: str, work: Path, jobs: int, big_mib: int, small_only: bool =
         if small_only:
             return out
 
-        shadow_rss = [0.0]
-
-        def left() -> bool:  # (the shadow's peak taken while it lives: the schedd stops it once idle)
-            shadow_rss.append(max([_peak_rss_mib(p) for p in _shadows(pool.procs["schedd@s"].pid)] or [0.0]))
-            return not pool.jobs("schedd@s", "JobStatus <= 2", ["ProcId"])
-
-        big = submit / "big.bin"
-        _write_random(big, big_mib)
-        copy = submit / "copy.bin"
-        copy_script = submit / "copy.sh"
-        copy_script.write_text("#!/bin/sh\ncp big.bin copy.bin\n")
-        os.chmod(copy_script, 0o755)
-        started = time.monotonic()
-        cluster = pool.submit("schedd@s", 1, cmd=str(copy_script), Iwd=str(submit), ShouldTransferFiles="YES",
-                              TransferInput="big.bin", TransferOutput="copy.bin", Out="/dev/null", Err="/dev/null")
-        wait_for("the big-file job", left, 1800, interval=0.5)
-        wall = time.monotonic() - started
-        (job,) = pool.history("schedd@s", f"ClusterId == {cluster}", ["BytesSent", "BytesRecvd", "JobStatus",
-                                                                       "TransferInStarted", "TransferInFinished"])
-        out["big_MiB"] = big_mib
-        out["big_job_wall_s"] = wall
-        out["big_in_and_out_MiB_per_s"] = 2 * big_mib / wall
-        span = max(1, int(job.get("TransferInFinished", 0)) - int(job.get("TransferInStarted", 0)))
-        out["big_input_MiB_per_s_approx"] = big_mib / span  # whole seconds only
-        out["big_copy_intact"] = float(_digest(copy) == _digest(big))
-        left()
-        out["shadow_peak_rss_MiB"] = max(shadow_rss)
-        out["startd_peak_rss_MiB"] = _peak_rss_mib(pool.procs["startd@a"].pid)
-        out["schedd_peak_rss_MiB"] = _peak_rss_mib(pool.procs["schedd@s"].pid)
+        out.update(big_job(pool, submit, big_mib))
     finally:
         pool.stop()
     return out
+
+
+def big_job(pool, submit: Path, big_mib: int) -> dict[str, float]:
+    """One job with a ``big_mib`` MiB input copied back as its output: the sandbox's MiB/s (bytes
+    in and out over the wall time from the Submit to the job's completion), each direction's span
+    and the peak RSS of the owner's shadow and the startd."""
+    from tests.e2e.pool import wait_for
+
+    out: dict[str, float] = {}
+    shadow_rss = [0.0]
+
+    def left() -> bool:  # (the shadow's peak taken while it lives: the schedd stops it once idle)
+        shadow_rss.append(max([_peak_rss_mib(p) for p in _shadows(pool.procs["schedd@s"].pid)] or [0.0]))
+        return not pool.jobs("schedd@s", "JobStatus <= 2", ["ProcId"])
+
+    big = submit / "big.bin"
+    if not big.exists():
+        _write_random(big, big_mib)
+    copy = submit / "copy.bin"
+    copy.unlink(missing_ok=True)
+    copy_script = submit / "copy.sh"
+    copy_script.write_text("#!/bin/sh\ncp big.bin copy.bin\n")
+    os.chmod(copy_script, 0o755)
+    started = time.monotonic()
+    cluster = pool.submit("schedd@s", 1, cmd=str(copy_script), Iwd=str(submit), ShouldTransferFiles="YES",
+                          TransferInput="big.bin", TransferOutput="copy.bin", Out="/dev/null", Err="/dev/null")
+    wait_for("the big-file job", left, 1800, interval=0.2)
+    wall = time.monotonic() - started
+    (job,) = pool.history("schedd@s", f"ClusterId == {cluster}", [
+        "BytesSent", "BytesRecvd", "JobStatus", "TransferInStarted", "TransferInFinished", "TransferOutStarted",
+        "TransferOutFinished"])
+    out["big_MiB"] = big_mib
+    out["big_job_wall_s"] = wall
+    out["big_in_and_out_MiB_per_s"] = 2 * big_mib / wall
+    span = max(1, int(job.get("TransferInFinished", 0)) - int(job.get("TransferInStarted", 0)))
+    out["big_input_MiB_per_s_approx"] = big_mib / span  # whole seconds only
+    span = max(1, int(job.get("TransferOutFinished", 0)) - int(job.get("TransferOutStarted", 0)))
+    out["big_output_MiB_per_s_approx"] = big_mib / span
+    out["big_copy_intact"] = float(_digest(copy) == _digest(big))
+    left()
+    out["shadow_peak_rss_MiB"] = max(shadow_rss)
+    out["startd_peak_rss_MiB"] = _peak_rss_mib(pool.procs["startd@a"].pid)
+    out["schedd_peak_rss_MiB"] = _peak_rss_mib(pool.procs["schedd@s"].pid)
+    return out
+
+
+def big_only(url: str, work: Path, big_mib: int, rounds: int) -> dict[str, object]:
+    """The 1 GiB part alone, the raw broker and the pool's job alternately (raw, job, raw, job, ...,
+    raw: the machine is shared and its load drifts): each job's rate over the mean of the raw
+    rates measured just before and after it; the figures of each round and their medians."""
+    from gridbus.transfer import stream
+    from tests.e2e.pool import Pool
+
+    submit = work / "submit"
+    submit.mkdir(parents=True)
+    pool = Pool(url, work / "pool")
+    figures: dict[str, object] = {}
+    try:
+        pool.start("collector", "c")
+        pool.start("negotiator", "n")
+        pool.start("schedd", "s")
+        pool.start("startd", "a", GRIDBUS_NUM_SLOTS="1", GRIDBUS_NUM_CPUS="1", GRIDBUS_MEMORY="4096")
+        pool.wait_serving("collector@c", "schedd@s", "negotiator@n")
+        pool.wait_slots(1)
+        raws = [asyncio.run(raw_rate(url, 512 * MIB, stream.CHUNK_SIZE))]
+        ratios, jobs = [], []
+        for _ in range(rounds):
+            job = big_job(pool, submit, big_mib)
+            raws.append(asyncio.run(raw_rate(url, 512 * MIB, stream.CHUNK_SIZE)))
+            jobs.append(job)
+            ratios.append(job["big_in_and_out_MiB_per_s"] / ((raws[-2] + raws[-1]) / 2))
+        figures["raw_classic_MiB_per_s"] = [round(r, 1) for r in raws]
+        figures["big_in_and_out_MiB_per_s"] = [round(j["big_in_and_out_MiB_per_s"], 1) for j in jobs]
+        figures["big_input_MiB_per_s_approx"] = [round(j["big_input_MiB_per_s_approx"], 1) for j in jobs]
+        figures["big_output_MiB_per_s_approx"] = [round(j["big_output_MiB_per_s_approx"], 1) for j in jobs]
+        figures["ratio_big_over_raw"] = [round(r, 2) for r in ratios]
+        figures["ratio_big_over_raw_median"] = round(sorted(ratios)[len(ratios) // 2], 2)
+        figures["big_copy_intact"] = all(j["big_copy_intact"] == 1.0 for j in jobs)
+        for key in ("shadow_peak_rss_MiB", "startd_peak_rss_MiB", "schedd_peak_rss_MiB"):
+            figures[key] = round(max(j[key] for j in jobs), 1)
+        figures["chunk_KiB"], figures["window"] = stream.CHUNK_SIZE // 1024, stream.WINDOW
+    finally:
+        pool.stop()
+    return figures
 
 
 def _digest(path: Path) -> str:
@@ -276,13 +334,15 @@ def _digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def run(quick: bool = False, small_only: bool = False) -> dict:
+def run(quick: bool = False, small_only: bool = False, big: bool = False, rounds: int = 3) -> dict:
     from gridbus.transfer import stream
 
     mgmt, vhost, url = _vhost("transfer")
     work = Path(tempfile.mkdtemp(prefix="gridbus-bench-transfer-"))
     figures: dict[str, object] = {}
     try:
+        if big:
+            return big_only(url, work, 128 if quick else 1024, rounds)
         if small_only:
             figures.update(pool_rates(url, work, 100 if quick else 1000, 0, small_only=True))
             return figures
@@ -315,8 +375,11 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="a smaller run (a smoke run)")
     parser.add_argument("--small-only", action="store_true",
                         help="only the small-sandbox jobs beside the same jobs without transfer (no raw broker, no 1 GiB)")
+    parser.add_argument("--big-only", action="store_true",
+                        help="only the 1 GiB job and the raw broker, alternately, in --rounds rounds (no small jobs)")
+    parser.add_argument("--rounds", type=int, default=3, help="--big-only: jobs, each between two raw runs")
     args = parser.parse_args()
-    result = run(quick=args.quick, small_only=args.small_only)
+    result = run(quick=args.quick, small_only=args.small_only, big=args.big_only, rounds=max(1, args.rounds))
     width = max(len(k) for k in result)
     for key, value in result.items():
         print(f"{key:<{width}}  {value}")

@@ -19,7 +19,10 @@ one transfer of one job in (``in``: this shadow sends the job's input; ``out``: 
 output and writes it where the job's ad says); ``{"op": "busy"}`` answers how many transfers are
 under way or expected (the schedd does not stop a shadow that has some). A starter opens an expected transfer by sending
 ``open`` with the token to the shadow's queue; an unknown token is refused, and a token opens
-once. Transfers run concurrently with the pipe's requests, on one event loop.
+once. Transfers run concurrently with the pipe's requests, on one event loop. The part of an
+output a cut link left is kept (in memory, by the job's id) for the job's next attempt, which
+resumes from it; a shadow that ends removes the parts it kept, and one that is killed has its
+files swept by its successor (``sweep``).
 
 Small sandboxes inline (gridbus/transfer/inline.py), many jobs a request: ``{"op": "inline_in",
 "paths", "limit", "jobs": [{"id", "spec"}]}`` reads each job's input if it comes to at most
@@ -155,7 +158,8 @@ async def _on_open(message):
         return
     expected = _transfers.pop(token, None)
     expected = expected[:2] if expected else None
-    task = asyncio.get_running_loop().create_task(_serve_transfer(token, expected, message.reply_to))
+    task = asyncio.get_running_loop().create_task(_serve_transfer(token, expected, message.reply_to,
+                                                                  bool(headers.get("res"))))
     _tasks.add(task)
     task.add_done_callback(_tasks.discard)
 
@@ -163,14 +167,14 @@ async def _on_open(message):
 _tasks: set[asyncio.Task[Any]] = set()
 
 
-async def _serve_transfer(token, expected, peer):
+async def _serve_transfer(token, expected, peer, resumes=False):
     from gridbus.transfer import stream
     from gridbus.transfer.serve import serve
 
     ep = stream.Endpoint(_bus["connection"], token, stall=float((expected or (0, {}))[1].get("stall", stream.STALL_TIMEOUT)))
     try:
         await ep.open()
-        ep.peer = peer
+        ep.peer, ep.peer_resumes = peer, resumes
         if expected is None:
             await stream.send_error(ep, stream.TransferError("the owner's shadow expects no transfer with this token", link=True))
             return
@@ -276,6 +280,8 @@ async def serve_async(reader, write):
         except Exception as exc:  # a bad request must not end the shadow
             answer = {"ok": False, "errno": 0, "error": f"{type(exc).__name__}: {exc}"}
         write(json.dumps(answer) + "\n")
+    if "gridbus.transfer.stream" in sys.modules:  # the parts of cut outputs kept for a next attempt
+        sys.modules["gridbus.transfer.stream"].PARTIALS.clear()
     if _bus.get("connection") is not None:
         await _bus["connection"].close()
 

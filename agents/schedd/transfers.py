@@ -69,7 +69,8 @@ class Transfers:
         wanted = transfer_spec(ad)
         try:
             queue = await self.owner_shadows.expect(str(ad.get("Owner") or ""), token, direction,
-                                                    {**wanted, **extra, "stall": stall})
+                                                    {**wanted, **extra, "stall": stall,
+                                                     spec.RESUME_KEY: f"{ClusterId}.{ProcId}"})
         except ShadowRefused as exc:
             raise app_error(OPEN_REFUSED, f"OpenTransfer: {exc.sentence}") from None
         return {"Queue": queue, "Token": token}

@@ -245,6 +245,7 @@ class Startd(Agent):
         # The exits of the jobs just killed leave before the connection closes (those whose
         # output goes back once it is back, or the time of a report has passed).
         await self.sandboxes.settle(self.settings.report_timeout)
+        self.sandboxes.drop_kept()
         await self.reporter.close(self.settings.report_timeout)
 
     async def reconfig(self) -> list[str]:

@@ -94,6 +94,9 @@ class Sandboxes:
         self._closing: set[asyncio.Task] = set()  # endpoint closes under way
         self._returning: set[asyncio.Task] = set()  # output transfers under way
         self._open: dict[str, stream.Endpoint] = {}  # claim id -> its transfer under way
+        # Scratch directories of cut input transfers holding a part of a file, kept for the job's
+        # next attempt here: "<schedd>/<job id>/in" -> (directory, the account's uid, since when).
+        self._kept: dict[str, tuple[str, int, float]] = {}
         # What activations brought (claim id, job id) -> their Sandbox entry, until the job starts;
         # bounded (an entry of a job withdrawn before its start is never taken).
         self._inline: dict[tuple[str, str], dict[str, Any]] = {}
@@ -145,12 +148,65 @@ class Sandboxes:
         if self.inline_ready(claim.id, job_ad):
             return self.fill_inline(claim, job_ad)
         box = self._drop_inline((claim.id, _job_id(job_ad))) or {}
-        scratch, account = self._make_scratch(job_ad)
+        key = f"{claim.schedd}/{_job_id(job_ad)}/in"
+        scratch, account = self._resumed_scratch(key, job_ad) or self._make_scratch(job_ad)
         started = time.time()
-        with _removed_on_failure(scratch, claim):
-            sink = stream.DirectorySink(lambda name: os.path.join(scratch, name), _chown(account))
+        with _removed_on_failure(scratch, claim, lambda: self._keep_scratch(key, scratch, account)):
+            sink = stream.DirectorySink(lambda name: os.path.join(scratch, name), _chown(account), key=key)
             stats = await self._transfer(claim, job_ad, "in", lambda ep: stream.receive_files(ep, sink))
         return self._filled(claim, job_ad, scratch, account, box, stats, started)
+
+    def _keep_scratch(self, key: str, scratch: str, account: Account) -> bool:
+        """A cut input transfer: keep its scratch directory for the job's next attempt here if a
+        part of a file was kept in it (stream.PARTIALS); answers whether it is kept."""
+        if not stream.PARTIALS.held(key):
+            return False
+        self._expire_kept()
+        self._kept[key] = (scratch, account.uid, time.monotonic())
+        while len(self._kept) > stream.PARTIALS_KEPT:
+            _remove(self._kept.pop(next(iter(self._kept)))[0])
+        return True
+
+    def _resumed_scratch(self, key: str, job_ad: Mapping[str, Any]) -> tuple[str, Account] | None:
+        """The scratch directory a cut input transfer of this job left (``_keep_scratch``), emptied
+        but for the parts kept, for the input to resume into; None if there is none (or it is not
+        the job's account's any more)."""
+        self._expire_kept()
+        kept = self._kept.pop(key, None)
+        if kept is None or self.starter is None:
+            return None
+        scratch, uid, _when = kept
+        try:
+            account = self.starter.policy.account_for(_owner(job_ad))
+        except RunAsRefused:
+            account = None
+        held = set(stream.PARTIALS.held(key))
+        if account is None or account.uid != uid or not held:
+            _remove(scratch)
+            return None
+        try:
+            for entry in os.scandir(scratch):
+                if entry.path in held:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    _remove(entry.path)
+                else:
+                    os.unlink(entry.path)
+        except OSError:
+            _remove(scratch)
+            return None
+        return scratch, account
+
+    def _expire_kept(self) -> None:
+        now = time.monotonic()
+        for key in [k for k, (_s, _u, when) in self._kept.items() if now - when > stream.PARTIAL_KEEP]:
+            _remove(self._kept.pop(key)[0])
+
+    def drop_kept(self) -> None:
+        """At the startd's stop: the scratch directories kept for resumption go."""
+        for scratch, _uid, _when in self._kept.values():
+            _remove(scratch)
+        self._kept.clear()
 
     def fill_inline(self, claim: sl.Claim, job_ad: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
         """`fetch_input` for an input that came with the activation, at once: the claim's next
@@ -191,6 +247,9 @@ class Sandboxes:
         self._by_claim[claim.id] = Sandbox(scratch, account, spec.snapshot(scratch), accounting, output_limit)
         log.debug("job %s: %d input file(s), %d bytes%s, in %.3f s", _job_id(job_ad), stats.files, stats.bytes,
                   " inline" if "Files" in box else "", time.time() - started)
+        if stats.skipped:
+            log.info("job %s: input resumed, %d bytes kept from a cut transfer were not sent again", _job_id(job_ad),
+                     stats.skipped)
         return spec.sandbox_ad(job_ad, scratch), scratch
 
     def forget(self, claim_id: str) -> None:
@@ -311,14 +370,16 @@ class Sandboxes:
                 raise stream.TransferError(f"the schedd could not open the transfer: {answer.text}",
                                            link=answer.status != Status.USER + OPEN_REFUSED)
             ep.token, ep.peer = str(answer.outArgs.get("Token")), str(answer.outArgs.get("Queue"))
-            await ep.send("open", direction=direction)
             if direction == "in":
+                await ep.send("open", direction=direction, res=True)  # (this end answers where a file starts)
                 ep.peer = ""  # the shadow's own queue for this transfer comes with its first message
             else:
+                await ep.send("open", direction=direction)
                 ready = await ep.next()
                 if (ready.headers or {}).get("t") == "error":
                     raise stream.error_of(ready)
                 ep.peer = ready.reply_to or ""
+                ep.peer_resumes = bool((ready.headers or {}).get("res"))
             return await run(ep)
         finally:
             if self._open.get(claim.id) is ep:
@@ -403,13 +464,15 @@ def _job_id(ad: Mapping[str, Any]) -> str:
 
 
 @contextlib.contextmanager
-def _removed_on_failure(scratch: str, claim: sl.Claim) -> Iterator[None]:
-    """The input goes into ``scratch``: on any failure the directory goes, and a transfer's
-    failure is the job's hold (StartFailed, 13)."""
+def _removed_on_failure(scratch: str, claim: sl.Claim, keep: Callable[[], bool] = lambda: False) -> Iterator[None]:
+    """The input goes into ``scratch``: on any failure the directory goes (unless, the link cut,
+    ``keep()`` kept it for the job's next attempt), and a transfer's failure is the job's hold
+    (StartFailed, 13) or its return to Idle (TransferLost)."""
     try:
         yield
     except stream.TransferError as exc:
-        _remove(scratch)
+        if not (exc.link and keep()):
+            _remove(scratch)
         raise _input_failed(claim, exc) from None
     except BaseException:
         _remove(scratch)

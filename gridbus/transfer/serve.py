@@ -14,9 +14,11 @@ from gridbus.transfer import spec, stream
 
 async def serve(ep: stream.Endpoint, direction: str, ad: Mapping[str, Any],
                 place: Callable[[str], str] | None = None) -> None:
-    """``ep.peer`` is the starter's queue. ``place(name)``: where an output file goes (default: as
-    the ad's Out, Err, remaps and Iwd say; a checkpoint's, spec.CHECKPOINT_TO in ``ad``, under its
-    own name in that directory). A failure is sent to the starter, which reports it."""
+    """``ep.peer`` is the starter's queue (``ep.peer_resumes``: its ``open`` said it answers where a
+    file starts). ``place(name)``: where an output file goes (default: as the ad's Out, Err, remaps
+    and Iwd say; a checkpoint's, spec.CHECKPOINT_TO in ``ad``, under its own name in that
+    directory). An output cut by a link failure is kept for the job's next attempt, by
+    spec.RESUME_KEY (or the job's id). A failure is sent to the starter, which reports it."""
     try:
         if direction == "in":
             try:
@@ -26,11 +28,13 @@ async def serve(ep: stream.Endpoint, direction: str, ad: Mapping[str, Any],
                 return
             await stream.send_files(ep, entries)
         else:
-            await ep.send("ready")
+            await ep.send("ready", res=True)  # (this end answers where a file starts: resumption)
             to = ad.get(spec.CHECKPOINT_TO)
             if isinstance(to, str) and to:  # a checkpoint: every file lands under its own name there
                 place = functools.partial(_below, to)
-            await stream.receive_files(ep, stream.DirectorySink(place or (lambda name: spec.output_destination(ad, name))))
+            key = str(ad.get(spec.RESUME_KEY) or f"{ad.get('ClusterId')}.{ad.get('ProcId')}") + f"/{direction}"
+            await stream.receive_files(ep, stream.DirectorySink(place or (lambda name: spec.output_destination(ad, name)),
+                                                                key=key))
     except stream.TransferError:
         pass  # the starter hears of it (an error message, or silence) and reports it with the job
 

@@ -39,6 +39,8 @@ SPEC_ATTRS = ("Iwd", "Cmd", "In", "Out", "Err", "TransferInput", "TransferOutput
 # checkpoint is written to, and the directory of the last checkpoint a run's input brings back.
 CHECKPOINT_TO = "CheckpointTo"
 CHECKPOINT_FROM = "CheckpointFrom"
+# And the job's id, which names a cut output's kept part for the job's next attempt (stream.Partials).
+RESUME_KEY = "ResumeKey"
 
 # Accounting the startd reports with the exit, copied into the job ad (HTCondor's names).
 ACCOUNTING_ATTRS = ("BytesSent", "BytesRecvd", "TransferInStarted", "TransferInFinished", "TransferOutStarted",

@@ -9,15 +9,28 @@ the default exchange at all (``gridbus broker setup``), so only daemons' connect
 reach these queues; every message also carries the transfer's token, and one without it is dropped.
 
 The sender sends, in order and numbered: ``dir`` (a directory to make), ``file`` (name, size,
-mode), ``data`` chunks of at most CHUNK_SIZE bytes, ``eof`` (the file's sha256), ..., ``end``; a
-file smaller than a chunk goes as one ``whole`` message (name, size, mode, sha256 and the bytes).
-The receiver acknowledges by number (cumulatively, every few messages and at every ``eof``);
-the sender never has more than WINDOW messages unacknowledged, so at most WINDOW chunks of a
-transfer are in flight whatever the file's size, and a slow receiver slows the sender down.
-``end`` is answered ``done`` once every file is written and verified. Both ends are pipelined:
-the sender reads and hashes the next chunk on a thread while it publishes the current one, and
-the receiver hashes and writes a chunk on a thread while the next one comes, so the disk, the
-hash and the broker overlap.
+mode, mtime), ``data`` chunks of at most CHUNK_SIZE bytes, ``eof`` (the file's sha256), ..., ``end``;
+a file smaller than a chunk goes as one ``whole`` message (name, size, mode, sha256 and the bytes).
+
+Flow control is by credit: the receiver grants it, the sender spends it. Each ``ack`` says the
+last message the receiver has written (``seq``) and the last one the sender may send (``credit``,
+``seq`` + the receiver's window); the receiver acknowledges every quarter window and at every
+``eof``, so the sender, whose window is never empty while the receiver keeps up, never stops to
+wait for a reply, and a slow receiver (or disk) slows it down: at most a window of chunks is in
+flight whatever the file's size. Both ends are pipelined: the sender reads and hashes the next
+chunk on a thread while it publishes the current one (the bytes read go to the connection as
+they are: no copy before its own framing), and the receiver hashes and writes a chunk on a thread
+while the next one comes, so the disk, the hash and the broker overlap. ``end`` is answered
+``done`` once every file is written and verified.
+
+Resumption: a receiver whose transfer is cut (a link failure) keeps the part of a file it has
+written (a ``.gridbus-partial`` file, remembered in memory with the sender's size and mtime and
+the sha256 state of the part; ``Partials``). When the same job sends again, its ``file`` says the
+file's size and mtime and asks (``res``) where to start; the receiver answers ``at``: the
+offset it holds for that name if the size and mtime agree (else 0) and the sha256 of that part.
+The sender hashes its own first ``offset`` bytes and, if they agree, sends from there (the first
+``data`` says ``off``); otherwise from 0. An end asks only a peer that said, in its opening
+message (``res`` on ``open`` or ``ready``), that it answers: an older peer gets the stream it knows.
 
 Failures: either end may send ``error`` (a named file cannot be read, or written) and give up;
 silence for ``stall`` seconds (a connection or a process gone) ends the transfer as a link
@@ -33,6 +46,7 @@ import asyncio
 import hashlib
 import os
 import secrets
+import stat
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -41,19 +55,25 @@ from typing import Any, BinaryIO, Protocol
 from gridbus import protocol
 
 CHUNK_SIZE = 1 << 20  # bytes per data message (see docs/architecture.md, "File transfer")
-WINDOW = 8  # messages a sender may have unacknowledged
+WINDOW = 8  # messages a receiver lets the sender have in flight (its credit beyond what it wrote)
 STALL_TIMEOUT = 30.0  # seconds without a message from the other end: the transfer has failed
+PARTIAL_KEEP = 3600.0  # seconds a cut transfer's partial file is kept for the job's next attempt
+PARTIALS_KEPT = 64  # partial files a process keeps at most (the oldest go first)
 
 
 class TransferError(Exception):
     """A transfer failed. ``link``: the connection, not the files, failed (silence, a process or
     a broker connection gone): try again elsewhere. Otherwise a named file could not be read or
-    written: the job's owner has to act (HTCondor holds the job). ``path`` names the file."""
+    written: the job's owner has to act (HTCondor holds the job). ``path`` names the file.
+    ``resumable``: a cut link after which the receiver keeps what it has for the job's next
+    attempt (not a transfer this end stopped on purpose: its job removed, held or vacated)."""
 
-    def __init__(self, reason: str, *, link: bool = False, path: str = "", errno: int = 0):
+    def __init__(self, reason: str, *, link: bool = False, path: str = "", errno: int = 0,
+                 resumable: bool | None = None):
         super().__init__(reason)
         self.reason = reason
         self.link = link
+        self.resumable = link if resumable is None else resumable
         self.path = path
         self.errno = errno
 
@@ -70,7 +90,9 @@ class Entry:
 @dataclass
 class Stats:
     files: int = 0
-    bytes: int = 0
+    bytes: int = 0  # the files' bytes
+    sent: int = 0  # bytes of chunked files sent (not those the receiver held from a cut attempt)
+    skipped: int = 0  # bytes the receiver held from a cut attempt: not sent again
     started: float = field(default_factory=time.time)
     finished: float = 0.0
 
@@ -92,6 +114,13 @@ class Sink(Protocol):
     def abort(self, name: str, fh: BinaryIO) -> None: ...
 
 
+class ResumingSink(Sink, Protocol):
+    """A sink that keeps a cut file's written part for the next attempt (DirectorySink with a key)."""
+
+    def resume(self, name: str, source: tuple[int, int], mode: int) -> tuple[BinaryIO, int, Any] | None: ...
+    def keep(self, name: str, fh: BinaryIO, source: tuple[int, int], offset: int, digest: Any) -> None: ...
+
+
 class Endpoint:
     """One end of one transfer: an exclusive, server-named queue on its own channel."""
 
@@ -100,6 +129,7 @@ class Endpoint:
         self.token = token
         self.stall = stall
         self.peer = ""  # the other end's queue
+        self.peer_resumes = False  # the other end answers ``at`` (its opening message said ``res``)
         self.queue_name = ""
         self._channel: Any = None
         self._queue: Any = None
@@ -129,8 +159,14 @@ class Endpoint:
                                    delivery_mode=aio_pika.DeliveryMode.NOT_PERSISTENT)
         try:
             # Not mandatory: a message to a queue that is gone is dropped (the other end's silence
-            # ends the transfer), not returned to a channel that has no use for it.
-            await self._channel.default_exchange.publish(message, routing_key=self.peer, mandatory=False)
+            # ends the transfer), not returned to a channel that has no use for it. Bounded by the
+            # stall: a robust connection's channel waits out a reconnection (to another broker,
+            # where the other end's queue is not) rather than fail.
+            # (asyncio.timeout, not wait_for: no task per message.)
+            async with asyncio.timeout(self.stall):
+                await self._channel.default_exchange.publish(message, routing_key=self.peer, mandatory=False)
+        except TimeoutError:
+            raise TransferError(f"could not send for {self.stall:g} s: the broker connection is gone", link=True) from None
         except Exception as exc:  # the channel or connection is gone
             raise TransferError(f"lost the broker connection while sending: {exc!r}", link=True) from None
 
@@ -138,7 +174,11 @@ class Endpoint:
         """The next message from the other end; TransferError(link) after ``stall`` seconds of
         silence, or once ``abort`` was called."""
         try:
-            message = await asyncio.wait_for(self._inbox.get(), self.stall if timeout is None else timeout)
+            if not self._inbox.empty():  # (the common case while chunks stream in: no timer at all)
+                message = self._inbox.get_nowait()
+            else:
+                async with asyncio.timeout(self.stall if timeout is None else timeout):
+                    message = await self._inbox.get()
         except TimeoutError:
             raise TransferError(f"no word from the other end for {self.stall:g} s", link=True) from None
         if isinstance(message, TransferError):
@@ -147,7 +187,7 @@ class Endpoint:
 
     def abort(self, reason: str) -> None:
         """End the transfer from this side now (its job is being stopped): the next wait fails."""
-        self._inbox.put_nowait(TransferError(reason, link=True))
+        self._inbox.put_nowait(TransferError(reason, link=True, resumable=False))
 
     def pending(self) -> Any | None:
         try:
@@ -192,21 +232,33 @@ async def send_error(ep: Endpoint, error: TransferError) -> None:
 
 
 async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int = CHUNK_SIZE, window: int = WINDOW,
-                     opener: Callable[[str], int] | None = None) -> Stats:
+                     opener: Callable[[str], int] | None = None, resume: bool | None = None) -> Stats:
     """Send ``entries`` to ``ep.peer``; returns once the receiver has verified every file.
 
     ``opener(path)`` opens a file for reading and returns its descriptor (default: plain
     ``os.open``); the starter's opener refuses symbolic links. An OSError reading a file is sent
-    to the receiver and raised as a TransferError naming the file."""
+    to the receiver and raised as a TransferError naming the file. ``window``: the credit taken
+    before the receiver grants any (and beyond each acknowledgement of a receiver that grants
+    none). ``resume``: ask the receiver where each chunked file starts (default: whether its
+    opening message said it answers, ``ep.peer_resumes``)."""
     stats = Stats()
     seq = 0
     acked = 0
+    credit = window  # the last message this end may send until the receiver grants more
+    asks = ep.peer_resumes if resume is None else resume
+    answers: dict[int, Any] = {}  # the receiver's ``at``, by the number of the ``file`` it answers
+    loop = asyncio.get_running_loop()
 
     def take(message: Any) -> None:
-        nonlocal acked
-        kind = (message.headers or {}).get("t")
+        nonlocal acked, credit
+        h = message.headers or {}
+        kind = h.get("t")
         if kind == "ack":
-            acked = max(acked, int(message.headers.get("seq") or 0))
+            acked = max(acked, int(h.get("seq") or 0))
+            granted = h.get("credit")
+            credit = max(credit, int(granted) if granted is not None else acked + window)
+        elif kind == "at":
+            answers[int(h.get("seq") or 0)] = h
         elif kind == "error":
             raise error_of(message)
 
@@ -214,10 +266,14 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
         nonlocal seq
         while (m := ep.pending()) is not None:
             take(m)
-        while seq - acked >= window:  # the window is full: wait for the receiver
+        while seq >= credit:  # no credit left: wait for the receiver
             take(await ep.next())
         seq += 1
         await ep.send(kind, body, seq=seq, **headers)
+
+    def failed(exc: OSError, path: str) -> TransferError:
+        return TransferError(f"reading from file {path}: (errno {exc.errno}) {exc.strerror}", path=path,
+                             errno=exc.errno or 0)
 
     open_fd = opener or (lambda p: os.open(p, os.O_RDONLY | os.O_CLOEXEC))
     for entry in entries:
@@ -227,8 +283,7 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
         try:
             fd = open_fd(entry.path)
         except OSError as exc:
-            error = TransferError(f"reading from file {entry.path}: (errno {exc.errno}) {exc.strerror}",
-                                  path=entry.path, errno=exc.errno or 0)
+            error = failed(exc, entry.path)
             await send_error(ep, error)
             raise error from None
         with os.fdopen(fd, "rb", buffering=0) as fh:
@@ -247,10 +302,32 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
                 stats.bytes += len(data)
                 continue
             digest = hashlib.sha256()
-            await put("file", name=entry.name, size=size, mode=entry.mode & 0o7777)
-            sent = 0
-
-            left = [size]  # never more than announced: a file that grew is refused below
+            start = 0
+            if asks:
+                await put("file", name=entry.name, size=size, mode=entry.mode & 0o7777, mtime=before.st_mtime_ns,
+                          res=True)
+                asked = seq
+                while asked not in answers:
+                    take(await ep.next())
+                at = answers.pop(asked)
+                offset = int(at.get("offset") or 0)
+                if 0 < offset <= size:
+                    try:  # the part the receiver holds must be this file's: its sha256 says so
+                        same = await loop.run_in_executor(None, _hash_prefix, fh, digest, offset) == at.get("sha256")
+                    except OSError as exc:
+                        error = failed(exc, entry.path)
+                        await send_error(ep, error)
+                        raise error from None
+                    if same:
+                        start = offset
+                    else:
+                        digest = hashlib.sha256()
+                        fh.seek(0)
+                stats.skipped += start
+            else:
+                await put("file", name=entry.name, size=size, mode=entry.mode & 0o7777)
+            sent = start
+            left = [size - start]  # never more than announced: a file that grew is refused below
 
             def read_and_hash(fh: Any = fh, digest: Any = digest, left: list[int] = left) -> bytes:
                 data = fh.read(min(chunk_size, left[0])) if left[0] > 0 else b""
@@ -259,25 +336,29 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
                 return data
 
             # Pipelined: the next chunk is read and hashed on a thread while this one is sent.
-            loop = asyncio.get_running_loop()
             reading = loop.run_in_executor(None, read_and_hash)
+            first = asks  # the first data message says where it starts
             while True:
                 try:
                     data = await reading
                 except OSError as exc:
-                    error = TransferError(f"reading from file {entry.path}: (errno {exc.errno}) {exc.strerror}",
-                                          path=entry.path, errno=exc.errno or 0)
+                    error = failed(exc, entry.path)
                     await send_error(ep, error)
                     raise error from None
                 if not data:
                     break
                 reading = loop.run_in_executor(None, read_and_hash)
-                sent += len(data)
                 try:
-                    await put("data", data)
+                    if first:
+                        await put("data", data, off=sent)
+                        first = False
+                    else:
+                        await put("data", data)
                 except BaseException:
                     await asyncio.wait([reading])  # (the file is closed below: no read on it after)
                     raise
+                sent += len(data)
+                stats.sent += len(data)
             try:
                 check_unchanged(fh.fileno(), before, sent, entry.path)
             except TransferError as refused:
@@ -296,29 +377,54 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
     return stats
 
 
+def _hash_prefix(fh: Any, digest: Any, size: int) -> str:
+    """Feed the first ``size`` bytes of ``fh`` to ``digest`` (leaving ``fh`` there); their sha256."""
+    fh.seek(0)
+    left = size
+    while left > 0:
+        data = fh.read(min(CHUNK_SIZE, left))
+        if not data:
+            return ""  # shorter than that now: it cannot be the same
+        digest.update(data)
+        left -= len(data)
+    return digest.copy().hexdigest()
+
+
 async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> Stats:
     """Receive one transfer into ``sink``; returns once every file is committed and the sender
-    told so. The sender's queue is learnt from the first message's ``reply_to``, unless known."""
+    told so. The sender's queue is learnt from the first message's ``reply_to``, unless known.
+    The sender may have ``window`` messages beyond the last one written (its credit). A sink with
+    ``resume`` and ``keep`` (ResumingSink) keeps a file cut by a link failure and offers it to
+    the next attempt."""
     stats = Stats()
     expected = 1
     fh: BinaryIO | None = None
     name = ""
     size = 0
     got = 0
+    source = (0, 0)  # the sender's size and mtime of the file being received
     digest: Any = None
-    every = max(1, window // 2)
+    every = max(1, window // 4)
+    written = 0  # the last message whose bytes are written
+    granted = 0  # the last acknowledgement sent
     loop = asyncio.get_running_loop()
     writing: asyncio.Future | None = None  # the chunk being hashed and written on a thread
+    resuming = callable(getattr(sink, "resume", None)) and callable(getattr(sink, "keep", None))
 
     def write_and_hash(fh: BinaryIO, body: bytes, digest: Any, name: str) -> None:
         digest.update(body)
         _write(fh, body, name)
 
-    async def written() -> None:
+    async def written_all() -> None:
         nonlocal writing
         if writing is not None:
             pending, writing = writing, None
             await pending
+
+    async def grant(upto: int) -> None:
+        nonlocal granted
+        granted = upto
+        await ep.send("ack", seq=upto, credit=upto + window)
     try:
         while True:
             message = await ep.next()
@@ -336,17 +442,37 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
                 if fh is None:
                     raise TransferError("data arrived outside a file", link=True)
                 body = message.body
+                off = h.get("off")
+                await written_all()
+                if off is not None and int(off) != got:
+                    if int(off) != 0:
+                        raise TransferError(f"{name}: data from byte {off} where {got} were received", link=True)
+                    stats.skipped -= got
+                    got, digest = 0, hashlib.sha256()  # the sender starts again: its file is not the part kept
+                    fh.seek(0)
+                    fh.truncate(0)
                 got += len(body)
                 if got > size:
                     raise TransferError(f"{name}: more data than the announced {size} bytes", link=True)
-                # Pipelined: this chunk is hashed and written on a thread while the next arrives.
-                await written()
+                # Pipelined: this chunk is hashed and written on a thread while the next arrives;
+                # the credit granted counts the chunks written (a slow disk slows the sender).
+                written = seq - 1
                 writing = loop.run_in_executor(None, write_and_hash, fh, body, digest, name)
             elif kind == "file":
                 name, size = str(h.get("name") or ""), int(h.get("size") or 0)
                 if not safe_name(name):
                     raise TransferError(f"refusing the file name {name!r}: it would leave the sandbox", path=name)
-                fh, got, digest = _open(sink, name, size, int(h.get("mode") or 0o644)), 0, hashlib.sha256()
+                mode = int(h.get("mode") or 0o644)
+                source = (size, int(h.get("mtime") or 0))
+                kept = sink.resume(name, source, mode) if resuming and h.get("res") else None  # type: ignore[attr-defined]
+                if kept is not None:
+                    fh, got, digest = kept
+                    stats.skipped += got
+                else:
+                    fh, got, digest = _open(sink, name, size, mode), 0, hashlib.sha256()
+                if h.get("res"):
+                    await ep.send("at", seq=seq, offset=got, sha256=digest.copy().hexdigest() if got else "")
+                written = seq
             elif kind == "whole":
                 name, size = str(h.get("name") or ""), int(h.get("size") or 0)
                 if not safe_name(name):
@@ -360,16 +486,18 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
                 _commit(sink, name, opened)
                 stats.files += 1
                 stats.bytes += size
+                written = seq
             elif kind == "eof":
                 if fh is None:
                     raise TransferError("end of file outside a file", link=True)
-                await written()
+                await written_all()
                 if got != size or h.get("sha256") != digest.hexdigest():
                     raise TransferError(f"{name}: received {got} of {size} bytes, or a wrong sha256", link=True)
                 opened, fh = fh, None
                 _commit(sink, name, opened)
                 stats.files += 1
                 stats.bytes += got
+                written = seq
             elif kind == "dir":
                 dname = str(h.get("name") or "")
                 if not safe_name(dname):
@@ -379,24 +507,28 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
                 except OSError as exc:
                     raise TransferError(f"making directory {dname}: (errno {exc.errno}) {exc.strerror}",
                                         path=dname, errno=exc.errno or 0) from None
+                written = seq
             elif kind == "end":
-                await ep.send("ack", seq=seq)
+                await grant(seq)
                 await ep.send("done", files=stats.files, bytes=stats.bytes)
                 stats.finished = time.time()
                 return stats
             else:
                 raise TransferError(f"unknown message {kind!r}", link=True)
-            if kind == "eof" or seq % every == 0:
-                await ep.send("ack", seq=seq)
+            if kind == "eof" or written - granted >= every:
+                await grant(written)
     except BaseException as error:
+        intact = True  # every byte counted in ``got`` is in the file
         if writing is not None:  # (no write on the file once it is closed)
             await asyncio.wait([writing])
-        if not isinstance(error, TransferError):
-            if fh is not None:
-                sink.abort(name, fh)
-            raise
+            intact = not writing.cancelled() and writing.exception() is None
         if fh is not None:
-            sink.abort(name, fh)
+            if resuming and isinstance(error, TransferError) and error.resumable and intact and 0 < got <= size:
+                sink.keep(name, fh, source, got, digest)  # type: ignore[attr-defined]
+            else:
+                sink.abort(name, fh)
+        if not isinstance(error, TransferError):
+            raise
         if ep.peer and not error.reason.startswith("no word"):
             await send_error(ep, error)
         raise
@@ -478,15 +610,87 @@ def sweep_partials(directories: Iterable[str], pid: int) -> int:
     return removed
 
 
+@dataclass
+class Partial:
+    """The written part of a file a cut transfer left: where, of which source file (its size and
+    mtime as the sender told them), how many bytes, their sha256 state, since when."""
+
+    path: str
+    source: tuple[int, int]
+    offset: int
+    digest: Any
+    when: float
+
+
+class Partials:
+    """The parts of files that cut transfers left, kept for the next attempt of the same job, by
+    (key, name). In memory: a process that dies takes them with it (its files are then swept by
+    its pid, ``sweep_partials``). Bounded: ``most`` of them, each ``keep_for`` seconds; a part
+    dropped is removed."""
+
+    def __init__(self, keep_for: float = PARTIAL_KEEP, most: int = PARTIALS_KEPT):
+        self.keep_for = keep_for
+        self.most = most
+        self._kept: dict[tuple[str, str], Partial] = {}
+
+    def put(self, key: str, name: str, partial: Partial) -> None:
+        self.expire()
+        old = self._kept.pop((key, name), None)
+        if old is not None and old.path != partial.path:
+            _unlink(old.path)
+        self._kept[(key, name)] = partial
+        while len(self._kept) > self.most:
+            _unlink(self._kept.pop(next(iter(self._kept))).path)
+
+    def take(self, key: str, name: str) -> Partial | None:
+        self.expire()
+        return self._kept.pop((key, name), None)
+
+    def held(self, key: str) -> list[str]:
+        """The paths of the parts kept under ``key``."""
+        return [p.path for (k, _), p in self._kept.items() if k == key]
+
+    def expire(self, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        for k in [k for k, p in self._kept.items() if now - p.when > self.keep_for]:
+            _unlink(self._kept.pop(k).path)
+
+    def clear(self) -> None:
+        """Remove every part kept (the process is stopping)."""
+        for partial in self._kept.values():
+            _unlink(partial.path)
+        self._kept.clear()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+
+PARTIALS = Partials()  # this process's kept parts
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
 class DirectorySink:
     """Files put where ``place(name)`` says, written to a temporary name beside it and renamed
     into place once verified (a failed transfer leaves no file that looks whole); made files and
     directories are given to ``chown`` (uid, gid) when set (a root starter writing for the job's
-    account). Never follows a symbolic link at the final component."""
+    account). Never follows a symbolic link at the final component.
 
-    def __init__(self, place: Callable[[str], str], chown: tuple[int, int] | None = None):
+    With a ``key`` (the job and direction: the same for every attempt of one job's transfer) the
+    part of a file a cut link left is kept, under its temporary name, in ``partials`` and offered
+    to the next attempt with the same key (``resume``)."""
+
+    def __init__(self, place: Callable[[str], str], chown: tuple[int, int] | None = None, *, key: str = "",
+                 partials: Partials | None = None):
         self.place = place
         self.chown = chown
+        self.key = key
+        self.partials = PARTIALS if partials is None else partials
         self._temps: dict[str, str] = {}
         # Two transfers may write the same name at once (jobs of one cluster with one Iwd): each
         # has temporary names of its own; the last rename wins, as the last writer would. The
@@ -529,3 +733,44 @@ class DirectorySink:
                 os.unlink(temp)
             except OSError:
                 pass
+
+    def resume(self, name: str, source: tuple[int, int], mode: int) -> tuple[BinaryIO, int, Any] | None:
+        """The part of ``name`` a cut attempt with this key left, if it is of the same source
+        file (size and mtime): open at its end, with its length and sha256 state; else None
+        (a part of another source is removed)."""
+        if not self.key:
+            return None
+        partial = self.partials.take(self.key, name)
+        if partial is None:
+            return None
+        if partial.source != source or os.path.dirname(partial.path) != os.path.dirname(self.place(name)):
+            _unlink(partial.path)
+            return None
+        try:
+            fd = os.open(partial.path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            _unlink(partial.path)
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size < partial.offset:
+                raise OSError(0, "the kept part is not what was written")
+            os.ftruncate(fd, partial.offset)
+            os.lseek(fd, partial.offset, os.SEEK_SET)
+            os.fchmod(fd, (mode & 0o777) | 0o600)
+        except OSError:
+            os.close(fd)
+            _unlink(partial.path)
+            return None
+        self._temps[name] = partial.path
+        return os.fdopen(fd, "wb", buffering=0), partial.offset, partial.digest
+
+    def keep(self, name: str, fh: BinaryIO, source: tuple[int, int], offset: int, digest: Any) -> None:
+        """A cut link: keep what was written of ``name`` for the next attempt (without a key: abort)."""
+        if not self.key:
+            self.abort(name, fh)
+            return
+        fh.close()
+        temp = self._temps.pop(name, None)
+        if temp:
+            self.partials.put(self.key, name, Partial(temp, source, offset, digest, time.monotonic()))

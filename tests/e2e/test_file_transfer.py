@@ -470,6 +470,8 @@ def test_the_shadow_s_broker_connection_closed_mid_transfer_requeues_the_job_and
     job = _finished(tpool, cluster, timeout=120)
     assert job["JobStatus"] == 4 and job["NumJobStarts"] >= 2, job
     assert (subdir / "copy.bin").read_bytes() == (subdir / "big.bin").read_bytes()
+    # The next run (on the same startd, which kept the cut input's part) resumed from that part.
+    assert f"job {cluster}.0: input resumed" in tpool.log_of("startd@a", "StartLog")
     tpool.call("schedd@s", "Remove", {"Constraint": f"ClusterId == {keeper}", "Reason": "done"})
 
 

@@ -227,3 +227,159 @@ def test_an_aborted_receiver_gives_up_at_once_not_at_its_stall_timeout(amqp_url,
     err, took = asyncio.run(go())
     assert err.link and "being removed" in err.reason
     assert took < 5  # not the 30 s stall
+
+
+async def _cut_halfway(url: str, src: Path, sink: DirectorySink, *, after: int) -> TransferError:
+    """A transfer of ``src`` whose sender stops (and whose connection goes) after ``after`` data
+    messages: the receiver's error, once its stall timeout has passed."""
+    a, b, sender, receiver = await _pair(url, stall=1.0)
+    real_send, count = sender.send, 0
+    half = asyncio.Event()
+
+    async def stops(kind, body=b"", **h):
+        nonlocal count
+        count += kind == "data"
+        if count > after:
+            half.set()
+            await asyncio.Event().wait()  # never sends the rest
+        await real_send(kind, body, **h)
+
+    sender.send = stops
+    receiving = asyncio.ensure_future(stream.receive_files(receiver, sink, window=4))
+    sending = asyncio.ensure_future(stream.send_files(sender, [Entry("f", str(src))], chunk_size=64 * 1024, window=4,
+                                                      resume=True))
+    await half.wait()
+    await a.close()
+    sending.cancel()
+    try:
+        with pytest.raises(TransferError) as err:
+            await receiving
+    finally:
+        await b.close()
+    return err.value
+
+
+async def _whole(url: str, src: Path, sink: DirectorySink) -> stream.Stats:
+    a, b, sender, receiver = await _pair(url)
+    try:
+        sent, _got = await asyncio.gather(
+            stream.send_files(sender, [Entry("f", str(src))], chunk_size=64 * 1024, window=4, resume=True),
+            stream.receive_files(receiver, sink, window=4))
+    finally:
+        await a.close()
+        await b.close()
+    return sent
+
+
+def test_a_transfer_cut_halfway_resumes_where_the_receiver_s_kept_part_ends(amqp_url, tmp_path):
+    src, out = tmp_path / "f", tmp_path / "out"
+    out.mkdir()
+    data = os.urandom(2 * 1024 * 1024 + 5)  # 33 chunks of 64 KiB
+    src.write_bytes(data)
+    partials = stream.Partials()
+
+    def sink() -> DirectorySink:  # a new sink per attempt, as every transfer makes its own
+        return DirectorySink(lambda n: str(out / n), key="7.0/out", partials=partials)
+
+    err = asyncio.run(_cut_halfway(amqp_url, src, sink(), after=10))
+    assert err.link
+    (kept,) = [p for p in out.iterdir()]  # the part, under a name that says so; nothing looks whole
+    assert kept.name.startswith(".f.") and kept.name.endswith(stream.PARTIAL_SUFFIX)
+    held = kept.stat().st_size
+    assert 0 < held < len(data) and data.startswith(kept.read_bytes())
+
+    sent = asyncio.run(_whole(amqp_url, src, sink()))
+    assert sent.skipped == held and sent.sent == len(data) - held  # not from zero
+    assert (out / "f").read_bytes() == data
+    assert [p.name for p in out.iterdir()] == ["f"] and len(partials) == 0
+
+
+def test_a_kept_part_of_a_file_that_changed_since_is_not_resumed(amqp_url, tmp_path):
+    src, out = tmp_path / "f", tmp_path / "out"
+    out.mkdir()
+    data = os.urandom(1024 * 1024)
+    src.write_bytes(data)
+    partials = stream.Partials()
+
+    def sink() -> DirectorySink:
+        return DirectorySink(lambda n: str(out / n), key="7.0/out", partials=partials)
+
+    asyncio.run(_cut_halfway(amqp_url, src, sink(), after=4))
+    assert len(partials) == 1
+    # Rewritten, same size, same mtime (the sender's size and mtime agree): the sha256 of the part
+    # tells it apart, and the file goes from its first byte.
+    st = src.stat()
+    changed = os.urandom(len(data))
+    src.write_bytes(changed)
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))
+    sent = asyncio.run(_whole(amqp_url, src, sink()))
+    assert sent.skipped == 0 and sent.sent == len(data)
+    assert (out / "f").read_bytes() == changed
+
+    # Another mtime: the receiver offers nothing (its part is of another file) and removes it.
+    asyncio.run(_cut_halfway(amqp_url, src, sink(), after=4))
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    sent = asyncio.run(_whole(amqp_url, src, sink()))
+    assert sent.skipped == 0 and (out / "f").read_bytes() == changed
+    assert [p.name for p in out.iterdir()] == ["f"]
+
+
+def test_a_receiver_without_a_key_keeps_nothing_and_an_old_sender_is_served(amqp_url, tmp_path):
+    src, out = tmp_path / "f", tmp_path / "out"
+    out.mkdir()
+    src.write_bytes(os.urandom(1024 * 1024))
+    asyncio.run(_cut_halfway(amqp_url, src, _sink(out), after=4))
+    assert list(out.iterdir()) == []
+
+    async def old_sender():  # one that asks nothing (resume=False): the stream it knows
+        a, b, sender, receiver = await _pair(amqp_url)
+        try:
+            return await asyncio.gather(stream.send_files(sender, [Entry("f", str(src))], chunk_size=64 * 1024, resume=False),
+                                        stream.receive_files(receiver, DirectorySink(lambda n: str(out / n), key="k")))
+        finally:
+            await a.close()
+            await b.close()
+
+    sent, got = asyncio.run(old_sender())
+    assert sent.sent == got.bytes == 1024 * 1024 and (out / "f").read_bytes() == src.read_bytes()
+
+
+
+def test_a_transfer_stopped_on_purpose_keeps_nothing_for_a_next_attempt(amqp_url, tmp_path):
+    src, out = tmp_path / "f", tmp_path / "out"
+    out.mkdir()
+    src.write_bytes(os.urandom(1024 * 1024))
+    partials = stream.Partials()
+
+    async def go():
+        a, b, sender, receiver = await _pair(amqp_url, stall=5.0)
+        real_send, count = sender.send, 0
+        half = asyncio.Event()
+
+        async def stops(kind, body=b"", **h):
+            nonlocal count
+            count += kind == "data"
+            if count > 4:
+                half.set()
+                await asyncio.Event().wait()
+            await real_send(kind, body, **h)
+
+        sender.send = stops
+        sink = DirectorySink(lambda n: str(out / n), key="7.0/in", partials=partials)
+        receiving = asyncio.ensure_future(stream.receive_files(receiver, sink, window=4))
+        sending = asyncio.ensure_future(stream.send_files(sender, [Entry("f", str(src))], chunk_size=64 * 1024,
+                                                          window=4, resume=True))
+        await half.wait()
+        receiver.abort("the job is being removed")  # (the startd's claim deactivated)
+        try:
+            with pytest.raises(TransferError) as err:
+                await receiving
+        finally:
+            sending.cancel()
+            await a.close()
+            await b.close()
+        return err.value
+
+    err = asyncio.run(go())
+    assert err.link and not err.resumable
+    assert len(partials) == 0 and list(out.iterdir()) == []
