@@ -170,6 +170,16 @@ class _ShadowCpu:
         return sum(v - self.first.get(p, 0.0) for p, v in self.last.items())
 
 
+def start_pool(pool, slots: int) -> None:
+    """The bench's personal pool: collector, negotiator, schedd and one startd of ``slots`` slots."""
+    pool.start("collector", "c")
+    pool.start("negotiator", "n")
+    pool.start("schedd", "s")
+    pool.start("startd", "a", GRIDBUS_NUM_SLOTS=str(slots), GRIDBUS_NUM_CPUS=str(slots), GRIDBUS_MEMORY="4096")
+    pool.wait_serving("collector@c", "schedd@s", "negotiator@n")
+    pool.wait_slots(slots)
+
+
 def _batch(pool, jobs: int, submit: Path, script: Path, **attrs: str) -> dict[str, float]:
     """``jobs`` jobs of ``script`` from one Submit to the last completion: jobs/s, bytes moved,
     the shadows' cpu per job."""
@@ -208,12 +218,7 @@ def pool_rates(url: str, work: Path, jobs: int, big_mib: int, small_only: bool =
     pool = Pool(url, work / "pool")
     out: dict[str, float] = {}
     try:
-        pool.start("collector", "c")
-        pool.start("negotiator", "n")
-        pool.start("schedd", "s")
-        pool.start("startd", "a", GRIDBUS_NUM_SLOTS="4", GRIDBUS_NUM_CPUS="4", GRIDBUS_MEMORY="4096")
-        pool.wait_serving("collector@c", "schedd@s", "negotiator@n")
-        pool.wait_slots(4)
+        start_pool(pool, 4)
         # Side by side in one run: the bare jobs (no transfer: they read the inputs in the submit
         # directory), the same with 10 x 4 KiB inputs and 1 output transferred, and with 1 x 4 KiB.
         # The bare jobs run first and last (the machine is shared: its load drifts), after a few
@@ -298,12 +303,7 @@ def big_only(url: str, work: Path, big_mib: int, rounds: int) -> dict[str, objec
     pool = Pool(url, work / "pool")
     figures: dict[str, object] = {}
     try:
-        pool.start("collector", "c")
-        pool.start("negotiator", "n")
-        pool.start("schedd", "s")
-        pool.start("startd", "a", GRIDBUS_NUM_SLOTS="1", GRIDBUS_NUM_CPUS="1", GRIDBUS_MEMORY="4096")
-        pool.wait_serving("collector@c", "schedd@s", "negotiator@n")
-        pool.wait_slots(1)
+        start_pool(pool, 1)
         raws = [asyncio.run(raw_rate(url, 512 * MIB, stream.CHUNK_SIZE))]
         ratios, jobs = [], []
         for _ in range(rounds):
