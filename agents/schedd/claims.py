@@ -10,6 +10,7 @@ commit at the stop carries the last claim change.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import deque
@@ -69,6 +70,8 @@ class Claim:
     # A claim read back at a restart whose job's activation had gone out, its outcome not yet
     # known: "answer" (it rode in a JobReports answer) or "call" (ActivateClaims); "" otherwise.
     recovered_activation: str = field(default="", repr=False)
+    # Calls on the claim's job waiting for its restart in place to be under way (`until_running`).
+    run_waiters: list[asyncio.Future[None]] = field(default_factory=list, repr=False)
     # Prefetch (CLAIM_PREFETCH_JOBS): the owner's next jobs queued ahead on the startd, (Seq, job)
     # in order; reserved, still Idle. ahead_seq is the last Seq given; withdrawn the entries held
     # or removed since, which the startd was asked to drop (kept until it says so or passes them).
@@ -207,6 +210,7 @@ class Claims:
         claim.jobs_run += 1
         self.reserved.discard(job)
         self.changed(claim)
+        _wake(claim)
 
     def job_ended(self, claim: Claim) -> None:
         """``claim``'s job is gone from it (exited, or no longer the queue's Running job): idle."""
@@ -214,6 +218,7 @@ class Claims:
             del self.by_job[claim.job]
         claim.job, claim.state, claim.stopping = None, IDLE, False
         self.changed(claim)
+        _wake(claim)
 
     # ------------------------------------------------------------------ jobs queued ahead
     def queue_ahead(self, claim: Claim, job: tuple[int, int]) -> None:
@@ -307,6 +312,7 @@ class Claims:
         if claim.ahead:  # the startd drops its queue with the claim: those jobs are Idle again
             self.return_ahead(claim)
         self.changed(claim)
+        _wake(claim)
 
     def release(self, claim: Claim) -> None:
         """Give ``claim`` back to its startd."""
@@ -358,13 +364,37 @@ class Claims:
         """Call a startd method on the claim that runs a job (SuspendClaim, ContinueClaim,
         DeactivateClaim for Suspend, Continue, Vacate); None if no claim runs it."""
         claim = self.by_job.get((cluster, proc))
-        if claim is None or claim.state != RUNNING_JOB:
+        if claim is not None and claim.state == ACTIVATING and claim.restarting:
+            await self._until_running(claim)
+        if claim is None or claim.state != RUNNING_JOB or self.by_job.get((cluster, proc)) is not claim:
             return None
         if method_name == "DeactivateClaim":  # (the job named: see `deactivation`)
             args = deactivation(claim, (cluster, proc), graceful=bool((args or {}).get("Graceful", True)))
             return await self.call_startd(claim.startd, method_name, args)
         return await self.call_startd(claim.startd, method_name, {"ClaimId": claim.claim_id, **(args or {})})
 
+    async def _until_running(self, claim: Claim) -> None:
+        """Wait (SHADOW_CALL_TIMEOUT at most) until the job restarting in place on ``claim`` (its
+        checkpoint taken) runs again, or the claim has moved on: a Vacate that came in between
+        was dropped, and the job ran on to its end where it was."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        claim.run_waiters.append(waiter)
+        try:
+            await asyncio.wait_for(waiter, self.settings.shadow_call_timeout)
+        except TimeoutError:
+            pass
+        finally:
+            if waiter in claim.run_waiters:
+                claim.run_waiters.remove(waiter)
+
     def statistics(self) -> dict[str, Any]:
         return {**self.stats, "Claims": len(self.by_id), "JobsRunningOnClaims": len(self.by_job),
                 "JobsAhead": len(self.ahead_of)}
+
+
+def _wake(claim: Claim) -> None:
+    """The calls waiting for ``claim``'s job to run again go on (it runs, or the claim moved on)."""
+    waiters, claim.run_waiters = claim.run_waiters, []
+    for waiter in waiters:
+        if not waiter.done():
+            waiter.set_result(None)

@@ -158,3 +158,29 @@ def test_a_schedd_restarted_before_the_restart_was_answered_asks_again(tmp_path:
         schedd.queue.store.close()
 
     asyncio.run(main())
+
+
+def test_a_vacate_while_the_job_restarts_in_place_waits_for_its_new_run_and_stops_it(tmp_path: Path):
+    """The job checkpointed and is starting again on its claim (its new run's outcome not known
+    yet): a claim action (Vacate) waits for the run instead of finding no running claim and
+    being dropped, which let the job run on to its end where it was."""
+    async def main() -> None:
+        schedd = make_schedd(tmp_path)
+        await schedd.setup()
+        cid = submit(schedd, SuccessCheckpointExitCode=85, WantFTOnCheckpoint=True)
+        claim = await run_on_claim(schedd, cid, 0)
+        schedd.shadows._to_activate.clear()  # the new run's activation is not sent: its outcome comes below
+        schedd.shadows.restart_in_place(claim, (cid, 0))
+        schedd.shadows._to_activate.clear()
+        startds: Startds = schedd._client  # type: ignore[assignment]
+        vacate = asyncio.create_task(schedd.claims.call_job_claim(cid, 0, "DeactivateClaim", {"Graceful": True}))
+        for _ in range(5):
+            await asyncio.sleep(0)  # (the call's task runs up to its wait)
+        assert not vacate.done() and not [c for c in startds.calls if c[1] == "DeactivateClaim"]
+        await schedd.shadows._activation_result(claim, (cid, 0), 0, "OK", answered=True)  # it runs again
+        result = await asyncio.wait_for(vacate, 5)
+        assert result is not None and result.ok
+        assert [(c[2]["ClusterId"], c[2]["ProcId"]) for c in startds.calls if c[1] == "DeactivateClaim"] == [(cid, 0)]
+        schedd.queue.store.close()
+
+    asyncio.run(main())
