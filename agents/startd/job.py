@@ -180,6 +180,15 @@ def settle(beside: Beside) -> None:
         call()
 
 
+def call_when_known(beside: Beside, call: Callable[[], None]) -> None:
+    """``call()`` once the outcome of ``beside`` is known, where it becomes known (`settle`), or
+    on the next turn of the loop if it is known already. Only one call is kept."""
+    if beside.known.done():
+        asyncio.get_running_loop().call_soon(call)
+    else:
+        beside.on_known = call
+
+
 def ad_str(ad: Mapping[str, Any], name: str) -> str | None:
     value = lookup(ad, name)
     return value if isinstance(value, str) else None
