@@ -17,6 +17,9 @@ import pytest
 from gridbus.bus import BrokerURL
 from gridbus.mgmt import Management
 from tests import tiers_report
+from tests.hypothesis_profiles import register_profiles
+
+register_profiles()  # before hypothesis's plugin loads the one --hypothesis-profile names
 
 # The previous tagged release, for the upgrade tests (its fixture, `previous_release`).
 pytest_plugins = ("tests.previous_release",)
