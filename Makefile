@@ -4,7 +4,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-# test-fast: the unit tier (no broker, no pool), tests/unit/test_tiers.py keeps the markers true.
+# test-fast: the unit tier (no broker, no pool), tests/unit/test_tiers.py keeps the markers true;
+# its property tests draw a fifth of their examples (tests/hypothesis_profiles.py), make test all.
 .PHONY: demo test test-fast install broker node-deps containers browser bench docs lint cluster cluster-stop tutorials-as-user
 
 $(BIN)/gridbus: pyproject.toml setup.py agents/startd/_spawn.c
@@ -38,7 +39,7 @@ test: install broker node-deps containers browser
 	$(BIN)/python -m pytest -q
 
 test-fast: install
-	$(BIN)/python -m pytest -q -m "not broker and not e2e"
+	$(BIN)/python -m pytest -q -m "not broker and not e2e" --hypothesis-profile=fast
 
 lint: install
 	$(BIN)/ruff check .

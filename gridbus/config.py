@@ -33,8 +33,9 @@ log = logging.getLogger("gridbus.config")
 
 ENV_PREFIX = "GRIDBUS_"
 CONFIG_ENV = "GRIDBUS_CONFIG"  # names the file; not a knob
-_TRUE = {"true", "1", "yes", "on"}
-_FALSE = {"false", "0", "no", "off"}
+# The words of a true/false knob, any case (HTCondor's boolean knobs take T and F as well).
+_TRUE = {"true", "1", "yes", "on", "t", "y"}
+_FALSE = {"false", "0", "no", "off", "f", "n"}
 _MACRO = re.compile(r"\$\(([A-Za-z0-9_.]+)\)")
 
 
@@ -125,20 +126,28 @@ def _type_of(value: Any) -> type:
     return type(value)
 
 
+def truth(value: Any, where: str) -> bool:
+    """A true/false knob's ``value``: a bool, 0 or 1, or a word (true/false, yes/no, on/off, t/f,
+    y/n, 1/0; any case). Anything else is a ConfigError naming ``where`` (the knob, its source).
+    Every true/false knob is read here, the typed knobs (`convert`) and the ones read by name."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ConfigError(f"{where}: {value!r} is not a valid bool (expected true or false: true/false, "
+                      "yes/no, on/off, t/f, y/n, 1/0)")
+
+
 def convert(kind: type, value: Any, where: str) -> Any:
     """``value`` as ``kind``; strings (from the environment) are parsed. ``where`` names the source."""
+    if kind is bool:
+        return truth(value, where)
     try:
-        if kind is bool:
-            if isinstance(value, bool):
-                return value
-            if isinstance(value, int) and value in (0, 1):
-                return bool(value)
-            text = str(value).strip().lower()
-            if text in _TRUE:
-                return True
-            if text in _FALSE:
-                return False
-            raise ValueError("expected true/false/1/0/yes/no")
         if kind is int:
             if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
                 raise ValueError("expected a whole number")

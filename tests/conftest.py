@@ -16,6 +16,10 @@ import pytest
 
 from gridbus.bus import BrokerURL
 from gridbus.mgmt import Management
+from tests import tiers_report
+from tests.hypothesis_profiles import register_profiles
+
+register_profiles()  # before hypothesis's plugin loads the one --hypothesis-profile names
 
 # The previous tagged release, for the upgrade tests (its fixture, `previous_release`).
 pytest_plugins = ("tests.previous_release",)
@@ -101,3 +105,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.broker)
         if parts[0] in ("e2e", "cluster"):  # a real pool (tests/cluster: on a cluster of brokers)
             item.add_marker(pytest.mark.e2e)
+    tiers_report.record(config, items)  # (before -m deselects any: tests/unit/test_tiers.py reads them)

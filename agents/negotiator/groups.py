@@ -33,9 +33,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gridbus.config import truth
+
 NONE = "<none>"
-_TRUE = {"true", "yes", "1", "t", "y"}
-_FALSE = {"false", "no", "0", "f", "n"}
 
 
 @dataclass
@@ -90,17 +90,6 @@ class Group:
         return self.usage / self.own_quota
 
 
-def _truth(value: Any, knob: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise ValueError(f"{knob} must be true or false, not {value!r}")
-
-
 def _number(value: Any, knob: str) -> float:
     try:
         out = float(value)
@@ -132,9 +121,9 @@ class GroupConfig:
     def from_knobs(cls, names: Iterable[str], lookup: Callable[[str], Any], oversubscription: bool = False) -> GroupConfig:
         """The tree of GROUP_NAMES, each group's knobs read through ``lookup(knob)`` (None: unset)."""
         accept_all = lookup("GROUP_ACCEPT_SURPLUS")
-        accept_default = _truth(accept_all, "GROUP_ACCEPT_SURPLUS") if accept_all is not None else False
+        accept_default = truth(accept_all, "GROUP_ACCEPT_SURPLUS") if accept_all is not None else False
         regroup_all = lookup("GROUP_AUTOREGROUP")
-        regroup_default = _truth(regroup_all, "GROUP_AUTOREGROUP") if regroup_all is not None else False
+        regroup_default = truth(regroup_all, "GROUP_AUTOREGROUP") if regroup_all is not None else False
         out = cls.none()
         out.oversubscription = oversubscription
         # The root accepts the pool's surplus: the <none> group is whatever groups leave.
@@ -158,9 +147,9 @@ class GroupConfig:
                 if group.dynamic > 1.0:
                     raise ValueError(f"GROUP_QUOTA_DYNAMIC_{name} is a fraction from 0 to 1, not {dynamic!r}")
             accept = lookup(f"GROUP_ACCEPT_SURPLUS_{name}")
-            group.accept_surplus = _truth(accept, f"GROUP_ACCEPT_SURPLUS_{name}") if accept is not None else accept_default
+            group.accept_surplus = truth(accept, f"GROUP_ACCEPT_SURPLUS_{name}") if accept is not None else accept_default
             regroup = lookup(f"GROUP_AUTOREGROUP_{name}")
-            group.autoregroup = _truth(regroup, f"GROUP_AUTOREGROUP_{name}") if regroup is not None else regroup_default
+            group.autoregroup = truth(regroup, f"GROUP_AUTOREGROUP_{name}") if regroup is not None else regroup_default
             parent.children.append(group)
             out.by_name[key] = group
         return out

@@ -93,12 +93,12 @@ class TakenSet(set):
         super().clear()
 
     # In place the set stays a TakenSet (indexed); set's own | and - make plain sets, which mypy
-    # takes for a mismatch between the two forms.
-    def __ior__(self, other: Any) -> TakenSet:  # type: ignore[misc]
+    # takes for a mismatch between the two forms (typeshed declares set.__ior__ with the same ignore).
+    def __ior__(self, other: Any) -> TakenSet:  # type: ignore[misc]  # in place stays a TakenSet; set.__or__ makes a plain set
         self.update(other)
         return self
 
-    def __isub__(self, other: Any) -> TakenSet:  # type: ignore[misc]
+    def __isub__(self, other: Any) -> TakenSet:  # type: ignore[misc]  # in place stays a TakenSet; set.__sub__ makes a plain set
         self.difference_update(other)
         return self
 

@@ -4,7 +4,7 @@
 Modules: `detect` (the machine's attributes), `settings` (knobs), `slots` (static, partitionable
 and dynamic slots, claims, the drain), `ads` (slot ads and the match test), `claims` (granting,
 keeping and ending claims), `activation` (jobs on claims through the starter), `starter` (job
-processes), `arguments` (HTCondor's argument and environment syntax), `accounts` (the run-as
+processes), `jobstarter` (what the startd needs of a starter, real or simulated), `arguments` (HTCondor's argument and environment syntax), `accounts` (the run-as
 policy), `proctree` (a job's processes from /proc), `cgroups` (job cgroups: kill, memory limit,
 usage, freezer), `limits` (the requests as numbers at activation), `reports` (batched JobReports
 to the schedds), `gpus` (GPU discovery, their slot attributes, devices handed out by id), `cron`

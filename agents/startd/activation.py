@@ -23,6 +23,7 @@ job or the claim first takes it back.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
@@ -34,6 +35,7 @@ from gridbus.agents.startd import slots as sl
 from gridbus.agents.startd.ads import SlotAds
 from gridbus.agents.startd.arguments import lookup
 from gridbus.agents.startd.claims import CLAIM_BUSY, CLAIM_REFUSED, Claims, job_id
+from gridbus.agents.startd.jobstarter import JobStarter
 from gridbus.agents.startd.limits import (
     HOLD_STARTD_HELD_JOB,
     RequestUndefined,
@@ -42,12 +44,10 @@ from gridbus.agents.startd.limits import (
 )
 from gridbus.agents.startd.reports import Reporter
 from gridbus.agents.startd.sandbox import Sandboxes, TransferLost
-from gridbus.agents.startd.simulated import SimulatedStarter
 from gridbus.agents.startd.starter import (
     HOLD_FAILED_TO_CREATE_PROCESS,
     Beside,
     Job,
-    Starter,
     StartFailed,
 )
 from gridbus.status import MethodError, Status, app_error, invalid
@@ -59,7 +59,7 @@ LAUNCH_WAIT = 30.0  # seconds a stopping startd waits for the launches under way
 
 
 class Activation:
-    def __init__(self, address: str, claims: Claims, ads: SlotAds, starter: Starter | SimulatedStarter,
+    def __init__(self, address: str, claims: Claims, ads: SlotAds, starter: JobStarter,
                  reports: Reporter, sandboxes: Sandboxes, *, ads_changed: Callable[..., None]):
         self.address = address
         self.claims = claims
@@ -141,12 +141,15 @@ class Activation:
                 refused.add(cid)
                 continue
             if launch is None:
-                self.reports.report(claim, job_ad, "activated", {"Status": 0, "Text": "OK"})
-            else:
-                launch.add_done_callback(
-                    lambda _t, c=claim, a=job_ad: self.reports.report(c, a, "activated", {"Status": 0, "Text": "OK"}))
+                self._activated_ok(claim, job_ad)
+            else:  # (bound now: the loop's claim and job_ad move on before the launch is done)
+                launch.add_done_callback(functools.partial(self._activated_ok, claim, job_ad))
         if ahead:
             self.queue_ahead(schedd, ahead, refused)
+
+    def _activated_ok(self, claim: sl.Claim, job_ad: dict[str, Any], _launch: object = None) -> None:
+        """An activation in an answer was accepted (and its launch, if any, is over): reported OK."""
+        self.reports.report(claim, job_ad, "activated", {"Status": 0, "Text": "OK"})
 
     def queue_ahead(self, schedd: str, entries: list[Any], refused: AbstractSet[str] = frozenset()) -> None:
         """Jobs a schedd queued ahead on its claims ({ClaimId, Seq, JobAd}): kept in order on the
@@ -279,10 +282,10 @@ class Activation:
         return {"Withdrawn": len(claim.ahead) < before}
 
     def activate(self, claim_id: str, job_ad: dict, *, repeat: bool = False,
-                 successor: sl.Successor | None = None) -> asyncio.Task | None:
+                 successor: sl.Successor | None = None) -> asyncio.Future[None] | None:
         """Check an activation (MethodError if refused) and launch its job.
 
-        Returns the launch's task (None for a repeat of the job the claim already runs, or, for an
+        Returns the launch, done when the job runs or is reported unable to start (None for a repeat of the job the claim already runs, or, for an
         activation the schedd marks ``repeat``, of the job it ran last); the claim counts as busy
         from now on. ``successor``: the job spawned ahead (`spawn_successor`), checked then."""
         claim = self.claims.get(claim_id, "ActivateClaim")
@@ -302,7 +305,7 @@ class Activation:
             # activation not marked as a repeat (the job run again after an eviction) does run.
             return None
         claim.renew()
-        held: StartFailed | None = None
+        held: StartFailed | OSError | None = None  # what the launch reports instead of starting the job
         if successor is not None:
             memory, beside = successor.memory, successor.beside
         else:
@@ -329,7 +332,7 @@ class Activation:
             # Finished by a callback where the child's pipe says it exec'd (`Starter.when_known`),
             # not by a task: a task's first step, its wake-up behind a shield and its done
             # callbacks were three more turns of the loop per job. ``launch`` is done then.
-            launch: asyncio.Future = loop.create_future()
+            launch: asyncio.Future[None] = loop.create_future()
             self.starter.when_known(beside, lambda: self._launched_beside(claim, job_ad, memory, beside, launch,
                                                                           run_ad))
         else:

@@ -21,10 +21,10 @@ from gridbus.agent import Call, method
 from gridbus.agents.startd import slots as sl
 from gridbus.agents.startd.ads import SlotAds
 from gridbus.agents.startd.arguments import lookup
+from gridbus.agents.startd.jobstarter import JobStarter
 from gridbus.agents.startd.sandbox import Sandboxes
 from gridbus.agents.startd.settings import StartdSettings
-from gridbus.agents.startd.simulated import SimulatedStarter
-from gridbus.agents.startd.starter import Job, Starter
+from gridbus.agents.startd.starter import Job
 from gridbus.status import app_error, forbidden, invalid
 
 # Application statuses (Status.USER + n), each answered with a sentence.
@@ -37,7 +37,7 @@ KILL_GRACE = 10.0  # seconds a job may take to go after SIGKILL (its cgroup empt
 
 
 class Claims:
-    def __init__(self, address: str, table: sl.SlotTable, ads: SlotAds, starter: Starter | SimulatedStarter,
+    def __init__(self, address: str, table: sl.SlotTable, ads: SlotAds, starter: JobStarter,
                  sandboxes: Sandboxes, settings: StartdSettings, *, spawn: Callable[..., Any],
                  ads_changed: Callable[..., None]):
         self.address = address

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gridbus import classad
-from gridbus.config import Config, knob
+from gridbus.config import Config, knob, truth
 
 log = logging.getLogger("gridbus.startd")
 
@@ -107,17 +107,6 @@ class CronJob:
     cwd: str = ""
 
 
-def _truth(value: Any, what: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "t", "yes", "1"):
-        return True
-    if text in ("false", "f", "no", "0", ""):
-        return False
-    raise ValueError(f"{what} = {value!r}: not true or false")
-
-
 def jobs_from_config(cfg: Config) -> tuple[CronJob, ...]:
     """The jobs STARTD_CRON_JOBLIST names (ValueError naming the knob that is wrong)."""
     jobs = []
@@ -151,7 +140,9 @@ def jobs_from_config(cfg: Config) -> tuple[CronJob, ...]:
             env = tuple((e.partition("=")[0], e.partition("=")[2]) for e in shlex.split(str(k("ENV", "") or "")) if "=" in e)
         except ValueError as exc:
             raise ValueError(f"STARTD_CRON_{name}_ARGS or _ENV: {exc}") from None
-        jobs.append(CronJob(name, executable, args, period, mode, prefix, _truth(k("KILL", False), f"STARTD_CRON_{name}_KILL"),
+        kill_knob = k("KILL")  # an empty value is no value: the job is not killed, as when unset
+        kill = kill_knob is not None and str(kill_knob).strip() != "" and truth(kill_knob, f"STARTD_CRON_{name}_KILL")
+        jobs.append(CronJob(name, executable, args, period, mode, prefix, kill,
                             env, str(k("CWD", "") or "")))
     return tuple(jobs)
 

@@ -101,6 +101,9 @@ class Job:
     # the clock ticks before it started (`proctree.scan`).
     mark: str | None = None
     born_after: int = 0
+    # ... and every process its stop SIGKILLed (pid -> start ticks): one that left the session is
+    # waited for by pid, since its mark goes with its memory before it is gone (`Reaper.stop_and_wait`).
+    killed: dict[int, int] = field(default_factory=dict)
     successor: Beside | None = None  # the claim's next job, spawned and waiting for this one's exit
     container: str | None = None  # a container job's container name (agents/startd/containers.py)
     image_kib: int = 0  # its image's size: the job's DiskUsage
@@ -178,6 +181,15 @@ def settle(beside: Beside) -> None:
     call, beside.on_known = beside.on_known, None
     if call is not None:
         call()
+
+
+def call_when_known(beside: Beside, call: Callable[[], None]) -> None:
+    """``call()`` once the outcome of ``beside`` is known, where it becomes known (`settle`), or
+    on the next turn of the loop if it is known already. Only one call is kept."""
+    if beside.known.done():
+        asyncio.get_running_loop().call_soon(call)
+    else:
+        beside.on_known = call
 
 
 def ad_str(ad: Mapping[str, Any], name: str) -> str | None:

@@ -171,17 +171,32 @@ def kill_quietly(pid: int, sig: int) -> bool:
         return False
 
 
-def kill_session(session: int, born_before: int | None = None, mark: str | None = None, born_after: int = 0) -> int:
+def kill_session(session: int, born_before: int | None = None, mark: str | None = None, born_after: int = 0,
+                 killed: dict[int, int] | None = None) -> int:
     """SIGKILL every process of a session, and every process carrying ``mark`` (see `scan`),
     except session members born after ``born_before`` ticks.
 
     The age check keeps a session id reused by an unrelated process (its pid came free when the
     job's leader was reaped) safe from a late sweep; a marked process is the job's whenever it was
-    born. Returns how many were signalled.
+    born. Returns how many were signalled; each is added to ``killed`` (pid -> start ticks).
     """
-    killed = 0
+    count = 0
     for st in scan({session}, {mark: session} if mark else None, born_after).get(session, []):
         if born_before is not None and st.start_ticks > born_before and not st.marked:
             continue
-        killed += kill_quietly(st.pid, signal.SIGKILL)
-    return killed
+        if kill_quietly(st.pid, signal.SIGKILL):
+            count += 1
+            if killed is not None:
+                killed[st.pid] = st.start_ticks
+    return count
+
+
+def still_alive(procs: Mapping[int, int]) -> list[int]:
+    """Which of ``procs`` (pid -> start ticks) still run or are dying: neither gone, nor a zombie,
+    nor a later process under a reused pid."""
+    alive = []
+    for pid, ticks in procs.items():
+        st = read_stat(pid)
+        if st is not None and st.start_ticks == ticks and st.state not in ("Z", "X"):
+            alive.append(pid)
+    return alive

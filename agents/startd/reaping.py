@@ -210,7 +210,7 @@ class Reaper:
                 return
             proctree.signal_group(job.pid, signal.SIGKILL)
             # members that moved to another process group, or left the session
-            proctree.kill_session(job.pid, mark=job.mark, born_after=job.born_after)
+            proctree.kill_session(job.pid, mark=job.mark, born_after=job.born_after, killed=job.killed)
 
     async def stop_and_wait(self, job: Job, graceful: bool, reason: str) -> None:
         """Stop the job and return once every process of it is gone (not merely signalled)."""
@@ -225,12 +225,19 @@ class Reaper:
 
         A process SIGKILLed a moment ago is listed until it has finished dying, and a descendant
         that left the leader's process group is only found by the scan: the stop is over when
-        the scan finds nothing (processes born after the job ended are a reused session id's)."""
+        the scan finds nothing (processes born after the job ended are a reused session id's)
+        and every process the stop killed is gone. (One that left the session is found by its
+        mark, which goes with its memory early in its exit: it is waited for by pid.)"""
         loop = asyncio.get_running_loop()
         end_ticks = self.finished_sessions.get(job.pid, (proctree.uptime_ticks(), 0.0))[0]
         deadline = time.monotonic() + timeout
+
+        def sweep() -> bool:
+            found = proctree.kill_session(job.pid, end_ticks, job.mark, job.born_after, job.killed)
+            return found > 0 or bool(proctree.still_alive(job.killed))
+
         while True:
-            left = await loop.run_in_executor(None, proctree.kill_session, job.pid, end_ticks, job.mark, job.born_after)
+            left = await loop.run_in_executor(None, sweep)
             if not left or time.monotonic() >= deadline:
                 return
             await asyncio.sleep(0.01)

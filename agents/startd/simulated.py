@@ -7,8 +7,10 @@ so one machine can hold a pool of hundreds of thousands of slots and the collect
 and schedds meet it for real. The run time is the job's own for a sleep job (``Cmd`` ending in
 ``sleep`` and a number of seconds as ``Arguments``), else ``SIMULATED_JOB_RUNTIME`` seconds.
 
-It has the interface of `Starter` that the startd uses; a job is a `Job` with no process
+It meets `JobStarter` (jobstarter.py), as `Starter` does; a job is a `Job` with no process
 (pid 0). A stop ends the job at once (as SIGKILL would a sleep: ``ExitBySignal``, signal 9).
+Nothing is spawned beside the loop (`spawns_beside` and `spawns_ahead` are false): no start is
+split, so there is no successor to cancel, and a split start asked for anyway fails as a start.
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ from typing import Any
 
 from gridbus.agents.startd.accounts import Account
 from gridbus.agents.startd.arguments import ArgumentError, job_argv, lookup
-from gridbus.agents.startd.starter import Job
+from gridbus.agents.startd.job import (
+    HOLD_FAILED_TO_CREATE_PROCESS,
+    Beside,
+    Job,
+    StartFailed,
+    call_when_known,
+)
 
 SIMULATED_ACCOUNT = Account(name="simulated", uid=-1, gid=-1, groups=(), home="/")
 
@@ -42,8 +50,11 @@ def runtime_of(ad: Mapping[str, Any], default: float) -> float:
     return default
 
 
+_NOT_BESIDE = "the simulated starter runs jobs as timers and spawns nothing beside the startd"
+
+
 class SimulatedStarter:
-    """`Starter`'s interface, with timers for processes."""
+    """`JobStarter` with timers for processes."""
 
     def __init__(self, *, on_exit: Callable[[Job], None], runtime: float = 0.0):
         self.on_exit = on_exit
@@ -71,8 +82,33 @@ class SimulatedStarter:
         return job
 
     async def start_async(self, key: str, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
-                          memory_limit_mib: int | None) -> Job:
-        return self.start(key, ad, slot, env_extra, memory_limit_mib)
+                          memory_limit_mib: int | None, sandbox: str | None = None) -> Job:
+        """`start`; ``sandbox`` (a directory the caller filled, and removes) is not run in."""
+        job = self.start(key, ad, slot, env_extra, memory_limit_mib)
+        job.sandbox = sandbox is not None
+        return job
+
+    # ------------------------------------------------------------------ the split start
+    @staticmethod
+    def shares_output(ad: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+        return False  # a simulated job opens no output file
+
+    def begin_beside(self, ad: Mapping[str, Any], slot: str, env_extra: Mapping[str, str],
+                     memory_limit_mib: int | None, sandbox: str | None = None, *, after: Job | None = None) -> Beside:
+        raise StartFailed(_NOT_BESIDE, HOLD_FAILED_TO_CREATE_PROCESS)
+
+    def when_known(self, beside: Beside, call: Callable[[], None]) -> None:
+        call_when_known(beside, call)
+
+    def finish_known(self, key: str, ad: Mapping[str, Any], slot: str, memory_limit_mib: int | None,
+                     beside: Beside) -> Job | Beside:
+        raise StartFailed(_NOT_BESIDE, HOLD_FAILED_TO_CREATE_PROCESS)
+
+    def cancel(self, beside: Beside) -> None:
+        beside.cancelled = True  # (none begun here: there is no child to stop)
+
+    def cancel_successor(self, job: Job) -> None:
+        job.successor = None  # (none spawned here)
 
     def _end(self, job: Job, killed_by: int | None) -> None:
         if job.exit is not None:

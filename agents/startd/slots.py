@@ -92,7 +92,7 @@ class Claim:
     # says so from the claim on, not from the job's start only, or a negotiator cycle between the
     # two would count the slot to the user and not to the group, and give the group more.
     accounting_group: str = ""
-    launch: asyncio.Task | None = None  # the job being spawned on the claim (its ad is last_ad)
+    launch: asyncio.Future[None] | None = None  # the job being spawned on the claim (its ad is last_ad)
     # Jobs the schedd queued ahead on the claim (CLAIM_PREFETCH_JOBS): (Seq, job ad), started in
     # order the moment the claim's job exits; ahead_seq is the highest Seq taken (a resent entry
     # is taken once).

@@ -34,6 +34,7 @@ from gridbus.agents.startd.job import (
     StarterKnobs,
     StartFailed,
     ad_str,
+    call_when_known,
     resolve,
 )
 from gridbus.agents.startd.jobcgroups import JobCgroups
@@ -205,10 +206,7 @@ class Starter:
         turn of the loop, no task woken in between: at short jobs each turn is a measurable part
         of a job's cost), or on the next turn if it is known already (after what the caller does
         now). Then `finish_known` takes it. Only one call is kept."""
-        if beside.known.done():
-            asyncio.get_running_loop().call_soon(call)
-        else:
-            beside.on_known = call
+        call_when_known(beside, call)
 
     def finish_known(self, key: str, ad: Mapping[str, Any], slot: str, memory_limit_mib: int | None,
                      beside: Beside) -> Job | Beside:

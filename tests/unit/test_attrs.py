@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gridbus.attrs import Spellings
+from tests.hypothesis_profiles import examples
 
 NAMES = ("OnExitHold", "OnExitRemove", "ExitCode", "JobMaxRetries")
 
@@ -34,7 +35,7 @@ keys = st.one_of(
 ads = st.dictionaries(keys, st.integers(), max_size=8)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(ads, min_size=1, max_size=6))
 def test_spelled_equals_the_plain_rename_whatever_the_ads_seen_before(seq):
     """One Spellings across many ads (its memory of other keys filled by the earlier ones)

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
+from types import SimpleNamespace
 from typing import Any
 
 from gridbus.agent import advertising
 from gridbus.agent.advertising import Advertiser
+from tests import virtual_clock
 
 
 class Source:
@@ -38,12 +39,16 @@ def test_a_change_after_a_quiet_window_goes_at_once_and_a_burst_as_one_update(mo
     monkeypatch.setattr(advertising, "COALESCE_WINDOW", 1.5)
     source = Source()
     sent: list[tuple[float, int]] = []
+    clock = SimpleNamespace()
 
     async def publish(exchange: str, key: str, body: Any, mtype: str) -> None:
         for ad in body.get("ads", []):
-            sent.append((time.monotonic(), ad["Version"]))
+            sent.append((clock.monotonic(), ad["Version"]))
 
     async def scenario() -> list[tuple[float, int]]:
+        # The advertiser's clock is the loop's virtual one: the windows take no real time.
+        clock.monotonic = asyncio.get_running_loop().time
+        monkeypatch.setattr(advertising, "time", clock)
         adv = Advertiser(source, publish, logging.getLogger("test"))
         tasks: list[asyncio.Task] = []
         adv.start(lambda coro, name: tasks.append(asyncio.get_running_loop().create_task(coro)) or tasks[-1])
@@ -51,7 +56,7 @@ def test_a_change_after_a_quiet_window_goes_at_once_and_a_burst_as_one_update(mo
             await asyncio.sleep(0.01)
         await asyncio.sleep(1.6)  # a quiet window
         source.version = 1
-        changed = time.monotonic()
+        changed = clock.monotonic()
         adv.changed()
         while len(sent) < 2:
             await asyncio.sleep(0.01)
@@ -68,6 +73,6 @@ def test_a_change_after_a_quiet_window_goes_at_once_and_a_burst_as_one_update(mo
         await adv.stop()
         return sent
 
-    sent = asyncio.run(scenario())
+    sent = virtual_clock.run(scenario())
     assert [v for _, v in sent] == [0, 1, 4]  # ...and then one update with the last state
     assert sent[2][0] - sent[1][0] >= 1.4

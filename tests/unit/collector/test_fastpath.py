@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from gridbus import classad
 from gridbus.agents.collector.fastpath import fast_predicate
+from tests.hypothesis_profiles import examples
 
 CONSTRAINTS = [
     "Cpus >= 4",
@@ -48,7 +49,7 @@ def make_ad(draw_values: list, spell_lower: list[bool]) -> dict:
     return ad
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=examples(250), deadline=None)
 @given(st.lists(values, min_size=6, max_size=6), st.lists(st.booleans(), min_size=6, max_size=6))
 def test_fast_predicate_agrees_with_the_evaluator(vals, lower):
     ad = make_ad(vals, lower)

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gridbus.agents.collector.store import AdStore, BadAd, Outcome, split_private
+from tests.hypothesis_profiles import examples
 
 
 def ad(name="slot1@h", mytype="Machine", seq=1, start=100, lifetime=10.0, **attrs):
@@ -159,7 +160,7 @@ def test_name_index_per_type():
     assert [e.ad["MyType"] for e in s.by_name("x", ["scheduler"])] == ["Scheduler"]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3), st.integers(1, 8), st.integers(0, 30)), max_size=60))
 def test_expiry_matches_a_brute_force_model(ops):
     """Random updates (name, start, lifetime, time) and expiry ticks agree with a plain model."""

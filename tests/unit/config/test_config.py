@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gridbus import config as config_mod
-from gridbus.config import Config, ConfigError, knob
+from gridbus.config import Config, ConfigError, knob, truth
 
 # Knobs only these tests use; declared once at import like a daemon module would.
 knob("TEST_CFG_FLOAT", 1.5, "a float knob for the tests")
@@ -60,7 +60,8 @@ def test_daemon_section_takes_precedence_for_that_daemon_only(tmp_path: Path) ->
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("true", True), ("1", True), ("yes", True), ("YES", True), ("false", False), ("0", False), ("no", False)],
+    [("true", True), ("1", True), ("yes", True), ("YES", True), ("on", True), ("T", True), ("y", True),
+     ("false", False), ("0", False), ("no", False), ("off", False), ("f", False), ("N", False)],
 )
 def test_bools_from_env(text: str, expected: bool) -> None:
     assert Config(env={"GRIDBUS_TEST_CFG_BOOL": text}).get("TEST_CFG_BOOL") is expected
@@ -69,6 +70,13 @@ def test_bools_from_env(text: str, expected: bool) -> None:
 def test_bad_bool_names_the_knob_and_the_source() -> None:
     with pytest.raises(ConfigError, match=r"TEST_CFG_BOOL from env GRIDBUS_TEST_CFG_BOOL: 'maybe'"):
         Config(env={"GRIDBUS_TEST_CFG_BOOL": "maybe"}).get("TEST_CFG_BOOL")
+
+
+def test_truth_is_every_true_false_knobs_reader() -> None:
+    assert truth(True, "K") is True and truth(0, "K") is False and truth(" Yes ", "K") is True
+    for bad in ("maybe", 2, "", None, 1.5):
+        with pytest.raises(ConfigError, match=r"^K: .* is not a valid bool \(expected true or false"):
+            truth(bad, "K")
 
 
 def test_lists_from_env_are_comma_separated_and_from_toml_are_lists(tmp_path: Path) -> None:

@@ -76,11 +76,18 @@ def test_membership_is_the_longest_configured_prefix_case_insensitive():
     ("a", {"GROUP_QUOTA_a": 1, "GROUP_QUOTA_DYNAMIC_a": 0.5}, "both"),
     ("a", {"GROUP_QUOTA_DYNAMIC_a": 1.5}, "fraction"),
     ("a", {"GROUP_QUOTA_a": "lots"}, "number"),
-    ("a", {"GROUP_ACCEPT_SURPLUS_a": "maybe"}, "true or false"),
+    ("a", {"GROUP_ACCEPT_SURPLUS_a": "maybe"}, "GROUP_ACCEPT_SURPLUS_a: 'maybe' is not a valid bool"),
+    ("a", {"GROUP_AUTOREGROUP": "sometimes"}, "GROUP_AUTOREGROUP: 'sometimes' is not a valid bool"),
 ])
 def test_a_bad_configuration_is_refused_with_a_sentence(names, knobs, sentence):
     with pytest.raises(ValueError, match=sentence):
         config(names, **knobs)
+
+
+def test_surplus_and_autoregroup_read_true_false_words():
+    groups = config("a,b", GROUP_ACCEPT_SURPLUS="on", GROUP_ACCEPT_SURPLUS_b="n", GROUP_AUTOREGROUP_a="T")
+    a, b = groups.by_name["a"], groups.by_name["b"]
+    assert (a.accept_surplus, a.autoregroup, b.accept_surplus, b.autoregroup) == (True, True, False, False)
 
 
 # ------------------------------------------------------------------ whole cycles

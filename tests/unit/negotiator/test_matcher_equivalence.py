@@ -20,6 +20,7 @@ from gridbus.agents.negotiator import matchmaker
 from gridbus.agents.negotiator.matchmaker import REJECT_NO_MATCH, REJECT_PRIORITY, Matchmaker
 from gridbus.agents.negotiator.simulate import job_ads, machine_ads
 from gridbus.classad import ExprTree
+from tests.hypothesis_profiles import examples
 
 
 def _lookup(ad: dict[str, Any], name: str) -> Any:
@@ -207,13 +208,13 @@ def _same_matches(ads: list[dict[str, Any]], reqs: list[tuple[dict[str, Any], in
     assert mm.free_weight == ref.free_weight()
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pools(), requests())
 def test_optimised_matcher_makes_the_reference_matches(ads, reqs):
     _same_matches(ads, reqs)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pools(), requests())
 def test_rank_order_walk_makes_the_reference_matches(ads, reqs):
     # The walk in rank order is taken when many slot groups are left; force it on small pools.

@@ -21,6 +21,7 @@ from gridbus.agents.negotiator.analyze import analyze
 from gridbus.agents.negotiator.matchmaker import Matchmaker, eval_number, get, requested
 from gridbus.autocluster import AutoClusters
 from gridbus.classad import ExprTree
+from tests.hypothesis_profiles import examples
 
 DEFAULT_MEMORY = "ifthenelse(MemoryUsage isnt undefined, MemoryUsage, (ImageSize + 1023) / 1024)"
 REQUIREMENTS = '(TARGET.Arch == "X86_64") && (TARGET.Disk >= RequestDisk) && (TARGET.Memory >= RequestMemory)'
@@ -188,7 +189,7 @@ def job_and_slots(draw: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return j, slots
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(job_and_slots())
 def test_matching_the_request_is_matching_the_full_ad(case):
     full, slots = case

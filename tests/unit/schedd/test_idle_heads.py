@@ -12,13 +12,14 @@ from hypothesis import strategies as st
 
 from gridbus.agents.schedd.jobqueue import Cluster, JobQueue
 from gridbus.agents.schedd.taken import TakenDict, TakenIndex, TakenSet
+from tests.hypothesis_profiles import examples
 
 PROCS = 6
 ops = st.lists(st.tuples(st.sampled_from(["reserve", "unreserve", "run", "end", "idle", "leave"]),
                          st.integers(0, PROCS - 1)), max_size=120)
 
 
-@settings(max_examples=300, deadline=None, derandomize=not os.environ.get("GRIDBUS_EXPLORE"))
+@settings(max_examples=examples(300), deadline=None, derandomize=not os.environ.get("GRIDBUS_EXPLORE"))
 @given(ops)
 def test_first_free_is_the_lowest_idle_proc_not_taken(steps):
     c = Cluster(7, "alice", {}, None)

@@ -8,13 +8,14 @@ from hypothesis import strategies as st
 
 from gridbus.agents.schedd import ads
 from gridbus.agents.schedd.ads import COUNTERS, RATE_WINDOW, Counters
+from tests.hypothesis_profiles import examples
 
 # Gaps below a second (entries shared) and around the window's edge (entries leaving).
 gaps = st.one_of(st.floats(0, 1.5), st.floats(RATE_WINDOW - 2, RATE_WINDOW + 2), st.floats(0, 120))
 steps = st.lists(st.tuples(gaps, st.sampled_from(COUNTERS), st.integers(1, 50)), max_size=60)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(steps)
 def test_the_window_holds_what_was_counted_in_it(steps_taken) -> None:
     clock = [1_000_000.0]

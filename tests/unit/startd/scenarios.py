@@ -61,8 +61,8 @@ def _members(job: Job) -> list[proctree.ProcStat]:
 def _ready(kind: str, job: Job, procs: list[proctree.ProcStat]) -> bool:
     if kind == "setpgid":
         return len(procs) >= 4 and any(p.pgrp != job.pid for p in procs)
-    if kind == "daemon":
-        return len(procs) >= 2 and any(p.session != job.pid for p in procs)
+    if kind == "daemon":  # the daemon itself, not the child that forks it (and exits) on the way
+        return len(procs) >= 2 and any(p.session != job.pid and p.ppid != job.pid for p in procs)
     return len(procs) >= 10
 
 

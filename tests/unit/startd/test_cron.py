@@ -36,6 +36,16 @@ def test_the_jobs_as_their_knobs_say():
     assert StartdSettings.from_config(cfg).cron_jobs == (health, gpu)
 
 
+@pytest.mark.parametrize("kill, expected", [(None, False), ("", False), (" ", False), ("on", True), ("T", True),
+                                            (True, True), ("no", False), (0, False)])
+def test_kill_is_a_true_false_knob_and_empty_is_unset(kill, expected):
+    knobs = {"STARTD_CRON_x_EXECUTABLE": "/bin/h", "STARTD_CRON_x_MODE": "OneShot"}
+    if kill is not None:
+        knobs["STARTD_CRON_x_KILL"] = kill
+    (job,) = cron.jobs_from_config(config(STARTD_CRON_JOBLIST="x", **knobs))
+    assert job.kill is expected
+
+
 @pytest.mark.parametrize("values, why", [
     ({"STARTD_CRON_x_EXECUTABLE": "health"}, "EXECUTABLE must be an absolute path"),
     ({"STARTD_CRON_x_EXECUTABLE": "/bin/h"}, "STARTD_CRON_x_PERIOD is needed in Periodic mode"),
@@ -44,6 +54,8 @@ def test_the_jobs_as_their_knobs_say():
     ({"STARTD_CRON_x_EXECUTABLE": "/bin/h", "STARTD_CRON_x_MODE": "Hourly"}, "not one of Periodic"),
     ({"STARTD_CRON_x_EXECUTABLE": "/bin/h", "STARTD_CRON_x_MODE": "OneShot", "STARTD_CRON_x_PREFIX": "a-b"},
      "only letters, digits and _"),
+    ({"STARTD_CRON_x_EXECUTABLE": "/bin/h", "STARTD_CRON_x_MODE": "OneShot", "STARTD_CRON_x_KILL": "maybe"},
+     "STARTD_CRON_x_KILL: 'maybe' is not a valid bool"),
 ])
 def test_a_bad_job_names_its_knob(values, why):
     with pytest.raises(ValueError, match=why):

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from gridbus.agents.startd import slots as sl
 from gridbus.agents.startd.claims import Claims
+from tests.hypothesis_profiles import examples
 
 # Each step does one thing to the claims, then lets time pass and checks.
 actions = st.lists(
@@ -27,7 +28,7 @@ def _claims() -> Claims:
     return Claims("startd@t", None, None, None, None, None, spawn=None, ads_changed=None)  # type: ignore[arg-type]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(actions)
 def test_the_heap_finds_what_a_walk_finds(steps) -> None:
     claims = _claims()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from gridbus.agents.startd.settings import StartdSettings
 from gridbus.agents.startd.simulated import SimulatedStarter, runtime_of
 
@@ -38,3 +40,22 @@ def test_the_knobs():
     cfg = Config.load(env={"GRIDBUS_STARTD_SIMULATE_JOBS": "true", "GRIDBUS_SIMULATED_JOB_RUNTIME": "4"})
     s = StartdSettings.from_config(cfg)
     assert s.simulate_jobs is True and s.simulated_runtime == 4.0
+
+
+def test_it_spawns_nothing_beside_and_takes_a_sandbox_as_the_real_starter_does():
+    from gridbus.agents.startd.job import StartFailed
+
+    async def main():
+        st = SimulatedStarter(on_exit=lambda job: None, runtime=600)
+        assert not st.spawns_beside and not st.spawns_ahead and not st.shares_output({"Out": "o"}, {"Out": "o"})
+        job = await st.start_async("a", {"Cmd": "/bin/true"}, "slot1@t", {}, None, sandbox="/execute/dir_1_t1")
+        plain = await st.start_async("b", {"Cmd": "/bin/true"}, "slot2@t", {}, None)
+        with pytest.raises(StartFailed) as failed:
+            st.begin_beside({"Cmd": "/bin/true"}, "slot1@t", {}, None, after=job)
+        st.cancel_successor(job)  # (nothing to cancel: no successor is spawned here)
+        await st.shutdown()
+        return job, plain, failed.value
+
+    job, plain, failed = asyncio.run(main())
+    assert job.sandbox and not plain.sandbox and job.successor is None
+    assert "spawns nothing beside" in failed.reason and failed.code == 6

@@ -320,7 +320,9 @@ def test_keyed_counter_files_read_as_pairs_or_line_by_line():
     assert keyed("") == {}
 
 
-@pytest.mark.parametrize("killing_timeout", [1.0])
+# As short as bench/bench_cgroups.py's: the stop begins once every process is set up, so the
+# timeout's length only says how long SIGTERM is ignored before SIGKILL.
+@pytest.mark.parametrize("killing_timeout", [0.2])
 def test_stopped_job_tree_is_gone_within_the_kill_timeout(tmp_path, job_cgroups, killing_timeout):
     # The shell ignores SIGTERM (and so do its children, it is inherited); one grandchild moves to
     # another process group. Everything must be gone when the stop returns, after the kill timeout.
@@ -337,7 +339,7 @@ def test_stopped_job_tree_is_gone_within_the_kill_timeout(tmp_path, job_cgroups,
 
 def test_a_job_that_double_forks_and_calls_setsid_is_killed(tmp_path, every_backend):
     # In a cgroup the daemon is in the job's group; without one it is found by its mark.
-    seen = stop_scenario(tmp_path, every_backend, "daemon", 0.5)
+    seen = stop_scenario(tmp_path, every_backend, "daemon", 0.2)
     assert seen["before"] >= 2 and seen["escaped_session"]  # the daemon is in a session of its own
     assert seen["survivors"] == []
     assert seen["group_empty"]
@@ -346,7 +348,7 @@ def test_a_job_that_double_forks_and_calls_setsid_is_killed(tmp_path, every_back
 def test_a_fork_bomb_is_held_by_the_pids_limit_and_killed(tmp_path, every_backend):
     if every_backend is None or "pids" not in every_backend.controllers:
         pytest.skip("no pids controller here to hold a fork bomb")
-    seen = stop_scenario(tmp_path, every_backend, "forkbomb", 0.5, pids_limit=40)
+    seen = stop_scenario(tmp_path, every_backend, "forkbomb", 0.2, pids_limit=40)
     assert 10 <= seen["before"] <= 40
     assert seen["survivors"] == []
     assert seen["group_empty"]
@@ -733,8 +735,11 @@ def test_without_cgroups_what_a_job_leaves_behind_in_a_session_of_its_own_is_fou
     # called setsid() is in no session of the job's, but carries the job's mark in its environment.
     # It is counted in the job's usage while the job runs, and killed once the job has exited;
     # a process of the same account started outside the job (no mark) is left alone.
-    pidfile = tmp_path / "daemon.pid"
-    ad = {"Cmd": "/bin/sh", "Arguments": f"-c 'setsid sleep 300 & echo $! > {pidfile}; sleep 1; exit 4'"}
+    pidfile, go = tmp_path / "daemon.pid", tmp_path / "go"
+    # The job exits once told to (``go``), after the scan below: not after a second that a loaded
+    # machine may spend before the scan.
+    ad = {"Cmd": "/bin/sh",
+          "Arguments": f"-c 'setsid sleep 300 & echo $! > {pidfile}; while [ ! -e {go} ]; do sleep 0.02; done; exit 4'"}
     bystander = subprocess.Popen(["setsid", "sleep", "300"])
 
     async def main():
@@ -751,6 +756,7 @@ def test_without_cgroups_what_a_job_leaves_behind_in_a_session_of_its_own_is_fou
             members = proctree.scan({job.pid}, {job.mark: job.pid}, job.born_after)[job.pid]
             assert any(st.pid == daemon and st.marked for st in members)
             assert bystander.pid not in {st.pid for st in members}
+            go.touch()
             await asyncio.wait_for(job.done, 30)
             deadline = time.monotonic() + 10
             while (st := proctree.read_stat(daemon)) is not None and st.state not in ("Z", "X"):
