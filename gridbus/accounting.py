@@ -11,14 +11,14 @@ from gridbus import attrs
 
 
 def accounting_name(job: Mapping[str, Any], owner: str,
-                    get: Callable[[Mapping[str, Any], str], Any] = attrs.get) -> str:
+                    get: Callable[[Any, str], Any] = attrs.get) -> str:
     """``<AcctGroup>.<AcctGroupUser or Owner>`` for a job in an accounting group, else ``owner``.
     ``get`` reads an attribute of ``job`` (case-insensitively, by default)."""
     return group_member(job, owner, get) or owner
 
 
 def group_member(job: Mapping[str, Any], owner: str,
-                 get: Callable[[Mapping[str, Any], str], Any] = attrs.get) -> str | None:
+                 get: Callable[[Any, str], Any] = attrs.get) -> str | None:
     """``<AcctGroup>.<AcctGroupUser or Owner>``, or None for a job in no accounting group."""
     group = get(job, "AcctGroup")
     if not isinstance(group, str) or not group.strip():

@@ -220,7 +220,7 @@ class Shadows:
         # The claims as they are now (each waiting for its job's outcome) are on disk before the
         # startd may start a job: a schedd that dies after sending asks again as a repeat when
         # it comes back, rather than taking the job for Idle and running it a second time.
-        pending = [self.claims.commits.now()]
+        pending: list[Awaitable[None]] = [self.claims.commits.now()]
         if self.attach_inline is not None:
             pending.append(self.attach_inline(activations))
         try:
