@@ -97,6 +97,32 @@ def amqp_url(broker_url: BrokerURL, vhost: str) -> str:
 _BROKER_DIRS = ("integration", "e2e", "cluster", "multihost")
 
 
+# Tests that share something of the machine's run in one worker, one after the other (`make test`
+# runs the suite in several pytest-xdist workers, `--dist loadgroup`): the 3-node test cluster
+# (fixed ports), network namespaces (the harnesses check that none is left behind), the podman
+# images and containers, and the previous release's git worktree. Any other test runs with its
+# module, so a module's shared pool is started once.
+_SHARED_GROUPS = (
+    ("cluster", ("cluster",)),
+    ("netns", ("integration", "faults")),
+    ("netns", ("e2e", "multihost")),
+    ("containers", ("e2e", "test_containers.py")),
+    ("containers", ("unit", "startd", "test_containers.py")),
+    ("containers", ("unit", "compose")),
+    ("previous-release", ("e2e", "test_mixed_versions.py")),
+    ("previous-release", ("integration", "schedd", "test_store_upgrade.py")),
+    ("web", ("e2e", "web")),  # (one package-scoped pool)
+)
+
+
+def xdist_group(parts: list[str]) -> str:
+    """The worker group of a test at ``parts`` (its path under tests/, split)."""
+    for group, prefix in _SHARED_GROUPS:
+        if tuple(parts[:len(prefix)]) == prefix:
+            return group
+    return "/".join(parts)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = os.path.dirname(__file__)
     for item in items:
@@ -105,4 +131,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.broker)
         if parts[0] in ("e2e", "cluster"):  # a real pool (tests/cluster: on a cluster of brokers)
             item.add_marker(pytest.mark.e2e)
+        item.add_marker(pytest.mark.xdist_group(xdist_group(parts)))
     tiers_report.record(config, items)  # (before -m deselects any: tests/unit/test_tiers.py reads them)
