@@ -1,4 +1,4 @@
-"""File transfer over the bus, end to end (issue 15): the job runs in a scratch directory under the
+"""File transfer over the bus, end to end: the job runs in a scratch directory under the
 startd's EXECUTE, far from the submit directory, so it sees only what was transferred; its output
 comes back beside its inputs (or where the remaps say), and failures hold or requeue the job as
 HTCondor does, never completing it with part of its output."""

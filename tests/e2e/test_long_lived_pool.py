@@ -112,7 +112,7 @@ def test_submit_files_without_request_lines_and_with_attributes_a_start_reads_ru
 # ---------------------------------------------------------------------- the long-lived pool
 def client_expands(cli: Cli, home: Path) -> bool:
     """Whether the submitting client expands the description in its own directory (`$(Cluster)`
-    and `initialdir = dir_$(Process)`, issue 12's submit part). Until it does, the draws that need
+    and `initialdir = dir_$(Process)`). Until it does, the draws that need
     it are still drawn (the sequence stays the seed's) but submitted without their path lines."""
     where = home / "probe"
     (where / "dir_0").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""A job's files are touched by its owner's shadow, as the owner (issue 14): a root schedd hands out
+"""A job's files are touched by its owner's shadow, as the owner: a root schedd hands out
 nothing and writes nothing its owner could not. Owners map to ``nobody`` here (USER_MAP)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""File transfer over the bus on a pool of hosts that share no file (issue 15's must-show).
+"""File transfer over the bus on a pool of hosts that share no file.
 
 The submit host is this machine (the job's files under the test's directory); the jobs run on
 ``exec1``/``exec2``, which cannot see those files: whatever a job reads came over the bus, and

@@ -1,4 +1,4 @@
-"""`gridbus broker setup` on the real broker: accounts, permissions, topology (issue 9).
+"""`gridbus broker setup` on the real broker: accounts, permissions, topology.
 
 A user account cannot publish ads, bind to private ads, read a daemon's requests or spoof
 another user; the daemon account runs an agent; running setup twice changes nothing.

@@ -1,4 +1,4 @@
-"""The agent framework and the QMF-style console on the real broker (issue 2)."""
+"""The agent framework and the QMF-style console on the real broker."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The master on the real broker: it runs daemons as processes, restarts one killed with -9,
-serves Start/Stop/Restart/Reconfig, and leaves nothing behind when it stops (issue 9)."""
+serves Start/Stop/Restart/Reconfig, and leaves nothing behind when it stops."""
 
 from __future__ import annotations
 

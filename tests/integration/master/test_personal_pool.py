@@ -1,4 +1,4 @@
-"""The personal pool with the real daemons, through the `gridbus` command (issue 9).
+"""The personal pool with the real daemons, through the `gridbus` command.
 
 `gridbus pool up --detach` starts the master and its collector, negotiator, schedd, startd and web
 console;

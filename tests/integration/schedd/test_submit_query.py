@@ -1,4 +1,4 @@
-"""Submit, Query, job objects, authorization and idempotence on the real broker (issue 5)."""
+"""Submit, Query, job objects, authorization and idempotence on the real broker."""
 
 from __future__ import annotations
 

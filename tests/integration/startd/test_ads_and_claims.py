@@ -1,4 +1,4 @@
-"""The startd on the real broker: its ads, forged claim ids, partitionable slots (issue 6)."""
+"""The startd on the real broker: its ads, forged claim ids, partitionable slots."""
 
 from __future__ import annotations
 

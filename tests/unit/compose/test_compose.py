@@ -1,4 +1,4 @@
-"""The compose pool without a Docker engine (issue 9).
+"""The compose pool without a Docker engine.
 
 There is no Docker engine on these machines, so the compose file is checked against the Compose
 Specification's JSON schema (`compose_spec.json`, vendored from the docker-compose 1.29.2 wheel
