@@ -123,6 +123,7 @@ def xdist_group(parts: list[str]) -> str:
     return "/".join(parts)
 
 
+@pytest.hookimpl(tryfirst=True)  # (before pytest-xdist's, which reads the groups)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = os.path.dirname(__file__)
     for item in items:
