@@ -11,6 +11,7 @@ import os
 import socket
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -123,7 +124,20 @@ def xdist_group(parts: list[str]) -> str:
     return "/".join(parts)
 
 
-@pytest.hookimpl(tryfirst=True)  # (before pytest-xdist's, which reads the groups)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist hands out whole groups (`xdist_group`), each to one worker. (Its own
+    ``--dist loadgroup`` renames test ids, which pytest 9 no longer allows; the groups here are
+    named by path, so they are told from the test id alone.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0].split("/")
+            return xdist_group(path[1:] if path[0] == "tests" else path)
+
+    return GroupScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = os.path.dirname(__file__)
     for item in items:
@@ -132,5 +146,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.broker)
         if parts[0] in ("e2e", "cluster"):  # a real pool (tests/cluster: on a cluster of brokers)
             item.add_marker(pytest.mark.e2e)
-        item.add_marker(pytest.mark.xdist_group(xdist_group(parts)))
     tiers_report.record(config, items)  # (before -m deselects any: tests/unit/test_tiers.py reads them)
