@@ -35,11 +35,14 @@ demo: install broker
 node-deps:
 	bash scripts/ensure-node-deps.sh
 
+# The suite in 4 pytest-xdist workers: most of an end-to-end test's time is spent waiting on its
+# pool, so four share 2 cores well; tests that share something of the machine run in one worker,
+# one after the other (tests/conftest.py, xdist_group).
 test: install broker node-deps containers browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 4
 
 test-fast: install
-	$(BIN)/python -m pytest -q -m "not broker and not e2e" --hypothesis-profile=fast
+	$(BIN)/python -m pytest -q -n 2 -m "not broker and not e2e" --hypothesis-profile=fast
 
 lint: install
 	$(BIN)/ruff check .
