@@ -142,8 +142,12 @@ class Connection:
         deadline = time.monotonic() + CONFIRM_RETRY
         while True:
             try:
-                ex = await self._confirm_channel.get_exchange(exchange, ensure=False)
-                await ex.publish(message, routing_key=key, mandatory=False, timeout=CONFIRM_TIMEOUT)
+                # The whole attempt is bounded, not only the confirm: a robust channel that was not
+                # restored after a reconnection waits for it without end, and holds every event
+                # behind this one.
+                async with asyncio.timeout(CONFIRM_TIMEOUT):
+                    ex = await self._confirm_channel.get_exchange(exchange, ensure=False)
+                    await ex.publish(message, routing_key=key, mandatory=False)
                 return
             except asyncio.CancelledError:
                 raise
@@ -152,6 +156,29 @@ class Connection:
                     raise
                 self.log.info("publish to %s (%s) not confirmed (%r); sending it again", exchange, key, exc)
                 await asyncio.sleep(0.5)
+                if isinstance(exc, TimeoutError) or self._confirm_channel.is_closed:
+                    await self._fresh_confirm_channel()
+
+    async def _fresh_confirm_channel(self) -> None:
+        """A new publisher-confirms channel in place of one that is closed or stuck while the
+        connection is up (else the next attempt meets the same channel); kept as it is when the
+        connection itself is away (the robust connection restores its channels when it is back)."""
+        if self._robust is None or self._robust.is_closed:
+            return
+        old = self._confirm_channel
+        try:
+            async with asyncio.timeout(CONFIRM_TIMEOUT):
+                self._confirm_channel = await self._robust.channel(publisher_confirms=True)
+        except Exception as exc:
+            self.log.info("no new channel for confirmed publishes yet (%r)", exc)
+            return
+        self.log.warning("publishes with confirms go on a new channel (the last one was closed or stuck)")
+        if old is not None:
+            try:
+                async with asyncio.timeout(1.0):
+                    await old.close()
+            except Exception:
+                pass  # (gone with its connection, or stuck: dropped)
 
     async def close(self) -> None:
         if self._robust is not None:
