@@ -1,5 +1,7 @@
 """DAGs described in Python, written as DAGMan input: the names and behaviour of ``htcondor2.dags``.
 
+(One module over 500 lines: htcondor2.dags's names in one module, as htcondor2 has them.)
+
     from gridbus.console import dags              # instead of: from htcondor2 import dags
     dag = dags.DAG()
     tiles = dag.layer(name="tile", submit_description=Submit({...}), vars=[{"x": "1"}, {"x": "2"}])

@@ -1,5 +1,7 @@
 """The collector agent: consumes every ad on gridbus.ads, answers Query and Locate.
 
+(One module over 500 lines: the ingest path and the queries over the same tables read together.)
+
 Ingest is the hot path. The collector handles each message of its ads queue synchronously: decode,
 then one dict update per ad, no await per ad; acknowledgements go in batches (one frame for up
 to 250 messages), which keeps the broker's flow control without a round trip per message. A message that does not decode, or an ad

@@ -1,5 +1,7 @@
 """Matchmaking: resource requests (one per autocluster) against the pool's unclaimed slots.
 
+(One module over 500 lines: static and partitionable slots are matched by one loop, with the carving it calls.)
+
 Matching is two-way (job Requirements with TARGET = slot and slot Requirements with TARGET = job);
 among the matching slots the best by job Rank, then by slot Rank, then by the slot's place in the
 collector's answer, is taken first. Partitionable slots are carved while they fit.

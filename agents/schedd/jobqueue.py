@@ -1,5 +1,7 @@
 """The job queue in memory, backed by `store.Store`.
 
+(One module over 500 lines: a proc's change of status updates every index of the queue here, in one place.)
+
 What lives in memory is what matching and totals need, and little else: per cluster its ad (the
 attributes its procs share) and per proc a small slotted record with its status and its
 differences from the cluster ad (None for a proc that differs in nothing but its ProcId). A full

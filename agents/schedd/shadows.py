@@ -1,6 +1,8 @@
 """The shadows: a job's life on a claim, from its activation to its exit report, and the claim's
 reuse for the owner's next job.
 
+(One module over 500 lines: a job's life on a claim, activation to exit and reuse, reads as one sequence.)
+
 HTCondor runs a condor_shadow process per running job; here a shadow is a `Claim` record
 (claims.py) and this object's coroutines on the schedd's loop. The protocol is
 docs/protocols.md, "Claiming and running":

@@ -1,6 +1,8 @@
 """Activation: the jobs on the claims, started, suspended, stopped through the starter, and what
 becomes of them (execute, usage and exit reports).
 
+(One module over 500 lines: a claim's job from its check to its launch and its reports reads as one sequence.)
+
 Every activation re-checks both Requirements against the slot (execution resources have the final
 say), evaluates the job's requests (`limits.py`) and launches the job; an activation refused or
 failed answers for itself, never for the others of its call. A job's exit is reported at once and

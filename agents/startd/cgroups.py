@@ -1,5 +1,7 @@
 """Job cgroups: every process a job starts is found, measured, frozen and killed by the kernel.
 
+(One module over 500 lines: v1 and v2 told apart here only, so the starter never asks which it has.)
+
 The startd owns a parent group ``<BASE_CGROUP>/<startd name>`` and the starter puts each job in a
 child of it before the job's first instruction runs (see `launch`: on v1 the job is forked by a
 thread that is in the group for that moment, `JobCgroup.thread_joined`, so it is born there; on v2

@@ -1,5 +1,8 @@
 """Job subcommands: submit, q, rm, hold, release, suspend, continue, vacate_job, edit, history, wait
-(condor_submit, condor_q, ...)."""
+(condor_submit, condor_q, ...).
+
+(One module over 500 lines: the job commands share their options, constraints and answers.)
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """A set of files as a stream of chunks between two ends of the bus, with flow control.
 
+(One module over 500 lines: both ends of the protocol read together, in a module the owner's shadow imports alone.)
+
 Each end of one transfer has a queue of its own on the broker: server-named, exclusive (only the
 connection that declared it may consume from it, and it goes away with that connection) and
 auto-deleted. Its name is told to the other end only: in the opening message, which goes to the
