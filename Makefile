@@ -35,11 +35,11 @@ demo: install broker
 node-deps:
 	bash scripts/ensure-node-deps.sh
 
-# The suite in 4 pytest-xdist workers: most of an end-to-end test's time is spent waiting on its
-# pool, so four share 2 cores well; tests that share something of the machine run in one worker,
-# one after the other (tests/conftest.py, xdist_group).
+# The suite in one process: in 4 pytest-xdist workers (`.venv/bin/python -m pytest -n 4`, about 6
+# minutes here; tests/conftest.py groups what shares the machine) 3 of 5 runs had one test fail
+# under the load, so CI runs it serially until those tests hold in parallel.
 test: install broker node-deps containers browser
-	$(BIN)/python -m pytest -q -n 4
+	$(BIN)/python -m pytest -q
 
 test-fast: install
 	$(BIN)/python -m pytest -q -n 2 -m "not broker and not e2e" --hypothesis-profile=fast
