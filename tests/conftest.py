@@ -98,8 +98,8 @@ def amqp_url(broker_url: BrokerURL, vhost: str) -> str:
 _BROKER_DIRS = ("integration", "e2e", "cluster", "multihost")
 
 
-# Tests that share something of the machine's run in one worker, one after the other (`make test`
-# runs the suite in several pytest-xdist workers, `--dist loadgroup`): the 3-node test cluster
+# Tests that share something of the machine run in one worker, one after the other, when the suite
+# runs in pytest-xdist workers (`pytest -n 4`; the scheduler below): the 3-node test cluster
 # (fixed ports), network namespaces (the harnesses check that none is left behind), the podman
 # images and containers, and the previous release's git worktree. Any other test runs with its
 # module, so a module's shared pool is started once.
@@ -125,7 +125,7 @@ def xdist_group(parts: list[str]) -> str:
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """pytest-xdist hands out whole groups (`xdist_group`), each to one worker. (Its own
+    """pytest-xdist hands out whole groups (`xdist_group` above), each to one worker. (Its own
     ``--dist loadgroup`` renames test ids, which pytest 9 no longer allows; the groups here are
     named by path, so they are told from the test id alone.)"""
     from xdist.scheduler import LoadScopeScheduling

@@ -54,7 +54,7 @@ from gridbus.agents.schedd.claims import (
     deactivation,
 )
 from gridbus.agents.schedd.commits import QueueClosed
-from gridbus.agents.schedd.jobattrs import runs_on_submit_host
+from gridbus.agents.schedd.jobattrs import JobStatus, runs_on_submit_host
 from gridbus.agents.schedd.jobqueue import IDLE as IDLE_JOB
 from gridbus.agents.schedd.jobqueue import Cluster, JobQueue
 from gridbus.agents.schedd.limits import RunningLimit
@@ -64,9 +64,9 @@ from gridbus.status import Status
 
 log = logging.getLogger("gridbus.schedd.shadows")
 
-RUNNING = 2
-COMPLETED = 4
-SUSPENDED = 7  # still on its claim, its processes frozen
+RUNNING = int(JobStatus.RUNNING)
+COMPLETED = int(JobStatus.COMPLETED)
+SUSPENDED = int(JobStatus.SUSPENDED)  # still on its claim, its processes frozen
 
 FITS_TTL = 60.0  # seconds a claim keeps whether a cluster's plain procs fit its slot
 FITS_KEPT = 1000  # such answers a claim keeps at most
@@ -132,7 +132,7 @@ class Shadows:
                 await self.state.job_evicted(key[0], key[1], "the schedd restarted and holds no claim for the job")
         for claim in list(self.claims.by_id.values()):
             for _seq, job in list(claim.ahead):
-                if self.queue.status(*job) != 1:
+                if self.queue.status(*job) != IDLE_JOB:
                     self.claims.withdraw_ahead(job)
         idle_claims = [c for c in self.claims.by_id.values() if c.job is None]
         for claim in idle_claims:

@@ -287,9 +287,9 @@ class Activation:
                  successor: sl.Successor | None = None) -> asyncio.Future[None] | None:
         """Check an activation (MethodError if refused) and launch its job.
 
-        Returns the launch, done when the job runs or is reported unable to start (None for a repeat of the job the claim already runs, or, for an
-        activation the schedd marks ``repeat``, of the job it ran last); the claim counts as busy
-        from now on. ``successor``: the job spawned ahead (`spawn_successor`), checked then."""
+        Returns the launch, done when the job runs or is reported unable to start (None for a
+        repeat of the job the claim already runs, or, for an activation the schedd marks
+        ``repeat``, of the job it ran last); the claim counts as busy from now on. ``successor``: the job spawned ahead (`spawn_successor`), checked then."""
         claim = self.claims.get(claim_id, "ActivateClaim")
         slot = claim.slot
         if self.shutting_down:

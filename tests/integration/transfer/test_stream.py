@@ -229,10 +229,11 @@ def test_an_aborted_receiver_gives_up_at_once_not_at_its_stall_timeout(amqp_url,
     assert took < 5  # not the 30 s stall
 
 
-async def _cut_halfway(url: str, src: Path, sink: DirectorySink, *, after: int) -> TransferError:
-    """A transfer of ``src`` whose sender stops (and whose connection goes) after ``after`` data
-    messages: the receiver's error, once its stall timeout has passed."""
-    a, b, sender, receiver = await _pair(url, stall=1.0)
+async def _cut_halfway(url: str, src: Path, sink: DirectorySink, *, after: int,
+                       abort: str = "") -> TransferError:
+    """A transfer of ``src`` whose sender stops after ``after`` data messages, then its connection
+    goes (or, with ``abort``, the receiver stops it on purpose, saying why): the receiver's error."""
+    a, b, sender, receiver = await _pair(url, stall=5.0 if abort else 1.0)
     real_send, count = sender.send, 0
     half = asyncio.Event()
 
@@ -249,12 +250,17 @@ async def _cut_halfway(url: str, src: Path, sink: DirectorySink, *, after: int) 
     sending = asyncio.ensure_future(stream.send_files(sender, [Entry("f", str(src))], chunk_size=64 * 1024, window=4,
                                                       resume=True))
     await half.wait()
-    await a.close()
-    sending.cancel()
+    if abort:
+        receiver.abort(abort)
+    else:
+        await a.close()
+        sending.cancel()
     try:
         with pytest.raises(TransferError) as err:
             await receiving
     finally:
+        sending.cancel()
+        await a.close()
         await b.close()
     return err.value
 
@@ -352,33 +358,9 @@ def test_a_transfer_stopped_on_purpose_keeps_nothing_for_a_next_attempt(amqp_url
     partials = stream.Partials()
 
     async def go():
-        a, b, sender, receiver = await _pair(amqp_url, stall=5.0)
-        real_send, count = sender.send, 0
-        half = asyncio.Event()
-
-        async def stops(kind, body=b"", **h):
-            nonlocal count
-            count += kind == "data"
-            if count > 4:
-                half.set()
-                await asyncio.Event().wait()
-            await real_send(kind, body, **h)
-
-        sender.send = stops
         sink = DirectorySink(lambda n: str(out / n), key="7.0/in", partials=partials)
-        receiving = asyncio.ensure_future(stream.receive_files(receiver, sink, window=4))
-        sending = asyncio.ensure_future(stream.send_files(sender, [Entry("f", str(src))], chunk_size=64 * 1024,
-                                                          window=4, resume=True))
-        await half.wait()
-        receiver.abort("the job is being removed")  # (the startd's claim deactivated)
-        try:
-            with pytest.raises(TransferError) as err:
-                await receiving
-        finally:
-            sending.cancel()
-            await a.close()
-            await b.close()
-        return err.value
+        # (the startd's claim deactivated)
+        return await _cut_halfway(amqp_url, src, sink, after=4, abort="the job is being removed")
 
     err = asyncio.run(go())
     assert err.link and not err.resumable
