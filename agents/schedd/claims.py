@@ -104,6 +104,9 @@ class Claim:
                 "in_reports": self.in_reports, "ahead": [[seq, list(job)] for seq, job in self.ahead],
                 "ahead_seq": self.ahead_seq, "restarting": self.restarting,
                 "activating": self._activation_path(),
+                # Reports that came before the activation's outcome were answered (the startd
+                # forgets them): kept with the claim until applied, or a crash would lose them.
+                "buffered": self.buffered if self.state == ACTIVATING and self.job is not None else [],
             }
         )
 
@@ -129,6 +132,8 @@ class Claim:
             elif raw.get("activating") in ("answer", "call"):  # sent; its outcome not known yet
                 claim.state, claim.asked = ACTIVATING, True
                 claim.recovered_activation = raw["activating"]
+            if claim.state == ACTIVATING:
+                claim.buffered = [r for r in raw.get("buffered") or [] if isinstance(r, dict)]
         claim.ahead = [(int(seq), (int(job[0]), int(job[1]))) for seq, job in raw.get("ahead") or []]
         claim.ahead_seq = int(raw.get("ahead_seq", 0))
         return claim

@@ -101,6 +101,7 @@ class Reports:
             # them. A short job's exit can come before the outcome, with the start of the job
             # queued ahead behind that exit, which must not be applied before the exit is.
             claim.buffered.append(report)
+            self.claims.changed(claim)  # on disk with the claim before this call is answered
             return
         if claim.state == ACTIVATING and claim.reply_sent and report.get("Event") == "exit" and job != claim.job:
             # A repeated exit report of the claim's previous job: the startd never got the

@@ -302,6 +302,46 @@ def test_an_activation_sent_before_a_crash_is_asked_again_as_a_repeat():
     asyncio.run(main())
 
 
+class SilentStartd(PrefetchShadows):
+    """A startd whose answers to ActivateClaims never come back (the schedd dies first)."""
+
+    async def _call(self, address: str, method: str, args: dict, timeout: float) -> MethodResult:
+        if method == "ActivateClaims":
+            self.calls.append((address, method, args))
+            await asyncio.Event().wait()
+        return await super()._call(address, method, args, timeout)
+
+
+def test_an_exit_that_came_before_the_activations_outcome_survives_a_crash():
+    """A short job's exit report can come before the answer to the ActivateClaims that started
+    it: it waits with the claim for that outcome, and the JobReports call is answered (the startd
+    forgets the report). A schedd that dies before the outcome comes must still apply that exit
+    after its restart, or the job stays Running for good (a DAG waits on it for ever)."""
+    async def main() -> None:
+        s = SilentStartd()
+        before = Claim("c1", "startd@a", "slot1@a", "alice", {"Requirements": True}, time.time() + 1e9)
+        s.claims.add(before)
+        s.shadows.activate(before, (1, 2))
+        s.shadows.flush_activations_now()
+        await until(lambda: any(c[1] == "ActivateClaims" for c in s.calls))
+        out = await s.JobReports(SimpleNamespace(user="startd"), Reports=[report("exit", 2, ExitCode=0)])
+        assert out["Unknown"] == [] and before.buffered and s.exits == []
+        # The crash: what is on disk is all the restarted schedd has.
+        (record,) = s.queue.store.db.execute("SELECT record FROM shadow_claims WHERE claim_id = 'c1'").fetchone()
+        s = PrefetchShadows()
+        again = Claim.from_record(record)
+        assert [r["Event"] for r in again.buffered] == ["exit"]
+        s.claims.add(again)
+        s.queue.procs = lambda: [SimpleNamespace(key=k, status=ad["JobStatus"]) for k, ad in s.jobs.items()]  # type: ignore[attr-defined]
+        await s.shadows.reconcile_after_restart()
+        # Asked again as a repeat (the startd answers for the job it ran); then the exit kept
+        # with the claim is applied.
+        await until(lambda: s.exits == [(1, 2)])
+        assert s.jobs[(1, 2)]["JobStatus"] == COMPLETED and again.job != (1, 2)
+
+    asyncio.run(main())
+
+
 def test_an_edited_job_queued_ahead_is_withdrawn_and_idle_for_another_match():
     async def main() -> None:
         s = PrefetchShadows(withdrawn=True)
