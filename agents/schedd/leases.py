@@ -51,9 +51,15 @@ class Leases:
             self._spawn(self.check_leases(only=startd), "claims of a restarted startd")
 
     async def run(self) -> None:
-        """Check the leases every lease/3, for ever."""
+        """Check the leases every lease/3, for ever; at once first if claims were read back at a
+        restart: their startds heard nothing from this schedd while it was down, and a lease
+        renewed only a round later may run out on the startd meanwhile (its job killed, to run
+        again elsewhere)."""
+        first = bool(self.claims.by_id)
         while True:
-            await asyncio.sleep(max(0.2, self.settings.lease_duration / 3))
+            if not first:
+                await asyncio.sleep(max(0.2, self.settings.lease_duration / 3))
+            first = False
             try:
                 await self.check_leases()
             except Exception:

@@ -231,3 +231,19 @@ def test_an_owner_whose_job_is_being_started_counts_as_needing_its_shadow():
         assert s.jobs[(1, 1)]["JobStatus"] == RUNNING and s.claims.owners_starting() == set()
 
     asyncio.run(main())
+
+
+def test_claims_read_back_at_a_restart_are_renewed_at_once_not_a_round_later():
+    """Their startds heard nothing while the schedd was down: the first Alive goes at the start,
+    not lease/3 later (a lease renewed only then may run out on the startd, its job killed)."""
+    async def main() -> None:
+        s = Shadows()  # lease 600 s: a round is 200 s away
+        running_claim(s)
+        task = asyncio.get_running_loop().create_task(s.leases.run())
+        try:
+            await until(lambda: any(c[1] == "Alive" for c in s.calls), timeout=2.0)
+        finally:
+            task.cancel()
+        assert [c[2] for c in s.calls if c[1] == "Alive"] == [{"ClaimIds": ["c1"]}]
+
+    asyncio.run(main())
