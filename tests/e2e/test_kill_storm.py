@@ -151,7 +151,11 @@ def test_no_user_log_event_lost_through_a_kill_storm(make_pool, tmp_path: Path):
 @pytest.mark.timeout(900)
 def test_a_dag_of_500_nodes_completes_under_a_schedd_kill_storm(make_pool, tmp_path: Path):
     nodes = int(os.environ.get("GRIDBUS_STORM_DAG_NODES", "500"))
-    pool = start_pool(make_pool(), GRIDBUS_SCHEDD_RUN_LOCAL_JOBS_AS_SELF="true")
+    # The claim lease outlasts a schedd's restart on a loaded machine (the pools' 6 s did not
+    # always: a startd whose lease runs out kills the claim's job, which then runs again, as
+    # HTCondor's does). HTCondor's JOB_LEASE_DURATION is 2400 s.
+    schedd_env = {"GRIDBUS_SCHEDD_RUN_LOCAL_JOBS_AS_SELF": "true", "GRIDBUS_JOB_LEASE_DURATION": "60"}
+    pool = start_pool(make_pool(), **schedd_env)
     saved = {k: os.environ.get(k) for k in ("GRIDBUS_URL", "GRIDBUS_DAGMAN_USER_LOG_SCAN_INTERVAL")}
     os.environ["GRIDBUS_URL"] = pool.url  # submit_dag's and DAGMan's broker
     os.environ["GRIDBUS_DAGMAN_USER_LOG_SCAN_INTERVAL"] = "1"
@@ -176,7 +180,7 @@ def test_a_dag_of_500_nodes_completes_under_a_schedd_kill_storm(make_pool, tmp_p
                 return False
 
         storm = Storm(pool, Path(f"{dag}.nodes.log"), nodes, schedd_kills=SCHEDD_KILLS,
-                      schedd_env={"GRIDBUS_SCHEDD_RUN_LOCAL_JOBS_AS_SELF": "true"})
+                      schedd_env=schedd_env)
         storm.run(dag_gone, timeout=600)
     finally:
         for k, v in saved.items():
@@ -200,6 +204,4 @@ def test_a_dag_of_500_nodes_completes_under_a_schedd_kill_storm(make_pool, tmp_p
     # a DAGMan started again after a kill reads its nodes log only once the owed text is in it.
     assert submits_per_node(dag) == every, "each node submitted once"
     assert dict(ended) == every, "each node's job ended once in the nodes log"
-    # Run once is not yet assured: under a loaded suite (4 workers) 2 of 500 node jobs were run a
-    # second time once (ended once); alone, 7 of 7 runs ran each once. Counted and printed; open.
-    assert set(ran) == set(every), "every node's job ran"
+    assert dict(ran) == every, f"each node's job run once (its own mark): run again {again}"
