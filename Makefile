@@ -35,11 +35,11 @@ demo: install broker
 node-deps:
 	bash scripts/ensure-node-deps.sh
 
-# The suite in one process: in 4 pytest-xdist workers (`.venv/bin/python -m pytest -n 4`, about 6
-# minutes here; tests/conftest.py groups what shares the machine) 3 of 5 runs had one test fail
-# under the load, so CI runs it serially until those tests hold in parallel.
+# The suite in 4 pytest-xdist workers (tests/conftest.py hands whole groups of tests that share
+# something of the machine to one worker, one after the other); `.venv/bin/python -m pytest -q`
+# runs it in one process (about twice as long).
 test: install broker node-deps containers browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 4
 
 test-fast: install
 	$(BIN)/python -m pytest -q -n 2 -m "not broker and not e2e" --hypothesis-profile=fast
