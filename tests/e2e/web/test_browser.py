@@ -121,8 +121,13 @@ def test_sign_in_watch_act_and_be_refused(web_pool: WebPool, browser, tmp_path: 
     assert b.execute_script("return window.__notReloaded === true"), "the page was reloaded"
     # Its events since the page showed it, as the schedd published them (the ad may say Completed
     # a moment before the last comes).
-    wait.until(lambda d: "terminated" in [e.text for e in d.find_elements(By.CSS_SELECTOR, "#events .event")])
-    events = [e.text for e in b.find_elements(By.CSS_SELECTOR, "#events .event")]
+    # (Read inside the wait: the list may be redrawn between finding its rows and reading them,
+    # and a stale row is read again.)
+    def event_names(d) -> list[str] | None:
+        names = [e.text for e in d.find_elements(By.CSS_SELECTOR, "#events .event")]
+        return names if "terminated" in names else None
+
+    events = wait.until(event_names)
     assert events[-2:] == ["execute", "terminated"], events
     b.save_screenshot(str(shots / "job.png"))
 
