@@ -279,7 +279,11 @@ async def serve_async(reader, write):
             answer = {"ok": False, "errno": exc.errno or 0, "error": exc.strerror or str(exc)}
         except Exception as exc:  # a bad request must not end the shadow
             answer = {"ok": False, "errno": 0, "error": f"{type(exc).__name__}: {exc}"}
-        write(json.dumps(answer) + "\n")
+        try:
+            write(json.dumps(answer) + "\n")
+        except BrokenPipeError:  # the schedd is gone (killed): end as at the end of its requests
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (nothing left to flush)
+            break
     if "gridbus.transfer.stream" in sys.modules:  # the parts of cut outputs kept for a next attempt
         sys.modules["gridbus.transfer.stream"].PARTIALS.clear()
     if _bus.get("connection") is not None:

@@ -7,11 +7,14 @@ import asyncio
 import os
 import pwd
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from gridbus.agents.schedd import owner_shadow
 from gridbus.agents.schedd.owner_shadow import OwnerShadows, ShadowRefused
 from gridbus.agents.startd.accounts import Account, RunAsPolicy, RunAsRefused, UserMap
 
@@ -159,3 +162,19 @@ def test_a_shadow_asked_for_while_found_idle_is_kept_not_stopped_and_doubled(tmp
 
     asyncio.run(go())
     assert log.read_text() == "event 1\nevent 2\n"
+
+
+def test_a_shadow_whose_schedd_is_gone_ends_quietly():
+    """Its answers go nowhere (the schedd was killed): it ends as at the end of its requests,
+    with no BrokenPipeError traceback in the schedd's log."""
+    proc = subprocess.Popen([sys.executable, "-I", "-c", owner_shadow._CHILD_SOURCE], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    try:
+        proc.stdin.write(b'{"op": "whoami"}\n' * 3)
+        proc.stdin.close()
+    except BrokenPipeError:  # (it may have ended already)
+        pass
+    assert proc.wait(30) == 0
+    assert proc.stderr.read() == b""
