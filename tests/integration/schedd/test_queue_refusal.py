@@ -11,17 +11,24 @@ from pathlib import Path
 import pika
 
 from gridbus import bus
+from gridbus.mgmt import Management
 from gridbus.topology import DAEMON_NO_RESTART, FIX_COMMAND
+from tests.helpers import wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_the_schedd_stops_with_one_sentence(amqp_url: str, tmp_path: Path) -> None:
+def test_the_schedd_stops_with_one_sentence(amqp_url: str, vhost: str, mgmt: Management, tmp_path: Path) -> None:
     name = bus.rpc_queue("schedd@refusing")
-    with pika.BlockingConnection(pika.URLParameters(amqp_url)) as conn:
+    params = pika.URLParameters(amqp_url)
+    params.client_properties = {"connection_name": "gridbus schedd@refusing"}  # as a daemon names its connection
+    with pika.BlockingConnection(params) as conn:
         ch = conn.channel()
         ch.queue_declare(name, durable=True, arguments={"x-dead-letter-exchange": bus.DEAD})
         ch.basic_consume(name, lambda *a: None)  # a schedd of another version, still running
+        # The sentence names the consumers the management API lists; its statistics come every few
+        # seconds, so the schedd starts once they list this one (else the sentence depends on when).
+        wait_for(lambda: mgmt.queue_consumers(vhost, name).named, 30, "the management API listing the consumer")
         config = tmp_path / "gridbus.toml"
         config.write_text("# configured through GRIDBUS_* variables\n")
         env = {k: v for k, v in os.environ.items() if not k.startswith("GRIDBUS_")}
@@ -32,5 +39,6 @@ def test_the_schedd_stops_with_one_sentence(amqp_url: str, tmp_path: Path) -> No
     assert done.returncode == DAEMON_NO_RESTART
     assert done.stderr.strip() == (
         f"gridbus schedd: queue {name} exists as durable classic {{x-dead-letter-exchange=gridbus.dead}} but this "
-        f"version needs durable quorum {{x-dead-letter-exchange=gridbus.dead}}, and 1 consumer(s) still use it: stop "
-        f"them and run `{FIX_COMMAND}`")
+        f"version needs durable quorum {{x-dead-letter-exchange=gridbus.dead}}, and 1 consumer(s) still use it "
+        f"(connection 'gridbus schedd@refusing' of user {params.credentials.username}): stop them and run "
+        f"`{FIX_COMMAND}`")
