@@ -13,12 +13,13 @@ while the turn goes on, and the turn's length and where it was are logged once i
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import gc
 import os
-import sys
+import re
+import tempfile
 import threading
 import time
-import traceback
 import weakref
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -124,12 +125,9 @@ class DutyCycle:
                 turn, sampled_at = started, threshold / 4  # over it has samples too
             if time.monotonic() - started < sampled_at:
                 continue
-            frame = sys._current_frames().get(self._loop_thread)
-            if frame is not None and self.turn_started == started:
-                self._samples.append((started, _where(frame)))
-            # Never kept past the sample: a frame holds its coroutine and everything it
-            # references alive (found as "Exception ignored" coroutines after a loop had closed).
-            del frame
+            frames = _stack_of(self._loop_thread)
+            if frames and self.turn_started == started:
+                self._samples.append((started, _where(frames)))
             sampled_at += threshold / 4
 
     def _turn_ended(self, started: float, now: float) -> None:
@@ -186,15 +184,62 @@ class _TimedSelector:
         return getattr(self._inner, name)
 
 
-def _where(frame: Any) -> str:
-    """Where a stack is: its innermost frames of gridbus's own code (and the innermost frame of
-    all, when that is a library's), as ``file:line function``, each called from the next."""
-    stack = traceback.extract_stack(frame)
+def _stack_of(thread_id: int) -> list[tuple[str, int, str]]:
+    """The stack of thread ``thread_id`` as (file, line, function), outermost first.
+
+    Read from faulthandler's dump of every thread, which C code writes in one go while this thread
+    holds the GIL: walking another thread's frames from Python (``sys._current_frames()`` and
+    ``f_back``) lets that thread run between two steps (a line lookup reads a file and releases the
+    GIL) and pop the frames being walked, which crashed the process (a segmentation fault in
+    CPython 3.11, seen in the test suite). The dump goes to an anonymous in-memory file."""
+    fd = os.memfd_create("gridbus-stall-sample", os.MFD_CLOEXEC) if hasattr(os, "memfd_create") else None
+    try:
+        if fd is None:
+            with tempfile.TemporaryFile() as fh:
+                faulthandler.dump_traceback(fh.fileno(), all_threads=True)
+                fh.seek(0)
+                text = fh.read().decode("utf-8", "replace")
+        else:
+            faulthandler.dump_traceback(fd, all_threads=True)
+            text = os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", "replace")
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return _parse_dump(text, thread_id)
+
+
+def _parse_dump(text: str, thread_id: int) -> list[tuple[str, int, str]]:
+    """Thread ``thread_id``'s frames in a faulthandler dump (most recent call first there),
+    outermost first."""
+    frames: list[tuple[str, int, str]] = []
+    inside = False
+    headers = (f"Thread 0x{thread_id:016x} ", f"Current thread 0x{thread_id:016x} ")
+    for line in text.splitlines():
+        if line.startswith(("Thread 0x", "Current thread 0x")):
+            if inside:
+                break
+            inside = line.startswith(headers)
+            continue
+        if inside:
+            m = _DUMP_FRAME.match(line)
+            if m:
+                frames.append((m["file"], int(m["line"]), m["name"]))
+    frames.reverse()
+    return frames
+
+
+_DUMP_FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+) in (?P<name>.*)$')
+
+
+def _where(stack: list[tuple[str, int, str]]) -> str:
+    """Where a stack (outermost first) is: its innermost frames of gridbus's own code (and the
+    innermost frame of all, when that is a library's), as ``file:line function``, each called from
+    the next."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    own = [f for f in stack if f.filename.startswith(root)] or list(stack)
+    own = [f for f in stack if f[0].startswith(root)] or list(stack)
     inner = stack[-1]
     picked = own[-SAMPLE_FRAMES:]
     if picked[-1] is not inner:
         picked = picked[-(SAMPLE_FRAMES - 1):] + [inner]
-    return " < ".join(f"{os.path.relpath(f.filename, root) if f.filename.startswith(root) else os.path.basename(f.filename)}"
-                      f":{f.lineno} {f.name}" for f in reversed(picked))
+    return " < ".join(f"{os.path.relpath(f[0], root) if f[0].startswith(root) else os.path.basename(f[0])}"
+                      f":{f[1]} {f[2]}" for f in reversed(picked))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
+from gridbus.agent import dutycycle
 from gridbus.agent.dutycycle import DutyCycle
 
 
@@ -95,3 +97,42 @@ def test_the_garbage_collector_s_share_of_a_long_turn_is_told():
     assert 0 < gc_time.cpu_seconds <= gc_time.seconds + 0.01
     assert gc_time.full >= 1  # gc.collect() is a full collection
 
+
+
+def test_another_threads_stack_is_read_from_one_dump_not_walked_frame_by_frame():
+    """The watchdog reads the loop thread's stack from faulthandler's dump, which C code writes
+    while the watchdog holds the GIL (walking another thread's frames from Python crashed the
+    process once: the walked thread popped them between two steps)."""
+    parked, release = threading.Event(), threading.Event()
+
+    def parked_on_purpose() -> None:
+        parked.set()
+        release.wait(30)
+
+    t = threading.Thread(target=parked_on_purpose)
+    t.start()
+    assert parked.wait(30)
+    try:
+        for _ in range(50):  # (a dump each time: cheap, and the stack is the same)
+            stack = dutycycle._stack_of(t.ident or 0)
+        assert any(name == "parked_on_purpose" for _file, _line, name in stack)
+        assert stack[0][2] == "_bootstrap"  # outermost first
+        assert "test_loop_stalls.py" in dutycycle._where(stack)
+    finally:
+        release.set()
+        t.join()
+    assert dutycycle._stack_of(t.ident or 0) == []  # gone: no frames
+
+
+def test_a_dump_is_parsed_per_thread():
+    dump = (
+        'Thread 0x00007f0000000002 (most recent call first):\n'
+        '  File "/x/lib.py", line 7 in inner\n'
+        '  File "/x/app.py", line 3 in outer\n'
+        '\n'
+        'Current thread 0x00007f0000000001 (most recent call first):\n'
+        '  File "/x/watch.py", line 9 in watch\n'
+    )
+    assert dutycycle._parse_dump(dump, 0x7F0000000002) == [("/x/app.py", 3, "outer"), ("/x/lib.py", 7, "inner")]
+    assert dutycycle._parse_dump(dump, 0x7F0000000001) == [("/x/watch.py", 9, "watch")]
+    assert dutycycle._parse_dump(dump, 0x7F0000000003) == []
