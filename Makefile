@@ -37,12 +37,14 @@ node-deps:
 
 # The suite in 4 pytest-xdist workers (tests/conftest.py hands whole groups of tests that share
 # something of the machine to one worker, one after the other); `.venv/bin/python -m pytest -q`
-# runs it in one process (about twice as long).
+# runs it in one process (about twice as long). A worker that crashes ends the run, failed, naming
+# the test: pytest-xdist would run that test's whole group again in a new worker, crash after
+# crash (and once, the crash near the end, hung with every worker idle).
 test: install broker node-deps containers browser
-	$(BIN)/python -m pytest -q -n 4
+	$(BIN)/python -m pytest -q -n 4 --max-worker-restart=0
 
 test-fast: install
-	$(BIN)/python -m pytest -q -n 2 -m "not broker and not e2e" --hypothesis-profile=fast
+	$(BIN)/python -m pytest -q -n 2 --max-worker-restart=0 -m "not broker and not e2e" --hypothesis-profile=fast
 
 lint: install
 	$(BIN)/ruff check .
