@@ -146,9 +146,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.broker)
         if parts[0] in ("e2e", "cluster"):  # a real pool (tests/cluster: on a cluster of brokers)
             item.add_marker(pytest.mark.e2e)
-    # The slow tiers first: pytest-xdist hands out groups in this order, and a run whose last group
-    # is a long end-to-end module waits on it alone (the suite's last minutes in one worker);
-    # started first, the short unit tests fill the other workers in the meantime.
-    tier = {"e2e": 0, "cluster": 0, "multihost": 0, "node": 0, "integration": 1}
-    items.sort(key=lambda item: tier.get(os.path.relpath(str(item.path), root).split(os.sep)[0], 2))
     tiers_report.record(config, items)  # (before -m deselects any: tests/unit/test_tiers.py reads them)
