@@ -106,7 +106,8 @@ class Claim:
                 "activating": self._activation_path(),
                 # Reports that came before the activation's outcome were answered (the startd
                 # forgets them): kept with the claim until applied, or a crash would lose them.
-                "buffered": self.buffered if self.state == ACTIVATING and self.job is not None else [],
+                # (Only a claim awaiting an outcome has any: applying it or freeing the job empties it.)
+                "buffered": self.buffered,
             }
         )
 

@@ -184,34 +184,30 @@ class _TimedSelector:
         return getattr(self._inner, name)
 
 
-def _stack_of(thread_id: int) -> list[tuple[str, int, str]]:
-    """The stack of thread ``thread_id`` as (file, line, function), outermost first.
+class Frame(NamedTuple):
+    file: str
+    line: int
+    name: str
+
+
+def _stack_of(thread_id: int) -> list[Frame]:
+    """The stack of thread ``thread_id``, outermost first.
 
     Read from faulthandler's dump of every thread, which C code writes in one go while this thread
     holds the GIL: walking another thread's frames from Python (``sys._current_frames()`` and
     ``f_back``) lets that thread run between two steps (a line lookup reads a file and releases the
     GIL) and pop the frames being walked, which crashed the process (a segmentation fault in
-    CPython 3.11, seen in the test suite). The dump goes to an anonymous in-memory file."""
-    fd = os.memfd_create("gridbus-stall-sample", os.MFD_CLOEXEC) if hasattr(os, "memfd_create") else None
-    try:
-        if fd is None:
-            with tempfile.TemporaryFile() as fh:
-                faulthandler.dump_traceback(fh.fileno(), all_threads=True)
-                fh.seek(0)
-                text = fh.read().decode("utf-8", "replace")
-        else:
-            faulthandler.dump_traceback(fd, all_threads=True)
-            text = os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", "replace")
-    finally:
-        if fd is not None:
-            os.close(fd)
-    return _parse_dump(text, thread_id)
+    CPython 3.11, seen in the test suite). The dump goes to an unnamed temporary file."""
+    with tempfile.TemporaryFile() as fh:
+        faulthandler.dump_traceback(fh.fileno(), all_threads=True)
+        fh.seek(0)
+        return _parse_dump(fh.read().decode("utf-8", "replace"), thread_id)
 
 
-def _parse_dump(text: str, thread_id: int) -> list[tuple[str, int, str]]:
+def _parse_dump(text: str, thread_id: int) -> list[Frame]:
     """Thread ``thread_id``'s frames in a faulthandler dump (most recent call first there),
     outermost first."""
-    frames: list[tuple[str, int, str]] = []
+    frames: list[Frame] = []
     inside = False
     headers = (f"Thread 0x{thread_id:016x} ", f"Current thread 0x{thread_id:016x} ")
     for line in text.splitlines():
@@ -223,7 +219,7 @@ def _parse_dump(text: str, thread_id: int) -> list[tuple[str, int, str]]:
         if inside:
             m = _DUMP_FRAME.match(line)
             if m:
-                frames.append((m["file"], int(m["line"]), m["name"]))
+                frames.append(Frame(m["file"], int(m["line"]), m["name"]))
     frames.reverse()
     return frames
 
@@ -231,15 +227,15 @@ def _parse_dump(text: str, thread_id: int) -> list[tuple[str, int, str]]:
 _DUMP_FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+) in (?P<name>.*)$')
 
 
-def _where(stack: list[tuple[str, int, str]]) -> str:
+def _where(stack: list[Frame]) -> str:
     """Where a stack (outermost first) is: its innermost frames of gridbus's own code (and the
     innermost frame of all, when that is a library's), as ``file:line function``, each called from
     the next."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    own = [f for f in stack if f[0].startswith(root)] or list(stack)
+    own = [f for f in stack if f.file.startswith(root)] or list(stack)
     inner = stack[-1]
     picked = own[-SAMPLE_FRAMES:]
     if picked[-1] is not inner:
         picked = picked[-(SAMPLE_FRAMES - 1):] + [inner]
-    return " < ".join(f"{os.path.relpath(f[0], root) if f[0].startswith(root) else os.path.basename(f[0])}"
-                      f":{f[1]} {f[2]}" for f in reversed(picked))
+    return " < ".join(f"{os.path.relpath(f.file, root) if f.file.startswith(root) else os.path.basename(f.file)}"
+                      f":{f.line} {f.name}" for f in reversed(picked))
