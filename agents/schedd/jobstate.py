@@ -178,7 +178,7 @@ class JobState:
             return
         if decision.action == policy.REQUEUE:
             exited = {"signal": attrs["ExitSignal"]} if by_signal else {"exit_code": attrs["ExitCode"]}
-            self._requeue(p, attrs, decision.reason, now, exited)
+            self._requeue(p, attrs, decision.reason, now, exited, job_bytes(report))
             return
         attrs["CompletionDate"] = int(now)
         self.queue.set_status(p, COMPLETED, attrs, when=now)
@@ -186,7 +186,8 @@ class JobState:
         text = writer.terminated(p.cluster.id, p.id, now, exit_code=ad.get("ExitCode"),
                                  signal=ad.get("ExitSignal") if by_signal else None,
                                  user_cpu=_num(report.get("RemoteUserCpu")), sys_cpu=_num(report.get("RemoteSysCpu")),
-                                 total_user_cpu=_num(ad.get("RemoteUserCpu")), total_sys_cpu=_num(ad.get("RemoteSysCpu")))
+                                 total_user_cpu=_num(ad.get("RemoteUserCpu")), total_sys_cpu=_num(ad.get("RemoteSysCpu")),
+                                 **job_bytes(report))
         extra = {"ExitCode": ad.get("ExitCode")} if not by_signal else {"ExitSignal": ad.get("ExitSignal")}
         self.events.emit("terminated", ad, text, extra)
         self.counters.count("JobsCompleted")
@@ -194,7 +195,7 @@ class JobState:
             self.queue.retire(p, when=now)
 
     def _requeue(self, p: Proc, attrs: dict[str, Any], reason: str, now: float,
-                 exited: dict[str, int] | None = None) -> None:
+                 exited: dict[str, int] | None = None, moved: dict[str, int] | None = None) -> None:
         """Back to Idle after a run: the evicted event; for an exit its policy requeued (``exited``:
         its exit_code or signal), in HTCondor's "terminated and was requeued" form with the reason."""
         self.queue.set_status(p, IDLE, attrs, when=now)
@@ -204,7 +205,7 @@ class JobState:
         else:
             text = writer.evicted(p.cluster.id, p.id, now, _num(ad.get("RemoteUserCpu")), _num(ad.get("RemoteSysCpu")),
                                   requeued=True, reason=reason, exit_code=exited.get("exit_code"),
-                                  signal=exited.get("signal"))
+                                  signal=exited.get("signal"), **(moved or {}))
         self.events.emit("evicted", ad, text, {"Reason": reason})
 
     def _run_end_attrs(self, p: Proc, now: float) -> dict[str, Any]:
@@ -314,6 +315,12 @@ class JobState:
             self._spawn(self.commit_and_stop(stops), "hold for a user log")
         else:
             self.commits.soon()
+
+
+def job_bytes(report: Mapping[str, Any]) -> dict[str, int]:
+    """A run's transfer figures as its terminated event gives them: from the job's side, as
+    HTCondor writes them (the input the shadow sent, BytesSent, is what the job received)."""
+    return {"sent": int(_num(report.get("BytesRecvd"))), "received": int(_num(report.get("BytesSent")))}
 
 
 RUN_USAGE = ("ImageSize", "ResidentSetSize", "MemoryUsage", "DiskUsage", "CpusUsage", *TRANSFER_ACCOUNTING)

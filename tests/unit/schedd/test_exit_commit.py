@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,5 +70,32 @@ def test_an_exit_whose_commit_failed_is_not_acknowledged_and_its_resend_ends_the
         statuses, history = on_disk(tmp_path)
         assert (cid, 0) not in statuses and (cid, 0) in history
         again.queue.store.close()
+
+    asyncio.run(main())
+
+
+def test_the_terminated_event_gives_the_runs_transfer_bytes_from_the_jobs_side(tmp_path: Path):
+    # HTCondor writes the bytes from the job's side: the input the shadow sent (BytesSent) is what
+    # the job received, the output it took back (BytesRecvd) what the job sent.
+    async def main() -> None:
+        schedd = make_schedd(tmp_path)
+        await schedd.setup()
+        texts: dict[str, str] = {}
+        emit = schedd.events.emit
+
+        def keep(kind: str, ad: dict[str, Any], text: str | None, extra: dict[str, Any] | None = None) -> None:
+            texts[kind] = text or ""
+            emit(kind, ad, text, extra)
+
+        schedd.events.emit = keep  # type: ignore[method-assign]
+        cid = submit(schedd)
+        await run_on_claim(schedd, cid, 0)
+        await schedd.reports.JobReports(call("JobReports", user="startd"),
+                                        Reports=[exit_report(cid, 0, BytesSent=5000136, BytesRecvd=606)])
+        text = texts["terminated"]
+        assert "\t606  -  Run Bytes Sent By Job\n" in text
+        assert "\t5000136  -  Run Bytes Received By Job\n" in text
+        assert "\t606  -  Total Bytes Sent By Job\n" in text
+        schedd.queue.store.close()
 
     asyncio.run(main())
