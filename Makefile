@@ -41,7 +41,7 @@ node-deps:
 # the test: pytest-xdist would run that test's whole group again in a new worker, crash after
 # crash (and once, the crash near the end, hung with every worker idle).
 test: install broker node-deps containers browser
-	$(BIN)/python -m pytest -q -n 4 --max-worker-restart=0
+	$(BIN)/python -m pytest -q -n 4 --max-worker-restart=0 --durations=15
 
 test-fast: install
 	$(BIN)/python -m pytest -q -n 2 --max-worker-restart=0 -m "not broker and not e2e" --hypothesis-profile=fast
