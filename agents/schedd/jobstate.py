@@ -187,6 +187,7 @@ class JobState:
                                  signal=ad.get("ExitSignal") if by_signal else None,
                                  user_cpu=_num(report.get("RemoteUserCpu")), sys_cpu=_num(report.get("RemoteSysCpu")),
                                  total_user_cpu=_num(ad.get("RemoteUserCpu")), total_sys_cpu=_num(ad.get("RemoteSysCpu")),
+                                 total_sent=int(_num(ad.get("BytesSent"))), total_received=int(_num(ad.get("BytesRecvd"))),
                                  **job_bytes(report))
         extra = {"ExitCode": ad.get("ExitCode")} if not by_signal else {"ExitSignal": ad.get("ExitSignal")}
         self.events.emit("terminated", ad, text, extra)
@@ -319,21 +320,28 @@ class JobState:
 
 def job_bytes(report: Mapping[str, Any]) -> dict[str, int]:
     """A run's transfer figures as its terminated event gives them: from the job's side, as
-    HTCondor writes them (the input the shadow sent, BytesSent, is what the job received)."""
+    HTCondor writes them. (A report counts them from the shadow's side: its ``BytesSent`` is the
+    input the shadow sent, which the job received.)"""
     return {"sent": int(_num(report.get("BytesRecvd"))), "received": int(_num(report.get("BytesSent")))}
 
 
-RUN_USAGE = ("ImageSize", "ResidentSetSize", "MemoryUsage", "DiskUsage", "CpusUsage", *TRANSFER_ACCOUNTING)
+RUN_USAGE = ("ImageSize", "ResidentSetSize", "MemoryUsage", "DiskUsage", "CpusUsage",
+             *(k for k in TRANSFER_ACCOUNTING if not k.startswith("Bytes")))
 
 
 def run_usage(p: Proc, report: Mapping[str, Any]) -> dict[str, Any]:
     """What a run's end (an exit, a checkpoint) reports of its usage, as the job's attributes: the
-    run's sizes and transfer figures as they are; its CPU added to the job's RemoteUserCpu and
-    RemoteSysCpu, which add up every run."""
+    run's sizes and transfer times as they are; its CPU added to the job's RemoteUserCpu and
+    RemoteSysCpu, and its transferred bytes to BytesSent and BytesRecvd, which add up every run.
+    Those two count from the job's side, as in HTCondor's job ad: BytesRecvd the input the job
+    received (the report's BytesSent, from the shadow's side), BytesSent the output it sent."""
     usage = {k: report[k] for k in RUN_USAGE if isinstance(report.get(k), (int, float))}
     for k in ("RemoteUserCpu", "RemoteSysCpu"):
         if isinstance(report.get(k), (int, float)):
             usage[k] = _num(p.get(k)) + float(report[k])
+    for job_side, shadow_side in (("BytesRecvd", "BytesSent"), ("BytesSent", "BytesRecvd")):
+        if isinstance(report.get(shadow_side), (int, float)):
+            usage[job_side] = _num(p.get(job_side)) + float(report[shadow_side])
     return usage
 
 

@@ -120,8 +120,12 @@ def terminated(
     total_sys_cpu: float | None = None,
     sent: int = 0,
     received: int = 0,
+    total_sent: int | None = None,
+    total_received: int | None = None,
 ) -> str:
-    """Event 005: a normal exit (``exit_code``) or a death by ``signal``."""
+    """Event 005: a normal exit (``exit_code``) or a death by ``signal``. ``sent`` and
+    ``received``: this run's bytes from the job's side; the totals add up every run (default:
+    this run's)."""
     if signal is not None:
         body = [f"\t(0) Abnormal termination (signal {int(signal)})", "\t(0) No core file"]
     else:
@@ -135,8 +139,8 @@ def terminated(
         f"\t\t{rusage(0, 0)}  -  Total Local Usage",
         f"\t{int(sent)}  -  Run Bytes Sent By Job",
         f"\t{int(received)}  -  Run Bytes Received By Job",
-        f"\t{int(sent)}  -  Total Bytes Sent By Job",
-        f"\t{int(received)}  -  Total Bytes Received By Job",
+        f"\t{int(sent if total_sent is None else total_sent)}  -  Total Bytes Sent By Job",
+        f"\t{int(received if total_received is None else total_received)}  -  Total Bytes Received By Job",
     ]
     return event(JOB_TERMINATED, cluster, proc, when, "Job terminated.", body)
 

@@ -42,7 +42,9 @@ CHECKPOINT_FROM = "CheckpointFrom"
 # And the job's id, which names a cut output's kept part for the job's next attempt (stream.Partials).
 RESUME_KEY = "ResumeKey"
 
-# Accounting the startd reports with the exit, copied into the job ad (HTCondor's names).
+# Accounting the startd reports with the exit (HTCondor's names). Its bytes count from the shadow's
+# side (BytesSent: the input); the schedd adds them to the job ad from the job's side (BytesRecvd:
+# the input), as HTCondor's job ad counts them; the times go into the ad as they are.
 ACCOUNTING_ATTRS = ("BytesSent", "BytesRecvd", "TransferInStarted", "TransferInFinished", "TransferOutStarted",
                     "TransferOutFinished")
 

@@ -210,7 +210,7 @@ def test_a_big_input_keeps_every_daemon_and_shadow_small(settled: MultiHostPool,
         job = finished(settled, cluster, timeout=120)[0]
     assert job["ExitCode"] == 0, job
     assert (iwd / "sum.txt").read_text().split()[0] == digest  # what the job read on its host is whole
-    assert job["BytesSent"] == BIG_MIB * MIB, job
+    assert job["BytesRecvd"] == BIG_MIB * MIB, job  # the input the job received (HTCondor's side)
     daemons = {"collector@c", "negotiator@n", "schedd@s", "startd@exec1", "startd@exec2"}
     assert daemons <= set(rss.peaks) and any(" child " in label for label in rss.peaks), rss.peaks  # the shadow
     assert rss.over(RSS_BOUND_MIB * 1024) == {}, rss.peaks

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from gridbus.agents.schedd.jobqueue import JobQueue
+from gridbus.agents.schedd.jobqueue import JobQueue, Proc
+from gridbus.agents.schedd.jobstate import job_bytes, run_usage
 from tests.unit.schedd.inproc import call, exit_report, make_schedd, run_on_claim, submit
 
 COMPLETED, RUNNING = 4, 2
@@ -75,8 +76,9 @@ def test_an_exit_whose_commit_failed_is_not_acknowledged_and_its_resend_ends_the
 
 
 def test_the_terminated_event_gives_the_runs_transfer_bytes_from_the_jobs_side(tmp_path: Path):
-    # HTCondor writes the bytes from the job's side: the input the shadow sent (BytesSent) is what
-    # the job received, the output it took back (BytesRecvd) what the job sent.
+    # HTCondor counts the bytes from the job's side, in the event and the job ad: the input the
+    # shadow sent (the report's BytesSent) is what the job received, the output it took back what
+    # the job sent.
     async def main() -> None:
         schedd = make_schedd(tmp_path)
         await schedd.setup()
@@ -96,6 +98,17 @@ def test_the_terminated_event_gives_the_runs_transfer_bytes_from_the_jobs_side(t
         assert "\t606  -  Run Bytes Sent By Job\n" in text
         assert "\t5000136  -  Run Bytes Received By Job\n" in text
         assert "\t606  -  Total Bytes Sent By Job\n" in text
+        assert "\t5000136  -  Total Bytes Received By Job\n" in text
+        ad = schedd.queue.store.history_ad(cid, 0)
+        assert ad is not None and (ad["BytesSent"], ad["BytesRecvd"]) == (606, 5000136)
         schedd.queue.store.close()
 
     asyncio.run(main())
+
+
+def test_a_jobs_transferred_bytes_add_up_over_its_runs():
+    # As HTCondor's shadow does (the previous runs' figures plus this run's); the times are the run's.
+    earlier = {"BytesSent": 10.0, "BytesRecvd": 1000.0, "TransferInStarted": 5}
+    usage = run_usage(cast(Proc, earlier), {"BytesSent": 1000, "BytesRecvd": 20, "TransferInStarted": 9})
+    assert usage == {"BytesRecvd": 2000.0, "BytesSent": 30.0, "TransferInStarted": 9}
+    assert job_bytes({"BytesSent": 1000, "BytesRecvd": 20}) == {"sent": 20, "received": 1000}
