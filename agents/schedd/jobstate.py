@@ -318,30 +318,34 @@ class JobState:
             self.commits.soon()
 
 
+# A report counts the bytes moved from the shadow's side (its BytesSent: the input the shadow
+# sent); the job ad and the user log count them from the job's side, as HTCondor's do. By the
+# job's side, the report's attribute for each.
+REPORTED_AS = {"BytesRecvd": "BytesSent", "BytesSent": "BytesRecvd"}
+
+
 def job_bytes(report: Mapping[str, Any]) -> dict[str, int]:
-    """A run's transfer figures as its terminated event gives them: from the job's side, as
-    HTCondor writes them. (A report counts them from the shadow's side: its ``BytesSent`` is the
-    input the shadow sent, which the job received.)"""
-    return {"sent": int(_num(report.get("BytesRecvd"))), "received": int(_num(report.get("BytesSent")))}
+    """A run's bytes as its terminated event gives them: from the job's side."""
+    return {"sent": int(_num(report.get(REPORTED_AS["BytesSent"]))),
+            "received": int(_num(report.get(REPORTED_AS["BytesRecvd"])))}
 
 
 RUN_USAGE = ("ImageSize", "ResidentSetSize", "MemoryUsage", "DiskUsage", "CpusUsage",
-             *(k for k in TRANSFER_ACCOUNTING if not k.startswith("Bytes")))
+             *(k for k in TRANSFER_ACCOUNTING if k not in REPORTED_AS))
 
 
 def run_usage(p: Proc, report: Mapping[str, Any]) -> dict[str, Any]:
     """What a run's end (an exit, a checkpoint) reports of its usage, as the job's attributes: the
     run's sizes and transfer times as they are; its CPU added to the job's RemoteUserCpu and
-    RemoteSysCpu, and its transferred bytes to BytesSent and BytesRecvd, which add up every run.
-    Those two count from the job's side, as in HTCondor's job ad: BytesRecvd the input the job
-    received (the report's BytesSent, from the shadow's side), BytesSent the output it sent."""
+    RemoteSysCpu, and its bytes to BytesSent and BytesRecvd (from the job's side), which add up
+    every run."""
     usage = {k: report[k] for k in RUN_USAGE if isinstance(report.get(k), (int, float))}
     for k in ("RemoteUserCpu", "RemoteSysCpu"):
         if isinstance(report.get(k), (int, float)):
             usage[k] = _num(p.get(k)) + float(report[k])
-    for job_side, shadow_side in (("BytesRecvd", "BytesSent"), ("BytesSent", "BytesRecvd")):
-        if isinstance(report.get(shadow_side), (int, float)):
-            usage[job_side] = _num(p.get(job_side)) + float(report[shadow_side])
+    for job_side, reported in REPORTED_AS.items():
+        if isinstance(report.get(reported), (int, float)):
+            usage[job_side] = _num(p.get(job_side)) + float(report[reported])
     return usage
 
 
