@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, cast
 
 import aio_pika
+import aiormq
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 
 from gridbus import bus, protocol, wire
@@ -35,12 +36,20 @@ class AsyncClient:
         self._app_id = app_id
         self._pending: dict[str, tuple[Reply, asyncio.Future[None]]] = {}
         self._consumer_tag: str | None = None
+        self._starting = asyncio.Lock()  # two requests that find the consumer gone start one
 
     async def start(self) -> None:
-        # Direct reply-to needs a no-ack consumer on the pseudo-queue before the first publish,
-        # on the same channel. Re-run after a reconnect (see Agent._on_reconnect).
-        queue = await self._channel.get_queue(bus.REPLY_TO, ensure=False)
-        self._consumer_tag = await queue.consume(self._on_reply, no_ack=True)
+        """Consume the replies (direct reply-to needs a no-ack consumer on the pseudo-queue, on
+        the channel the requests are published on, before the first request). Idempotent: it
+        consumes again only where the channel under the robust one has no such consumer, as after
+        a reconnection or a restore of the channel, which aio-pika does not consume it again on
+        (the pseudo-queue is none of the queues it restores)."""
+        async with self._starting:
+            channel = cast(aiormq.Channel, await self._channel.get_underlay_channel())
+            if self._consumer_tag is not None and self._consumer_tag in channel.consumers:
+                return
+            queue = await self._channel.get_queue(bus.REPLY_TO, ensure=False)
+            self._consumer_tag = await queue.consume(self._on_reply, no_ack=True)
 
     async def _on_reply(self, message: AbstractIncomingMessage) -> None:
         # A coroutine, as aio-pika expects of a consumer callback (a plain function is wrapped
@@ -108,6 +117,9 @@ class AsyncClient:
                 expiration=max(timeout, 0.001),
                 headers=protocol.headers({"x-gridbus-timeout-ms": int(timeout * 1000)}),
             )
+            # Each request checks that its answer has a consumer to come to: one that failed to
+            # be consumed again after a reconnection would have every call time out for good.
+            await self.start()
             exchange = await self._channel.get_exchange(bus.RPC, ensure=False)
             await exchange.publish(message, routing_key=key, mandatory=False)
             try:

@@ -12,7 +12,9 @@ Answers on a channel of their own wait behind no more than one frame of each oth
 The queues the agent consumes from are checked every QUEUE_CHECK_INTERVAL: a queue can vanish with
 no word to its consumer (on a cluster, the clean-up of a dead node's queues can delete the queue
 an agent had just declared again on another node), and an agent that kept waiting on it would be
-deaf for good. A missing queue makes the connection reconnect, which declares everything again.
+deaf for good; and a queue can stay with the agent's consumer gone (a channel the broker closed and
+aio-pika failed to restore). A queue missing, or unserved at two checks in a row, makes the
+connection reconnect, which declares and consumes everything again.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ CONFIRM_RETRY = 30.0
 # queue whose node just died can keep a declaration waiting for many seconds).
 QUEUE_CHECK_INTERVAL = 5.0
 QUEUE_CHECK_TIMEOUT = 30.0
+# Checks in a row a consumed queue may be found without a consumer (or an own channel closed)
+# before the agent reconnects.
+UNSERVED_CHECKS = 2
 
 
 class Connection:
@@ -54,8 +59,9 @@ class Connection:
         self._channel: AbstractChannel | None = None
         self._confirm_channel: AbstractChannel | None = None
         self._answer_channel: AbstractChannel | None = None
-        self._watched: set[str] = set()
-        self._checking: asyncio.Future[list[str]] | None = None  # the queue check under way
+        self._watched: dict[str, bool] = {}  # queue -> consumed by this agent
+        self._strikes: dict[str, int] = {}  # queue or channel -> checks in a row found unserved
+        self._checking: asyncio.Future[tuple[list[str], list[str]]] | None = None  # the queue check under way
         self._probe: aiormq.abc.AbstractChannel | None = None  # queue_length's plain channel
 
     async def open(self, *, quorum: bool, on_reconnect: Callable[..., Awaitable[None]]) -> None:
@@ -185,40 +191,59 @@ class Connection:
             await self._robust.close()
 
     # ------------------------------------------------------------------ queues that must stay
-    def watch(self, queue: str) -> None:
-        """Check in `keep_queues` that the broker still has ``queue`` (one this agent consumes from)."""
-        self._watched.add(queue)
+    def watch(self, queue: str, *, consumed: bool = True) -> None:
+        """Check in `keep_queues` that the broker still has ``queue`` and, when ``consumed`` (a
+        queue this agent consumes from), that it has a consumer."""
+        self._watched[queue] = consumed
 
     def unwatch(self, queue: str) -> None:
-        self._watched.discard(queue)
+        self._watched.pop(queue, None)
 
-    async def missing_queues(self, connection: aiormq.abc.AbstractConnection) -> list[str]:
-        """The watched queues the broker no longer has, asked with passive declarations on a plain
-        channel (a new one after each "not found": the broker closes the channel it answers on)."""
-        missing = []
+    async def lost_queues(self, connection: aiormq.abc.AbstractConnection) -> tuple[list[str], list[str]]:
+        """(missing, unserved): the watched queues the broker no longer has, and the consumed ones
+        it has with no consumer at all. Asked with passive declarations on a plain channel (a new
+        one after each "not found": the broker closes the channel it answers on)."""
+        missing, unserved = [], []
         channel = None
         try:
-            for name in sorted(self._watched):
+            for name, consumed in sorted(self._watched.items()):
                 if channel is None or channel.is_closed:
                     channel = await connection.channel(publisher_confirms=False)
                 try:
-                    await channel.queue_declare(name, passive=True)
+                    ok = await channel.queue_declare(name, passive=True)
                 except aiormq.exceptions.ChannelNotFoundEntity:
                     missing.append(name)
+                    continue
+                if consumed and not ok.consumer_count:
+                    unserved.append(name)
         finally:
             if channel is not None and not channel.is_closed:
                 await channel.close()
-        return missing
+        return missing, unserved
+
+    def _closed_channels(self) -> list[str]:
+        """The agent's own channels that are closed while the connection is up: a robust channel
+        the broker closed (a channel error) whose restore then failed stays closed, and nothing
+        restores it until the connection itself goes."""
+        channels = (("requests", self._channel), ("answers", self._answer_channel))
+        return [f"the {what} channel" for what, channel in channels if channel is not None and channel.is_closed]
 
     async def keep_queues(self) -> None:
-        """For ever: every QUEUE_CHECK_INTERVAL, reconnect if a watched queue is gone."""
+        """For ever: every QUEUE_CHECK_INTERVAL, reconnect if a watched queue is gone or unserved."""
         while True:
             await asyncio.sleep(QUEUE_CHECK_INTERVAL)
             await self.check_queues()
 
     async def check_queues(self) -> list[str]:
-        """One check: the watched queues found missing (and, if any, the connection is closed so
-        that the robust connection reconnects and declares them again).
+        """One check: what was found lost (and, if anything, the connection is closed so that the
+        robust connection reconnects and declares and consumes everything again). Lost are: a
+        watched queue the broker no longer has; a consumed one without a consumer, or one of the
+        agent's channels closed, at UNSERVED_CHECKS checks in a row (a consumer the broker
+        cancelled is restored within a second or two, and a check may fall in between).
+
+        A consumer can go while its connection stays: on a 3-node cluster whose node had just
+        been killed, a negotiator's request queue stayed without a consumer and every publish on
+        its requests' channel failed, with its process and its connection up: no cycle ran again.
 
         A check the broker is slow to answer (a loaded broker can take many seconds) is left to
         finish, never cancelled: cancelling a channel's open or a declaration half way left
@@ -226,22 +251,33 @@ class Connection:
         connection (CHANNEL_ERROR), which cost a 200,000-slot pool's collector its ads queue."""
         connection = self._plain_connection()
         if connection is None:
+            self._strikes.clear()
             return []  # reconnecting already: it declares everything again
         if self._checking is not None and not self._checking.done():
             self.log.info("the last queue check on broker %s is still unanswered", self.broker)
             return []
-        self._checking = checking = asyncio.ensure_future(self.missing_queues(connection))
+        self._checking = checking = asyncio.ensure_future(self.lost_queues(connection))
         checking.add_done_callback(_retrieved)
         try:
-            missing = await asyncio.wait_for(asyncio.shield(checking), QUEUE_CHECK_TIMEOUT)
+            missing, unserved = await asyncio.wait_for(asyncio.shield(checking), QUEUE_CHECK_TIMEOUT)
         except (TimeoutError, *CONNECTION_EXCEPTIONS) as exc:  # the connection's own trouble: it sees to it
             self.log.info("could not check the queues on broker %s: %r", self.broker, exc)
             return []
+        if self._plain_connection() is not connection:
+            return []  # it reconnected meanwhile: what was found is of the last connection
+        self._strikes = {name: self._strikes.get(name, 0) + 1 for name in [*unserved, *self._closed_channels()]}
+        stale = [name for name, count in self._strikes.items() if count >= UNSERVED_CHECKS]
         if missing:
             self.log.warning("broker %s no longer has %s: reconnecting to declare it again",
                              self.broker, ", ".join(missing))
-            await connection.close(ConnectionError(f"queues lost: {', '.join(missing)}"))
-        return missing
+        if stale:
+            self.log.warning("no consumer of this agent's on %s at broker %s, or it is closed, %d checks in a "
+                             "row: reconnecting to consume again", ", ".join(stale), self.broker, UNSERVED_CHECKS)
+        lost = [*missing, *stale]
+        if lost:
+            self._strikes.clear()
+            await connection.close(ConnectionError(f"lost: {', '.join(lost)}"))
+        return lost
 
     def _plain_connection(self) -> aiormq.abc.AbstractConnection | None:
         """The open aiormq connection under the robust one, for plain channels of passive

@@ -278,7 +278,9 @@ class Agent(CommonMethods):
             return
         self._stopping = True
         # Take no new request first: a handler run during on_stop would act on a half-stopped
-        # agent (a startd would start a job its starter no longer watches).
+        # agent (a startd would start a job its starter no longer watches). The request queue is
+        # no longer checked for a consumer: it has none from now on, on purpose.
+        self.connection.unwatch(bus.rpc_queue(self.address))
         await self.dispatcher.stop()
         try:
             await self.on_stop()

@@ -115,6 +115,9 @@ class Chaos:
                 for q in p.mgmt.queues(p.vhost):  # type: ignore[attr-defined]
                     print(f"  queue {q['name']}: {q.get('type')} on {q.get('node') or q.get('leader')}, "
                           f"{q.get('consumers')} consumers, {q.get('messages')} messages")
+                for c in p.mgmt.connections(p.vhost):  # type: ignore[attr-defined]
+                    print(f"  connection {c.get('client_properties', {}).get('connection_name')!r} on {c.get('node')}: "
+                          f"{c.get('state')}, {c.get('channels')} channels, port {c.get('peer_port')}")
                 print(p.diagnosis())
                 raise
             self.figures.append((label, restarted - down, time.monotonic() - restarted))
