@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import time
 from collections.abc import Iterable, Mapping
@@ -345,12 +346,20 @@ def batch_table(ads: list[Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _cmd(ad: Any) -> str:
-    cmd = str(get(ad, "Cmd", ""))
-    args = get(ad, "Args")
-    if args is None:
-        args = get(ad, "Arguments", "")
-    return f"{cmd} {args}".rstrip()
+def job_description(ad: Any) -> str:
+    """The CMD column of condor_q and condor_history (HTCondor's JOB_DESCRIPTION): the job's
+    JobDescription in parentheses (as matched, where it had a ``$$()``), else the executable's base
+    name and the arguments as the job ad holds them (Arguments, else the old syntax's Args)."""
+    described = get(ad, "MATCH_EXP_JobDescription")
+    if not isinstance(described, str) or not described:
+        described = get(ad, "JobDescription")
+    if isinstance(described, str) and described:
+        return f"({described})"
+    args = get(ad, "Arguments")
+    if not isinstance(args, str):
+        args = get(ad, "Args")
+    name = os.path.basename(str(get(ad, "Cmd", "")))
+    return f"{name} {args}" if isinstance(args, str) and args else name
 
 
 def _wall(ad: Any, now: float) -> float:
@@ -374,7 +383,7 @@ def nobatch_table(ads: list[Any], now: float | None = None) -> str:
         st = STATUS_LETTERS.get(get(ad, "JobStatus"), "?")
         lines.append(
             f"{_id_col(ad)} {str(get(ad, 'Owner', '?')):<14} {submitted(get(ad, 'QDate')):>11} "
-            f"{run_time(_wall(ad, now))} {st:<2} {get(ad, 'JobPrio', 0)!s:<3} {size:4.1f} {_cmd(ad)}"
+            f"{run_time(_wall(ad, now))} {st:<2} {get(ad, 'JobPrio', 0)!s:<3} {size:4.1f} {job_description(ad):<18}"
         )
     return "\n".join(lines) + "\n"
 

@@ -14,6 +14,7 @@ import time
 import warnings
 from typing import Any
 
+from gridbus.classad.values import is_number
 from gridbus.console.cli import formats
 
 _JOB_ID = re.compile(r"^\d+(\.\d+)?$")
@@ -424,10 +425,13 @@ def cmd_history(args: argparse.Namespace) -> int:
         print(HISTORY_HEADER)
         for ad in ads:
             st = formats.STATUS_LETTERS.get(formats.get(ad, "JobStatus"), "?")
+            # A job removed before it completed has no CompletionDate: blank, as condor_history.
+            done = formats.get(ad, "CompletionDate")
+            completed = formats.submitted(done) if is_number(done) and done > 0 else ""
             print(
                 f"{formats.get(ad, 'ClusterId', 0):>4}.{formats.get(ad, 'ProcId', 0):<3} {str(formats.get(ad, 'Owner', '?')):<14} "
                 f"{formats.submitted(formats.get(ad, 'QDate')):>11} {formats.run_time(formats.get(ad, 'RemoteWallClockTime', 0))} "
-                f"{st:<3} {formats.submitted(formats.get(ad, 'CompletionDate')):>11} {formats._cmd(ad)}"
+                f"{st:<3} {completed:>11} {formats.job_description(ad)}"
             )
     return 0
 

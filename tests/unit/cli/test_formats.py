@@ -40,7 +40,18 @@ def test_hold_column_only_with_held_jobs():
 def test_nobatch_columns():
     line = formats.nobatch_table([job(591, 0, 2, JobCurrentStartDate=int(T) - 13, RemoteWallClockTime=0)],
                                  now=T).splitlines()[1]
-    assert line == " 591.0   nemo            7/10 03:22   0+00:00:13 R  0    0.0 /bin/sleep 60"
+    assert line == " 591.0   nemo            7/10 03:22   0+00:00:13 R  0    0.0 sleep 60          "
+
+
+def test_the_cmd_column_is_htcondors_job_description():
+    # The executable's base name and the arguments as the ad holds them (the new syntax's first);
+    # a JobDescription instead, in parentheses, as matched where it had a $$().
+    assert formats.job_description({"Cmd": "/bin/sh", "Arguments": "-c sleep' '1", "Args": "x"}) == "sh -c sleep' '1"
+    assert formats.job_description({"Cmd": "/home/u/run.sh", "Args": "a b"}) == "run.sh a b"
+    assert formats.job_description({"Cmd": "/bin/true", "Arguments": ""}) == "true"
+    assert formats.job_description({"Cmd": "/bin/true", "JobDescription": "nightly"}) == "(nightly)"
+    assert formats.job_description({"Cmd": "x", "JobDescription": "$$(Name)",
+                                    "MATCH_EXP_JobDescription": "slot1@a"}) == "(slot1@a)"
 
 
 def test_af_long_json():
@@ -191,3 +202,22 @@ def test_attributes_and_wide_as_condor_q_takes_them():
     assert f.af_projection(parser.parse_args(["q", "-attributes", "Owner"])) == []  # (the table: every attribute)
     with pytest.raises(SystemExit):
         parser.parse_args(["q", "-l", "-attributes", "Owner,1bad"])
+
+
+def test_history_rows_as_condor_history(monkeypatch, capsys):
+    # A completed job shows its CompletionDate; one removed before it completed has none: blank.
+    done = job(3, 0, 4, CompletionDate=int(T) + 60, RemoteWallClockTime=7, Cmd="/bin/sh", Args=None,
+               Arguments="-c true")
+    removed = job(3, 1, 3, RemoteWallClockTime=0)
+
+    class Schedd:
+        def history(self, constraint, projection, limit):
+            return [done, removed]
+
+    monkeypatch.setattr(jobs, "_schedd", lambda args: Schedd())
+    assert jobs.cmd_history(build_parser().parse_args(["history"])) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        jobs.HISTORY_HEADER,
+        "   3.0   nemo            7/10 03:22   0+00:00:07 C    7/10 03:23 sh -c true",
+        "   3.1   nemo            7/10 03:22   0+00:00:00 X               sleep 60",
+    ]
