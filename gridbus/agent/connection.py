@@ -45,6 +45,8 @@ QUEUE_CHECK_TIMEOUT = 30.0
 # Checks in a row a consumed queue may be found without a consumer (or an own channel closed)
 # before the agent reconnects.
 UNSERVED_CHECKS = 2
+# Seconds the robust connection's restore of the channels on a new transport may take.
+RESTORE_WAIT = 30.0
 
 
 class Connection:
@@ -61,6 +63,10 @@ class Connection:
         self._answer_channel: AbstractChannel | None = None
         self._watched: dict[str, bool] = {}  # queue -> consumed by this agent
         self._strikes: dict[str, int] = {}  # queue or channel -> checks in a row found unserved
+        # The transport whose restore (every channel declared and consumed again) has finished, and
+        # the one a check first found still restoring, with when.
+        self._restored: aiormq.abc.AbstractConnection | None = None
+        self._restoring: tuple[aiormq.abc.AbstractConnection, float] | None = None
         self._checking: asyncio.Future[tuple[list[str], list[str]]] | None = None  # the queue check under way
         self._probe: aiormq.abc.AbstractChannel | None = None  # queue_length's plain channel
 
@@ -68,6 +74,7 @@ class Connection:
         """Connect, open the channels and declare the topology (the dead-letter queue a quorum
         queue when ``quorum``); ``on_reconnect`` runs after each reconnection."""
         self._robust = await failover.connect(self.url, name=f"gridbus {self.address}", reconnect_interval=1)
+        self._robust.reconnect_callbacks.add(self._on_restored)  # (before the agent's: it may consume)
         self._robust.reconnect_callbacks.add(on_reconnect)
         self._channel = await self._robust.channel(publisher_confirms=False)
         await self._channel.set_qos(prefetch_count=self.prefetch)
@@ -75,6 +82,11 @@ class Connection:
         self._answer_channel = await self._robust.channel(publisher_confirms=False)
         await declare_topology(self._channel, quorum=quorum, reconcile_on=self._plain_connection(), log=self.log,
                                members=self.quorum_members, consumers=self.queue_consumers)
+        self._restored = self._plain_connection()
+
+    async def _on_restored(self, *_: Any) -> None:
+        """The robust connection has declared and consumed everything again on its new transport."""
+        self._restored = self._plain_connection()
 
     async def reconciled(self, spec: topology.QueueSpec) -> tuple[bool, dict[str, Any]]:
         """(durable, arguments) to declare ``spec``'s queue with, once it is found compatible or
@@ -239,7 +251,9 @@ class Connection:
         robust connection reconnects and declares and consumes everything again). Lost are: a
         watched queue the broker no longer has; a consumed one without a consumer, or one of the
         agent's channels closed, at UNSERVED_CHECKS checks in a row (a consumer the broker
-        cancelled is restored within a second or two, and a check may fall in between).
+        cancelled is restored within a second or two, and a check may fall in between), once the
+        robust connection has restored everything on its transport (until then nothing is lost
+        but a restore that has not finished in RESTORE_WAIT).
 
         A consumer can go while its connection stays: on a 3-node cluster whose node had just
         been killed, a negotiator's request queue stayed without a consumer and every publish on
@@ -265,12 +279,27 @@ class Connection:
             return []
         if self._plain_connection() is not connection:
             return []  # it reconnected meanwhile: what was found is of the last connection
-        self._strikes = {name: self._strikes.get(name, 0) + 1 for name in [*unserved, *self._closed_channels()]}
-        stale = [name for name, count in self._strikes.items() if count >= UNSERVED_CHECKS]
+        if connection is self._restored:
+            self._restoring = None
+            self._strikes = {name: self._strikes.get(name, 0) + 1 for name in [*unserved, *self._closed_channels()]}
+            stale = [name for name, count in self._strikes.items() if count >= UNSERVED_CHECKS]
+        else:
+            # Still restoring: its consumers and channels are not all back yet, and a restore may
+            # take seconds on a loaded cluster; one that has not finished in RESTORE_WAIT waits on
+            # a declaration that will not be answered (aio-pika gives it no timeout).
+            # A queue not declared again yet is not lost either.
+            self._strikes.clear()
+            if self._restoring is None or self._restoring[0] is not connection:
+                self._restoring = (connection, time.monotonic())
+            if time.monotonic() - self._restoring[1] < RESTORE_WAIT:
+                return []
+            self.log.warning("the restore of this agent's channels on broker %s has not finished in %.0f s: "
+                             "reconnecting", self.broker, RESTORE_WAIT)
+            missing, stale = [], ["the restore of its channels"]
         if missing:
             self.log.warning("broker %s no longer has %s: reconnecting to declare it again",
                              self.broker, ", ".join(missing))
-        if stale:
+        if stale and connection is self._restored:
             self.log.warning("no consumer of this agent's on %s at broker %s, or it is closed, %d checks in a "
                              "row: reconnecting to consume again", ", ".join(stale), self.broker, UNSERVED_CHECKS)
         lost = [*missing, *stale]

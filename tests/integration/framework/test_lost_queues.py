@@ -6,6 +6,7 @@ periodic check finds it missing and reconnects, which declares everything again.
 from __future__ import annotations
 
 import threading
+import time
 
 import pika
 
@@ -57,6 +58,10 @@ def test_a_queue_gone_without_a_word_makes_the_agent_reconnect(amqp_url: str, vh
 async def _on_reconnect(agent: Echoer, event: threading.Event) -> None:
     assert agent.connection.robust is not None
     agent.connection.robust.reconnect_callbacks.add(lambda *_: event.set())
+    # The checks are the test's own from here: the agent's every-5-s one would race with them.
+    for task in list(agent._tasks):
+        if task.get_name() == "keep queues":
+            task.cancel()
 
 
 def test_an_agent_whose_request_consumer_is_gone_with_its_connection_up_reconnects(amqp_url: str) -> None:
@@ -89,6 +94,34 @@ def test_an_agent_whose_answer_channel_stayed_closed_reconnects(amqp_url: str) -
         assert thread.call(agent.connection.check_queues()) == ["the answers channel"]
         assert reconnected.wait(20), "the agent did not reconnect"
         wait_for(lambda: _answers(amqp_url, "echoer@closed"), 30, "the agent answering after reconnecting")
+
+
+def test_a_restore_that_does_not_finish_makes_the_agent_reconnect(amqp_url: str) -> None:
+    # While the robust connection restores its channels on a new transport, a queue not declared
+    # again yet is not lost; a restore still unfinished after RESTORE_WAIT (a declaration the
+    # broker never answers: aio-pika gives it no timeout) is, and the agent reconnects.
+    from gridbus.agent import connection as connection_module
+
+    agent = Echoer("restoring", amqp_url, update_interval=5)
+    with AgentThread(agent) as thread:
+        reconnected = threading.Event()
+        thread.call(_on_reconnect(agent, reconnected))
+        conn = agent.connection
+        conn._restored = None  # as if this transport's restore had not finished
+        conn.watch("gridbus.test.not-declared-yet", consumed=False)
+        assert thread.call(conn.check_queues()) == []
+        assert not reconnected.is_set()
+
+        async def much_later() -> list[str]:
+            assert conn._restoring is not None
+            conn._restoring = (conn._restoring[0], time.monotonic() - connection_module.RESTORE_WAIT)
+            return await conn.check_queues()
+
+        assert thread.call(much_later()) == ["the restore of its channels"]
+        assert reconnected.wait(20), "the agent did not reconnect"
+        conn.unwatch("gridbus.test.not-declared-yet")
+        wait_for(lambda: _answers(amqp_url, "echoer@restoring"), 30, "the agent serving after reconnecting")
+        assert conn._restored is not None and conn._restored is conn._plain_connection()
 
 
 def test_a_client_whose_reply_consumer_is_gone_consumes_again_at_its_next_call(amqp_url: str) -> None:
