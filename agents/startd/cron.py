@@ -237,9 +237,6 @@ class StartdCron:
         # A job's failure is the StartLog's to tell, never the end of its loop.
         try:
             await self._run(job, state)
-        except asyncio.CancelledError:
-            await self._kill(state)
-            raise
         except Exception as exc:
             log.error("STARTD_CRON job %s: %s: %s", job.name, type(exc).__name__, exc)
 
@@ -275,6 +272,12 @@ class StartdCron:
                 pending[attr] = value
                 got_any = True
             code = await proc.wait()
+        except asyncio.CancelledError:
+            # Stopped (or replaced) while the job runs: it goes with its task, before the state
+            # forgets it (the job has a session of its own: nothing else would end it).
+            errors.cancel()
+            await self._kill(state)
+            raise
         finally:
             state.process = None
         stderr = (await errors).decode(errors="replace").strip()

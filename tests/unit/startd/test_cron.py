@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,24 @@ async def _a_wait_for_exit_job_reports_at_each_dash(tmp_path):
         await _until(lambda: c.attributes.get("Load") == 2)
     finally:
         await c.stop()
+
+
+def test_a_job_still_running_when_the_startd_stops_is_killed(tmp_path):
+    asyncio.run(_a_job_still_running_when_the_startd_stops_is_killed(tmp_path))
+
+
+async def _a_job_still_running_when_the_startd_stops_is_killed(tmp_path):
+    # Stopping cancels the job's task while it reads the job's output: the job (its own session)
+    # is killed then, not left running after the startd has gone.
+    pidfile = tmp_path / "pid"
+    exe = script(tmp_path, "long.sh", f'echo $$ > {pidfile}.new && mv {pidfile}.new {pidfile}\necho "Up = true"\n'
+                                      'echo "-"\nexec sleep 60\n')
+    c = cron.StartdCron((cron.CronJob("long", exe, period=1.0, mode="WaitForExit"),), lambda changed: None)
+    c.start()
+    try:
+        await _until(lambda: c.attributes.get("Up") is True and pidfile.exists())
+    finally:
+        await c.stop()
+    pid = int(pidfile.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
