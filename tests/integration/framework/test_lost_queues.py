@@ -43,8 +43,7 @@ def test_a_queue_gone_without_a_word_makes_the_agent_reconnect(amqp_url: str, vh
         conn.channel().queue_declare(name)
     agent = Echoer("lost2", amqp_url, update_interval=5)
     with AgentThread(agent) as thread:
-        reconnected = threading.Event()
-        thread.call(_on_reconnect(agent, reconnected))
+        reconnected = _reconnections(thread, agent)
         agent.connection.watch(name, consumed=False)
         assert thread.call(agent.connection.check_queues()) == []  # present: nothing happens
         assert not reconnected.is_set()
@@ -55,13 +54,20 @@ def test_a_queue_gone_without_a_word_makes_the_agent_reconnect(amqp_url: str, vh
         wait_for(lambda: _answers(amqp_url, "echoer@lost2"), 30, "the agent serving after reconnecting")
 
 
-async def _on_reconnect(agent: Echoer, event: threading.Event) -> None:
-    assert agent.connection.robust is not None
-    agent.connection.robust.reconnect_callbacks.add(lambda *_: event.set())
-    # The checks are the test's own from here: the agent's every-5-s one would race with them.
-    for task in list(agent._tasks):
-        if task.get_name() == "keep queues":
-            task.cancel()
+def _reconnections(thread: AgentThread, agent: Echoer) -> threading.Event:
+    """An event set when ``agent`` reconnects; the queue checks are the test's own from here (the
+    agent's every-5-s one would race with them)."""
+    event = threading.Event()
+
+    async def hook() -> None:
+        assert agent.connection.robust is not None
+        agent.connection.robust.reconnect_callbacks.add(lambda *_: event.set())
+        for task in list(agent._tasks):
+            if task.get_name() == "keep queues":
+                task.cancel()
+
+    thread.call(hook())
+    return event
 
 
 def test_an_agent_whose_request_consumer_is_gone_with_its_connection_up_reconnects(amqp_url: str) -> None:
@@ -69,8 +75,7 @@ def test_an_agent_whose_request_consumer_is_gone_with_its_connection_up_reconnec
     # after a restore that failed half way): the agent is deaf until a check finds it twice.
     agent = Echoer("unserved", amqp_url, update_interval=5)
     with AgentThread(agent) as thread:
-        reconnected = threading.Event()
-        thread.call(_on_reconnect(agent, reconnected))
+        reconnected = _reconnections(thread, agent)
         thread.call(_cancel_on_the_broker(agent.connection.channel, agent.dispatcher._consumer_tag))
         assert not _answers(amqp_url, "echoer@unserved")
         assert thread.call(agent.connection.check_queues()) == []  # once may be a restore under way
@@ -84,8 +89,7 @@ def test_an_agent_whose_answer_channel_stayed_closed_reconnects(amqp_url: str) -
     # (no answer leaves the agent) until a check finds it closed twice and the agent reconnects.
     agent = Echoer("closed", amqp_url, update_interval=5)
     with AgentThread(agent) as thread:
-        reconnected = threading.Event()
-        thread.call(_on_reconnect(agent, reconnected))
+        reconnected = _reconnections(thread, agent)
         answers = agent.connection.answer_channel
         thread.call(_close_unrestored(answers))
         assert answers.is_closed and not _answers(amqp_url, "echoer@closed")
@@ -104,8 +108,7 @@ def test_a_restore_that_does_not_finish_makes_the_agent_reconnect(amqp_url: str)
 
     agent = Echoer("restoring", amqp_url, update_interval=5)
     with AgentThread(agent) as thread:
-        reconnected = threading.Event()
-        thread.call(_on_reconnect(agent, reconnected))
+        reconnected = _reconnections(thread, agent)
         conn = agent.connection
         conn._restored = None  # as if this transport's restore had not finished
         conn.watch("gridbus.test.not-declared-yet", consumed=False)
