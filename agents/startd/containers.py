@@ -47,6 +47,22 @@ PULL_TIMEOUT = 1800.0
 TOOL_FAILED = 125  # the exit code of docker/podman run when the tool itself failed
 
 
+def _ask(path: str, verb: str) -> subprocess.CompletedProcess[str] | None:
+    """``path verb``, run at the startd's start; None (logged with the first line it printed)
+    unless it exits 0."""
+    try:
+        done = subprocess.run([path, verb], capture_output=True, text=True, timeout=TOOL_TIMEOUT)
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.warning("DOCKER: '%s %s' failed (%s); no docker or container universe jobs here", path, verb, exc)
+        return None
+    if done.returncode != 0:
+        first = (done.stderr.strip() or done.stdout.strip() or "(nothing)").splitlines()[0][:300]
+        log.warning("DOCKER: '%s %s' did not exit successfully (code %d); the first line of output was %r; "
+                    "no docker or container universe jobs here", path, verb, done.returncode, first)
+        return None
+    return done
+
+
 def wanted(ad: Mapping[str, Any]) -> bool:
     """Whether the job runs in a container (docker universe, or container universe)."""
     return lookup(ad, "WantDocker") is True or lookup(ad, "WantContainer") is True
@@ -109,20 +125,22 @@ class ContainerTool:
 
     @classmethod
     def find(cls, name: str, owner: str, extra: str = "") -> ContainerTool | None:
-        """The tool ``name`` (DOCKER), if it is installed and answers; None (logged) otherwise."""
+        """The tool ``name`` (DOCKER), if it is installed and answers both ``--version`` and
+        ``info``, as HTCondor's startd asks it; None (logged) otherwise. ``info`` is what needs
+        the engine: a docker command whose daemon is not running (or may not be reached by this
+        account) answers ``--version`` all the same, and its slots would match docker jobs only
+        to fail each of them."""
         path = shutil.which(name) if name.strip() else None
         if path is None:
             log.info("DOCKER: no %r on this machine; docker and container universe jobs do not match here", name)
             return None
-        try:
-            done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=TOOL_TIMEOUT)
-        except (OSError, subprocess.SubprocessError) as exc:
-            log.warning("DOCKER: %s --version failed (%s); no container jobs here", path, exc)
+        version = _ask(path, "--version")
+        if version is None or not version.stdout.strip():
             return None
-        if done.returncode != 0 or not done.stdout.strip():
-            log.warning("DOCKER: %s --version failed: %s; no container jobs here", path, done.stderr.strip()[-300:])
+        info = _ask(path, "info")
+        if info is None:
             return None
-        return cls(path, done.stdout.strip().splitlines()[0], owner, tuple(shlex.split(extra)))
+        return cls(path, version.stdout.strip().splitlines()[0], owner, tuple(shlex.split(extra)))
 
     # ------------------------------------------------------------------ images
     async def image_kib(self, image: str) -> int | None:

@@ -4,6 +4,7 @@ builds, the images it accepts (agents/startd/containers.py). Real containers: te
 from __future__ import annotations
 
 import asyncio
+import logging
 import resource
 import subprocess
 
@@ -88,3 +89,18 @@ def test_an_image_is_pulled_only_when_absent_and_a_missing_one_holds_with_htcond
     assert failed.value.code == 6
     assert failed.value.reason == ("Cannot start container: invalid image name: missing "
                                    "(Error: initializing source missing: no such host)")
+
+
+def test_a_tool_whose_engine_does_not_answer_info_is_not_advertised(tmp_path, caplog):
+    # A docker command whose daemon is not running answers --version, not info (HTCondor's startd
+    # asks both): its slots must not match docker jobs only to fail them.
+    tool = tmp_path / "docker"
+    tool.write_text('#!/bin/sh\n[ "$1" = --version ] && { echo "Docker version 28.2.2"; exit 0; }\n'
+                    'echo "Cannot connect to the Docker daemon at unix:///var/run/docker.sock." >&2\nexit 1\n')
+    tool.chmod(0o755)
+    with caplog.at_level(logging.WARNING, logger="gridbus.startd.containers"):
+        assert ContainerTool.find(str(tool), "vh/a") is None
+    assert "info' did not exit successfully (code 1)" in caplog.text and "Cannot connect to the Docker" in caplog.text
+    tool.write_text('#!/bin/sh\n[ "$1" = --version ] && echo "Docker version 28.2.2"\nexit 0\n')
+    found = ContainerTool.find(str(tool), "vh/a")
+    assert found is not None and found.version == "Docker version 28.2.2"
