@@ -153,7 +153,7 @@ class Schedd(Agent):
         self.shadows = Shadows(self.queue, self.claims, self.state, self.spawn, settings)
         self.checkpoint_store = CheckpointStore(settings.spool, self.owner_shadows.account_for)
         self.shadows.checkpoints = Checkpointing(self.queue, self.commits, self.events, self.checkpoint_store,
-                                                 self.ads_changed)
+                                                 self.ads_changed, self.state.run_so_far)
         self.queue.on_left_idle.append(self.shadows.job_left_idle)  # a job queued ahead is withdrawn
         self.autoclusters = AutoClusters()
         self.negotiation = Negotiation(self.address, self.queue, self.claims, self.shadows, self.autoclusters,

@@ -35,7 +35,7 @@ from typing import Any
 from gridbus.agents.schedd.commits import Commits
 from gridbus.agents.schedd.jobevents import JobEvents
 from gridbus.agents.schedd.jobqueue import JobQueue
-from gridbus.agents.schedd.jobstate import run_usage
+from gridbus.agents.schedd.jobstate import RunSoFar, run_usage
 from gridbus.agents.startd.accounts import Account, RunAsRefused
 from gridbus.classad.values import is_number
 from gridbus.eventlog import writer
@@ -129,12 +129,13 @@ class Checkpointing:
     """What a checkpoint report does to the job (its ad, its events, its spool)."""
 
     def __init__(self, queue: JobQueue, commits: Commits, events: JobEvents, store: CheckpointStore,
-                 ads_changed: Callable[[], None]):
+                 ads_changed: Callable[[], None], run_so_far: RunSoFar):
         self.queue = queue
         self.commits = commits
         self.events = events
         self.store = store
         self._ads_changed = ads_changed
+        self.run_so_far = run_so_far  # the run goes on: its end reports the whole run
 
     async def checkpointed(self, cluster: int, proc: int, claim_id: str, report: dict[str, Any]) -> bool:
         """The run on ``claim_id`` exited with the job's checkpoint code and its checkpoint was
@@ -152,6 +153,7 @@ class Checkpointing:
             log.warning("checkpoint of job %d.%d could not be kept: %s", cluster, proc, exc)
         now = time.time()
         attrs = run_usage(p, report)
+        self.run_so_far.add(p.key, report)
         number = p.get("CheckpointNumber")
         attrs["CheckpointNumber"] = (number if isinstance(number, int) else -1) + 1
         # HTCondor's CommittedTime: the run time a checkpoint keeps (since the run's start or the

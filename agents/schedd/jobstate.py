@@ -58,6 +58,7 @@ class JobState:
         self._stop = stop
         self._ads_changed = ads_changed
         self._spawn = spawn
+        self.run_so_far = RunSoFar()
 
     # ------------------------------------------------------------------ the shadows' calls
     async def job_started(self, cluster: int, proc: int, *, remote_host: str, slot: str, claim_id: str) -> None:
@@ -65,6 +66,7 @@ class JobState:
         if p is None:
             log.warning("job_started for %d.%d, which is not in the queue", cluster, proc)
             return
+        self.run_so_far.forget(p.key)  # a new run
         now = time.time()
         attrs: dict[str, Any] = {
             "RemoteHost": slot or remote_host,
@@ -139,6 +141,7 @@ class JobState:
             return
         now = float(report.get("Time") or time.time())
         usage = run_usage(p, report)
+        run = self.run_so_far.whole(p.key, report)
         if p.status not in (RUNNING, SUSPENDED):  # held or removed while running: the stop is already handled
             self.queue.update(p, usage)
             self.stopped(p)
@@ -159,13 +162,14 @@ class JobState:
             self.hold(p, str(report["HoldReason"]), int(code) if isinstance(code, int) else 0,
                        int(report.get("HoldReasonSubCode") or 0), attrs, now)
         else:
-            self._exit_by_policy(p, report, attrs, now)
+            self._exit_by_policy(p, run, attrs, now)
         self.commits.soon()
         self._ads_changed()
 
     def _exit_by_policy(self, p: Proc, report: dict[str, Any], attrs: dict[str, Any], now: float) -> None:
         """A run that ended on its own: OnExitHold, OnExitRemove and JobMaxRetries decide whether
-        the job is held, goes back to Idle, or completes."""
+        the job is held, goes back to Idle, or completes. ``report``: the whole run's (its exit
+        report with its checkpoints' figures added: `RunSoFar`)."""
         by_signal = bool(report.get("ExitBySignal"))
         if by_signal:
             attrs.update({"ExitBySignal": True, "ExitSignal": int(report.get("ExitSignal") or 0)})
@@ -293,6 +297,7 @@ class JobState:
 
     def stopped(self, p: Proc) -> None:
         """A held or removed job's run has ended (stop_running_job returned, or a late report)."""
+        self.run_so_far.forget(p.key)
         if p.status == REMOVED:
             self.queue.retire(p)
             self.counters.count("JobsRemoved")
@@ -347,6 +352,36 @@ def run_usage(p: Proc, report: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(report.get(reported), (int, float)):
             usage[job_side] = _num(p.get(job_side)) + float(report[reported])
     return usage
+
+
+class RunSoFar:
+    """What the checkpoints of each running job's current run have reported (its cpu and bytes,
+    as the reports count them), so that the run's end gives the whole run's figures in its
+    terminated or requeued event: HTCondor's run is its shadow's, which a restart in place after a
+    checkpoint does not end. (The job ad's totals take each report as it comes.) In memory: a
+    schedd restarted in the middle of a run counts that run from its restart."""
+
+    FIELDS = ("RemoteUserCpu", "RemoteSysCpu", "BytesSent", "BytesRecvd")
+
+    def __init__(self) -> None:
+        self._runs: dict[tuple[int, int], dict[str, float]] = {}
+
+    def add(self, key: tuple[int, int], report: Mapping[str, Any]) -> None:
+        """A checkpoint of the run of job ``key`` reported these figures."""
+        so_far = self._runs.setdefault(key, {})
+        for name in self.FIELDS:
+            if is_number(report.get(name)):
+                so_far[name] = so_far.get(name, 0.0) + float(report[name])
+
+    def whole(self, key: tuple[int, int], report: Mapping[str, Any]) -> dict[str, Any]:
+        """The run-ending ``report`` with its run's earlier checkpoints added (then forgotten)."""
+        so_far = self._runs.pop(key, None)
+        if not so_far:
+            return dict(report)
+        return {**report, **{name: _num(report.get(name)) + value for name, value in so_far.items()}}
+
+    def forget(self, key: tuple[int, int]) -> None:
+        self._runs.pop(key, None)
 
 
 def _num(value: Any) -> float:

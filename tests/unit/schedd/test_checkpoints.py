@@ -184,3 +184,43 @@ def test_a_vacate_while_the_job_restarts_in_place_waits_for_its_new_run_and_stop
         schedd.queue.store.close()
 
     asyncio.run(main())
+
+
+def test_the_terminated_event_of_a_run_that_checkpointed_gives_the_whole_runs_figures(tmp_path: Path):
+    # HTCondor's run is its shadow's: a restart in place after a checkpoint does not end it, so
+    # the run's bytes and cpu in the terminated event are its checkpoints' and its end's, as the
+    # totals are for a job that ran once.
+    async def main() -> None:
+        schedd = make_schedd(tmp_path)
+        await schedd.setup()
+        texts: dict[str, str] = {}
+        emit = schedd.events.emit
+
+        def keep(kind: str, ad: dict, text: str | None, extra: dict | None = None) -> None:
+            texts[kind] = text or ""
+            emit(kind, ad, text, extra)
+
+        schedd.events.emit = keep  # type: ignore[method-assign]
+        cid = submit(schedd, SuccessCheckpointExitCode=85, WantFTOnCheckpoint=True)
+        claim = await run_on_claim(schedd, cid, 0)
+        (schedd.checkpoint_store.incoming(cid, 0, "c1", "alice") / "saved-state").write_text("3")
+        await schedd.reports.JobReports(call("JobReports", user="startd"), Reports=[
+            _checkpoint_report(cid, BytesSent=1000, BytesRecvd=10, RemoteUserCpu=61.0)])
+        await settle(schedd)
+        for _ in range(50):
+            if claim.state == RUNNING_JOB:
+                break
+            await asyncio.sleep(0.01)
+        assert claim.state == RUNNING_JOB
+        await schedd.reports.JobReports(call("JobReports", user="startd"), Reports=[
+            exit_report(cid, 0, BytesSent=500, BytesRecvd=5, RemoteUserCpu=2.0)])
+        text = texts["terminated"]
+        assert "Usr 0 00:01:03, Sys 0 00:00:00  -  Run Remote Usage" in text
+        assert "Usr 0 00:01:03, Sys 0 00:00:00  -  Total Remote Usage" in text
+        for line in ("15  -  Run Bytes Sent By Job", "1500  -  Run Bytes Received By Job",
+                     "15  -  Total Bytes Sent By Job", "1500  -  Total Bytes Received By Job"):
+            assert f"\t{line}\n" in text, text
+        assert schedd.state.run_so_far._runs == {}
+        schedd.queue.store.close()
+
+    asyncio.run(main())
