@@ -18,6 +18,7 @@ Submit commits before it is answered, shadow updates are batched a few milliseco
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,6 +110,9 @@ class Store:
         # through a connection of its own, which WAL lets read the last commit meanwhile.
         self.reader = self._connect()
         self.writes = 0  # transactions committed (for statistics and tests)
+        # Held by a write (and a pruning) and by close: closing the connection a worker thread
+        # writes on crashed the process (sqlite3 does not guard it); a close waits for the write.
+        self._writing = threading.Lock()
 
     def _migrate(self) -> None:
         """Bring the file to STORE_VERSION: a new file is numbered; an older one is copied, then
@@ -145,8 +149,9 @@ class Store:
         return sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
 
     def close(self) -> None:
-        self.reader.close()
-        self.db.close()
+        with self._writing:
+            self.reader.close()
+            self.db.close()
 
     # ------------------------------------------------------------------ reading
     def meta(self, key: str, default: Any = None) -> Any:
@@ -205,6 +210,10 @@ class Store:
         """Apply a batch in one transaction; on any error nothing of it is applied."""
         if not batch:
             return
+        with self._writing:
+            self._write(batch)
+
+    def _write(self, batch: Batch) -> None:
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -250,6 +259,10 @@ class Store:
 
     def prune_history(self, older_than: float, keep_at_most: int) -> int:
         """Forget history (and submission ids) older than ``older_than``, and beyond the newest N."""
+        with self._writing:
+            return self._prune_history(older_than, keep_at_most)
+
+    def _prune_history(self, older_than: float, keep_at_most: int) -> int:
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:

@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 from gridbus.agents.schedd.jobqueue import JobQueue
+from gridbus.agents.schedd.store import Batch, Store
 from tests.unit.schedd.inproc import call, make_schedd, submit
 
 
@@ -97,3 +98,32 @@ def test_history_waits_for_a_commit_under_way(tmp_path: Path, monkeypatch):
 
     jobs = asyncio.run(main())
     assert len(jobs) == 1
+
+
+def test_closing_the_store_waits_for_a_write_under_way(tmp_path: Path):
+    # A write runs in a worker thread; closing its connection under it crashed the process (a
+    # test closed the store while a commit it had started was still writing).
+    store = Store(tmp_path / "q.sqlite3")
+    writing, release = threading.Event(), threading.Event()
+
+    def slow(value: str) -> str:  # the write's SQL waits here until released
+        writing.set()
+        release.wait(10)
+        return value
+
+    store.db.create_function("gridbus_test_slow", 1, slow)
+    batch = Batch(writes=[("INSERT OR REPLACE INTO meta (key, value) VALUES (gridbus_test_slow(?), ?)", [("k", "v")])])
+    writer = threading.Thread(target=store.write, args=(batch,))
+    writer.start()
+    assert writing.wait(10)
+    closer = threading.Thread(target=store.close)
+    closer.start()
+    closer.join(0.2)
+    assert closer.is_alive(), "the store was closed under a write"
+    release.set()
+    writer.join(10)
+    closer.join(10)
+    assert not writer.is_alive() and not closer.is_alive() and store.writes == 1
+    reopened = Store(tmp_path / "q.sqlite3")
+    assert reopened.meta("k") == "v"
+    reopened.close()
