@@ -77,6 +77,19 @@ def exit_report(cluster: int, proc: int, claim_id: str = "c1", **extra: Any) -> 
             "Time": time.time(), "ClaimEnded": True, **extra}
 
 
+def event_texts(schedd: Schedd) -> dict[str, str]:
+    """The user-log text of the last event of each kind the schedd emits from now on."""
+    texts: dict[str, str] = {}
+    emit = schedd.events.emit
+
+    def keep(kind: str, ad: dict[str, Any], text: str | None, extra: dict[str, Any] | None = None) -> None:
+        texts[kind] = text or ""
+        emit(kind, ad, text, extra)
+
+    schedd.events.emit = keep  # type: ignore[method-assign]
+    return texts
+
+
 async def settle(schedd: Schedd) -> None:
     """Let spawned work run (no timers)."""
     for _ in range(5):

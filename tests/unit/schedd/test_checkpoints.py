@@ -20,6 +20,7 @@ from gridbus.transfer import spec
 from tests.unit.schedd.inproc import (
     Startds,
     call,
+    event_texts,
     exit_report,
     make_schedd,
     run_on_claim,
@@ -193,14 +194,7 @@ def test_the_terminated_event_of_a_run_that_checkpointed_gives_the_whole_runs_fi
     async def main() -> None:
         schedd = make_schedd(tmp_path)
         await schedd.setup()
-        texts: dict[str, str] = {}
-        emit = schedd.events.emit
-
-        def keep(kind: str, ad: dict, text: str | None, extra: dict | None = None) -> None:
-            texts[kind] = text or ""
-            emit(kind, ad, text, extra)
-
-        schedd.events.emit = keep  # type: ignore[method-assign]
+        texts = event_texts(schedd)
         cid = submit(schedd, SuccessCheckpointExitCode=85, WantFTOnCheckpoint=True)
         claim = await run_on_claim(schedd, cid, 0)
         (schedd.checkpoint_store.incoming(cid, 0, "c1", "alice") / "saved-state").write_text("3")

@@ -6,13 +6,20 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import pytest
 
 from gridbus.agents.schedd.jobqueue import JobQueue, Proc
 from gridbus.agents.schedd.jobstate import job_bytes, run_usage
-from tests.unit.schedd.inproc import call, exit_report, make_schedd, run_on_claim, submit
+from tests.unit.schedd.inproc import (
+    call,
+    event_texts,
+    exit_report,
+    make_schedd,
+    run_on_claim,
+    submit,
+)
 
 COMPLETED, RUNNING = 4, 2
 
@@ -82,14 +89,7 @@ def test_the_terminated_event_gives_the_runs_transfer_bytes_from_the_jobs_side(t
     async def main() -> None:
         schedd = make_schedd(tmp_path)
         await schedd.setup()
-        texts: dict[str, str] = {}
-        emit = schedd.events.emit
-
-        def keep(kind: str, ad: dict[str, Any], text: str | None, extra: dict[str, Any] | None = None) -> None:
-            texts[kind] = text or ""
-            emit(kind, ad, text, extra)
-
-        schedd.events.emit = keep  # type: ignore[method-assign]
+        texts = event_texts(schedd)
         cid = submit(schedd)
         await run_on_claim(schedd, cid, 0)
         await schedd.reports.JobReports(call("JobReports", user="startd"),
