@@ -361,7 +361,7 @@ class RunSoFar:
     checkpoint does not end. (The job ad's totals take each report as it comes.) In memory: a
     schedd restarted in the middle of a run counts that run from its restart."""
 
-    FIELDS = ("RemoteUserCpu", "RemoteSysCpu", "BytesSent", "BytesRecvd")
+    FIELDS = ("RemoteUserCpu", "RemoteSysCpu", *REPORTED_AS.values())
 
     def __init__(self) -> None:
         self._runs: dict[tuple[int, int], dict[str, float]] = {}

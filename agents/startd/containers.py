@@ -135,10 +135,10 @@ class ContainerTool:
             log.info("DOCKER: no %r on this machine; docker and container universe jobs do not match here", name)
             return None
         version = _ask(path, "--version")
-        if version is None or not version.stdout.strip():
+        if version is not None and not version.stdout.strip():
+            log.warning("DOCKER: '%s --version' printed nothing; no docker or container universe jobs here", path)
             return None
-        info = _ask(path, "info")
-        if info is None:
+        if version is None or _ask(path, "info") is None:
             return None
         return cls(path, version.stdout.strip().splitlines()[0], owner, tuple(shlex.split(extra)))
 

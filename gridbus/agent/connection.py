@@ -267,6 +267,8 @@ class Connection:
         if connection is None:
             self._strikes.clear()
             return []  # reconnecting already: it declares everything again
+        if connection is not self._restored:
+            return await self._restore_overdue(connection)
         if self._checking is not None and not self._checking.done():
             self.log.info("the last queue check on broker %s is still unanswered", self.broker)
             return []
@@ -279,30 +281,35 @@ class Connection:
             return []
         if self._plain_connection() is not connection:
             return []  # it reconnected meanwhile: what was found is of the last connection
-        if connection is self._restored:
-            self._restoring = None
-            self._strikes = {name: self._strikes.get(name, 0) + 1 for name in [*unserved, *self._closed_channels()]}
-            stale = [name for name, count in self._strikes.items() if count >= UNSERVED_CHECKS]
-        else:
-            # Still restoring: its consumers and channels are not all back yet, and a restore may
-            # take seconds on a loaded cluster; one that has not finished in RESTORE_WAIT waits on
-            # a declaration that will not be answered (aio-pika gives it no timeout).
-            # A queue not declared again yet is not lost either.
-            self._strikes.clear()
-            if self._restoring is None or self._restoring[0] is not connection:
-                self._restoring = (connection, time.monotonic())
-            if time.monotonic() - self._restoring[1] < RESTORE_WAIT:
-                return []
-            self.log.warning("the restore of this agent's channels on broker %s has not finished in %.0f s: "
-                             "reconnecting", self.broker, RESTORE_WAIT)
-            missing, stale = [], ["the restore of its channels"]
+        self._restoring = None
+        self._strikes = {name: self._strikes.get(name, 0) + 1 for name in [*unserved, *self._closed_channels()]}
+        stale = [name for name, count in self._strikes.items() if count >= UNSERVED_CHECKS]
         if missing:
             self.log.warning("broker %s no longer has %s: reconnecting to declare it again",
                              self.broker, ", ".join(missing))
-        if stale and connection is self._restored:
+        if stale:
             self.log.warning("no consumer of this agent's on %s at broker %s, or it is closed, %d checks in a "
                              "row: reconnecting to consume again", ", ".join(stale), self.broker, UNSERVED_CHECKS)
-        lost = [*missing, *stale]
+        return await self._reconnect(connection, [*missing, *stale])
+
+    async def _restore_overdue(self, connection: aiormq.abc.AbstractConnection) -> list[str]:
+        """A check while the robust connection still restores its channels on ``connection``:
+        nothing counts as lost yet (its consumers and channels are not all back, a queue may not
+        be declared again yet, and a restore may take seconds on a loaded cluster), unless the
+        restore has not finished in RESTORE_WAIT: it waits on a declaration that will not be
+        answered (aio-pika gives it no timeout)."""
+        self._strikes.clear()
+        if self._restoring is None or self._restoring[0] is not connection:
+            self._restoring = (connection, time.monotonic())
+        if time.monotonic() - self._restoring[1] < RESTORE_WAIT:
+            return []
+        self.log.warning("the restore of this agent's channels on broker %s has not finished in %.0f s: "
+                         "reconnecting", self.broker, RESTORE_WAIT)
+        return await self._reconnect(connection, ["the restore of its channels"])
+
+    async def _reconnect(self, connection: aiormq.abc.AbstractConnection, lost: list[str]) -> list[str]:
+        """Close ``connection`` when something is ``lost`` (the robust connection then reconnects
+        and declares and consumes everything again); returns ``lost``."""
         if lost:
             self._strikes.clear()
             await connection.close(ConnectionError(f"lost: {', '.join(lost)}"))

@@ -261,14 +261,10 @@ class Agent(CommonMethods):
 
     async def _on_reconnect(self, *_: Any) -> None:
         # The robust connection restores exchanges, queues, bindings and consumers it declared;
-        # the direct reply-to consumer is a pseudo-queue it does not know about.
+        # the direct reply-to consumer, a pseudo-queue it does not know about, is consumed again
+        # by the next call (AsyncClient.start).
         self.log.warning("reconnected to the broker %s", self.connection.broker)
         self.stats["BrokerReconnects"] += 1
-        if self._client is not None:
-            try:
-                await self._client.start()
-            except Exception:
-                self.log.exception("restoring the reply consumer failed")
         self.ads_changed()
 
     async def stop(self) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pika
 
@@ -78,10 +79,7 @@ def test_an_agent_whose_request_consumer_is_gone_with_its_connection_up_reconnec
         reconnected = _reconnections(thread, agent)
         thread.call(_cancel_on_the_broker(agent.connection.channel, agent.dispatcher._consumer_tag))
         assert not _answers(amqp_url, "echoer@unserved")
-        assert thread.call(agent.connection.check_queues()) == []  # once may be a restore under way
-        assert thread.call(agent.connection.check_queues()) == [bus.rpc_queue("echoer@unserved")]
-        assert reconnected.wait(20), "the agent did not reconnect"
-        wait_for(lambda: _answers(amqp_url, "echoer@unserved"), 30, "the agent serving after reconnecting")
+        _the_second_check_reconnects(amqp_url, thread, agent, reconnected, bus.rpc_queue("echoer@unserved"))
 
 
 def test_an_agent_whose_answer_channel_stayed_closed_reconnects(amqp_url: str) -> None:
@@ -93,11 +91,20 @@ def test_an_agent_whose_answer_channel_stayed_closed_reconnects(amqp_url: str) -
         answers = agent.connection.answer_channel
         thread.call(_close_unrestored(answers))
         assert answers.is_closed and not _answers(amqp_url, "echoer@closed")
-        assert thread.call(agent.connection.check_queues()) == []
-        del answers.reopen  # the next restore (the reconnection's) works
-        assert thread.call(agent.connection.check_queues()) == ["the answers channel"]
-        assert reconnected.wait(20), "the agent did not reconnect"
-        wait_for(lambda: _answers(amqp_url, "echoer@closed"), 30, "the agent answering after reconnecting")
+        # (Between the checks: the next restore, the reconnection's, works.)
+        _the_second_check_reconnects(amqp_url, thread, agent, reconnected, "the answers channel",
+                                     between=lambda: delattr(answers, "reopen"))
+
+
+def _the_second_check_reconnects(url: str, thread: AgentThread, agent: Echoer, reconnected: threading.Event,
+                                 lost: str, between: Callable[[], None] = lambda: None) -> None:
+    """The first check lets ``lost`` be (a restore may be under way), the second finds it; the
+    agent reconnects and answers again."""
+    assert thread.call(agent.connection.check_queues()) == []
+    between()
+    assert thread.call(agent.connection.check_queues()) == [lost]
+    assert reconnected.wait(20), "the agent did not reconnect"
+    wait_for(lambda: _answers(url, agent.address), 30, "the agent answering after reconnecting")
 
 
 def test_a_restore_that_does_not_finish_makes_the_agent_reconnect(amqp_url: str) -> None:
