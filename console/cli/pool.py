@@ -423,14 +423,22 @@ def cmd_down(args: argparse.Namespace) -> int:
         _signal_group(p, signal.SIGKILL)  # whatever a daemon left in its session
     for path in [*run_dir.glob("*.pid")]:
         pidfile.remove(path)
-    remaining = [p for p in [pid or 0, *daemon_pids.values()] if p and pidfile.alive(p)]
+    # A process SIGKILL ends is gone a moment later, not at once (a daemon of a large heap takes a
+    # while to free it): it is waited for before anything counts as still running.
+    named = {**({pid: "master"} if pid else {}), **{p: name for name, p in daemon_pids.items()}}
+    _wait_gone(list(named), KILLED_GONE_WAIT)
+    remaining = [f"{p} ({name})" for p, name in named.items() if pidfile.alive(p)]
     if remaining:
-        raise RuntimeError(f"processes {remaining} are still running; end them by hand (kill -9)")
+        raise RuntimeError(f"processes {', '.join(remaining)} are still running; end them by hand (kill -9)")
     vhost = personal.close_own_pool(cfg.path_of("LOCAL_DIR"))
     if vhost is not None:
         print(f"the pool's vhost {vhost} is removed")
     print("the personal pool is down" if pid or daemon_pids else "no personal pool runs here")
     return 0
+
+
+# Seconds a process SIGKILL was sent to may take to be gone.
+KILLED_GONE_WAIT = 10.0
 
 
 def _wait_gone(pids: list[int], timeout: float) -> bool:

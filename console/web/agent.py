@@ -30,6 +30,9 @@ from gridbus.console.web.picture import AD_TYPES, Picture
 from gridbus.console.web.server import WebApp
 
 QUEUE_LIMIT = 20_000  # ad and event messages the web daemon's queue holds before dropping the oldest
+# Seconds a stopping console gives the requests under way to finish (aiohttp's default is 60):
+# the master kills a daemon still stopping after SHUTDOWN_GRACEFUL_TIMEOUT, the pool's stop waits.
+HTTP_SHUTDOWN_WAIT = 5.0
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -96,7 +99,8 @@ class WebDaemon(Agent):
                 pass
 
     async def _serve_http(self) -> None:
-        self._runner = web.AppRunner(self.web.app, access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(self.web.app, access_log=None, handle_signals=False,
+                                     shutdown_timeout=HTTP_SHUTDOWN_WAIT)
         await self._runner.setup()
         host, port = self.listen
         try:

@@ -30,12 +30,18 @@ from aio_pika.abc import AbstractChannel, AbstractRobustConnection
 from gridbus import bus, topology
 from gridbus.agent.advertising import ADS_PER_MESSAGE as ADS_PER_MESSAGE  # re-exported
 from gridbus.agent.advertising import Advertiser
+from gridbus.agent.awaiting import SlowReport
 from gridbus.agent.client import AsyncClient
 from gridbus.agent.common import CommonMethods
 from gridbus.agent.connection import Connection
 from gridbus.agent.dispatcher import Dispatcher
 from gridbus.agent.objects import ManagedObject
 from gridbus.schema import Schema, builtin
+
+# A stop that goes on longer than this is reported in the log, with where each of the agent's tasks
+# waits, and again at each such interval: the master ends a daemon whose stop outlasts
+# SHUTDOWN_GRACEFUL_TIMEOUT (30 s by default) with SIGKILL, and then only this says what held it.
+SLOW_STOP_REPORT = 10.0
 
 
 class Agent(CommonMethods):
@@ -273,21 +279,30 @@ class Agent(CommonMethods):
         if self._stopping:
             return
         self._stopping = True
-        # Take no new request first: a handler run during on_stop would act on a half-stopped
-        # agent (a startd would start a job its starter no longer watches). The request queue is
-        # no longer checked for a consumer: it has none from now on, on purpose.
-        self.connection.unwatch(bus.rpc_queue(self.address))
-        await self.dispatcher.stop()
+        report = SlowReport(self.log, "stop", SLOW_STOP_REPORT)
         try:
-            await self.on_stop()
-        except Exception:
-            self.log.exception("on_stop failed")
-        try:
-            if self.connection.is_open:
-                await self.advertiser.stop()
-        except Exception:
-            self.log.warning("could not invalidate ads", exc_info=True)
-        await self._end_tasks_and_connection()
+            # Take no new request first: a handler run during on_stop would act on a half-stopped
+            # agent (a startd would start a job its starter no longer watches). The request queue
+            # is no longer checked for a consumer: it has none from now on, on purpose.
+            report.step = "taking no new request"
+            self.connection.unwatch(bus.rpc_queue(self.address))
+            await self.dispatcher.stop()
+            report.step = "on_stop"
+            try:
+                await self.on_stop()
+            except Exception:
+                self.log.exception("on_stop failed")
+            report.step = "invalidating the ads"
+            try:
+                if self.connection.is_open:
+                    await self.advertiser.stop()
+            except Exception:
+                self.log.warning("could not invalidate ads", exc_info=True)
+            report.step = "ending the tasks and closing the connection"
+            await self._end_tasks_and_connection()
+        finally:
+            report.done()
+        self.log.info("%s stopped", self.address)
 
     async def _end_tasks_and_connection(self) -> None:
         """The end of a stop, and all of what a start that failed half way leaves to undo (its
@@ -309,7 +324,24 @@ class Agent(CommonMethods):
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Start, serve until ``stop`` is set (or forever, or until ``request_stop``), then stop gracefully."""
         self._stop_requested = stop or asyncio.Event()
-        await self.start()
+        starting = asyncio.ensure_future(self.start())
+        stopping = asyncio.ensure_future(self._stop_requested.wait())
+        try:
+            await asyncio.wait((starting, stopping), return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # the run itself cancelled: so is its start
+            starting.cancel()
+            raise
+        finally:
+            stopping.cancel()
+        if not starting.done():
+            # A stop asked for while the start waits (a broker slow to answer its declarations)
+            # ends the start, which undoes what it did, instead of waiting for it: the master
+            # would kill the daemon SHUTDOWN_GRACEFUL_TIMEOUT later, with nothing in its log.
+            self.log.warning("asked to stop while starting: the start is abandoned")
+            starting.cancel()
+            await asyncio.gather(starting, return_exceptions=True)
+            return
+        starting.result()  # a start that failed ends the run with its error
         try:
             await self._stop_requested.wait()
         finally:

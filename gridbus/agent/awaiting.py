@@ -1,0 +1,70 @@
+"""Where an agent's tasks wait, for the log of a stop that takes too long.
+
+A daemon the master ends with SIGKILL after SHUTDOWN_GRACEFUL_TIMEOUT leaves nothing else behind
+that says what held its stop up: `SlowReport` writes, while a phase (the stop) goes on past its
+interval, the step it is at and the chain of awaits of each of the loop's tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from typing import Any
+
+# The awaits of one chain shown at most (a chain ends at a future, a sleep or a lock).
+CHAIN_DEPTH = 12
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def awaits_of(task: asyncio.Task[Any]) -> str:
+    """The chain of awaits of a task, outermost first: ``file:line function`` of each coroutine
+    it waits in, then what the innermost one waits on. Read on the loop's own thread, where a
+    task that is not running is suspended and its frames stay put."""
+    parts: list[str] = []
+    awaited: Any = task.get_coro()
+    while awaited is not None and len(parts) < CHAIN_DEPTH:
+        frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "gi_frame", None)
+        if frame is None:
+            # A future (awaited through its iterator, FutureIter), or a finished coroutine.
+            parts.append(type(awaited).__name__.removesuffix("Iter"))
+            break
+        file = frame.f_code.co_filename
+        where = os.path.relpath(file, _ROOT) if file.startswith(_ROOT) else os.path.basename(file)
+        parts.append(f"{where}:{frame.f_lineno} {frame.f_code.co_name}")
+        awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
+    return " > ".join(parts)
+
+
+def tasks_awaiting() -> list[str]:
+    """One line per task of the running loop but the caller's: its name and `awaits_of` it."""
+    current = asyncio.current_task()
+    return sorted(f"{task.get_name()}: {awaits_of(task)}" for task in asyncio.all_tasks()
+                  if task is not current and not task.done())
+
+
+class SlowReport:
+    """Logs a warning each ``interval`` seconds while a phase goes on: how long it has taken, the
+    step it is at (``step``, set by the phase) and `tasks_awaiting`. Stops at `done`."""
+
+    def __init__(self, log: logging.Logger, phase: str, interval: float):
+        self.log = log
+        self.phase = phase
+        self.interval = interval
+        self.step = ""
+        self._began = time.monotonic()
+        self._loop = asyncio.get_running_loop()
+        self._timer: asyncio.TimerHandle | None = self._loop.call_later(interval, self._report)
+
+    def _report(self) -> None:
+        lines = "\n  ".join(tasks_awaiting()) or "(none)"
+        self.log.warning("the %s has taken %.0f s and goes on, at: %s; the agent's tasks wait in:\n  %s",
+                         self.phase, time.monotonic() - self._began, self.step or "its beginning", lines)
+        self._timer = self._loop.call_later(self.interval, self._report)
+
+    def done(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
