@@ -409,7 +409,11 @@ def cmd_down(args: argparse.Namespace) -> int:
         print(f"stopping the personal pool (master pid {pid})")
         os.kill(pid, signal.SIGTERM)
         if not _wait_gone([pid], args.timeout):
-            print(f"the master did not stop within {args.timeout:.0f} s; killing it and its daemons")
+            # The daemons still up are the ones whose stop held the master's up; their logs say
+            # where it waited (a stop past 10 s is logged with its step and its tasks' awaits).
+            late = ", ".join(f"{name.upper()} (pid {p})" for name, p in daemon_pids.items() if pidfile.alive(p))
+            print(f"the master did not stop within {args.timeout:.0f} s (still running: {late or 'none of its daemons'}); "
+                  f"killing it and its daemons; their logs are in {cfg.path_of('LOG')}")
             _kill(pid)
     leftovers = [p for p in daemon_pids.values() if pidfile.alive(p)]
     if leftovers:

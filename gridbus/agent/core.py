@@ -302,7 +302,6 @@ class Agent(CommonMethods):
             await self._end_tasks_and_connection()
         finally:
             report.done()
-        self.log.info("%s stopped", self.address)
 
     async def _end_tasks_and_connection(self) -> None:
         """The end of a stop, and all of what a start that failed half way leaves to undo (its
