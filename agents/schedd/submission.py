@@ -90,7 +90,9 @@ def check_required(ad: dict[str, Any]) -> None:
             f"(a job needs {', '.join(REQUIRED)})"
         )
     cmd = lookup(ad, "Cmd")
-    if not isinstance(cmd, str) or not cmd:
+    in_container = lookup(ad, "WantDocker") is True or lookup(ad, "WantContainer") is True
+    if not isinstance(cmd, str) or not (cmd or in_container):
+        # (A container job's Cmd may be empty, as condor_submit writes it: the image's command runs.)
         raise invalid(f"Submit: Cmd must be a non-empty string (the program to run), got {cmd!r}")
     iwd = lookup(ad, "Iwd")
     if not isinstance(iwd, str) or not iwd.startswith("/"):

@@ -209,7 +209,8 @@ class Launcher:
         except RunAsRefused as exc:
             raise StartFailed(exc.reason, exc.code) from None
         cmd = ad_str(ad, "Cmd")
-        if not cmd:
+        in_container = containers.wanted(ad)
+        if not cmd and not in_container:  # (a container job without one runs its image's command)
             raise StartFailed("the job ad has no Cmd: the starter does not know what to run", HOLD_FAILED_TO_CREATE_PROCESS)
         try:
             args = job_argv(ad)
@@ -229,7 +230,7 @@ class Launcher:
             if not os.path.isabs(iwd):
                 raise StartFailed(f"Iwd {iwd!r} is not an absolute path", HOLD_IWD)
             prep.iwd = iwd
-            prep.executable = executable = cmd if os.path.isabs(cmd) else os.path.join(iwd, cmd)
+            prep.executable = executable = cmd if not cmd or os.path.isabs(cmd) else os.path.join(iwd, cmd)
             stdin = self._open(ad, "In", iwd, account, write=False, fds=prep.fds)
             stdout = self._open(ad, "Out", iwd, account, write=True, fds=prep.fds)
             err_path = ad_str(ad, "Err")
@@ -240,13 +241,13 @@ class Launcher:
                 stderr = self._open(ad, "Err", iwd, account, write=True, fds=prep.fds)
             prep.streams = (stdin, stdout, stderr)
             prep.env = environment(scratch, slot, env_extra, job_env)
-            prep.argv = [executable, *args]
+            prep.argv = [executable, *args] if executable else args
             if self.groups.hierarchy is not None:
                 prep.group = self.groups.make(ad, f"job_{os.getpid()}_{seq}", memory_limit_mib)
             if prep.group is None:  # found by the scan: a descendant that leaves the session, by its mark
                 prep.mark = prep.env[proctree.MARK_VAR] = proctree.new_mark()
                 prep.born_after = proctree.uptime_ticks()
-            if containers.wanted(ad):
+            if in_container:
                 self._in_container(prep, ad, slot, memory_limit_mib, seq)
         except StartFailed:
             self._unprepare(prep)

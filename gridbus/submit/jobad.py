@@ -368,14 +368,21 @@ def build_job_ad(
     ad["Iwd"] = iwd
 
     executable = get("executable")
-    if not executable:
+    if executable and executable.strip():
+        # condor_submit resolves a relative executable against the submit directory, not initialdir.
+        cmd = os.path.normpath(os.path.join(cwd, executable.strip()))
+        ad["Cmd"] = cmd
+        st = _stat(cmd)  # (one stat for condor_submit's check and the sizes)
+        if check_dirs and submit_method == CONDOR_SUBMIT:
+            _check_executable(get, cmd, st)
+    elif in_container:
+        # As condor_submit: a container job without an executable runs its image's own command
+        # (ENTRYPOINT and CMD; the job's arguments, if any, replace CMD), and nothing travels for it.
+        ad["Cmd"] = ""
+        ad["TransferExecutable"] = False
+        st = FileNotFoundError()
+    else:
         raise SubmitError("no executable given: add 'executable = /path/to/program'")
-    # condor_submit resolves a relative executable against the submit directory, not initialdir.
-    cmd = os.path.normpath(os.path.join(cwd, executable.strip()))
-    ad["Cmd"] = cmd
-    st = _stat(cmd)  # (one stat for condor_submit's check and the sizes)
-    if check_dirs and submit_method == CONDOR_SUBMIT:
-        _check_executable(get, cmd, st)
     size = int(math.ceil(st.st_size / 1024)) if isinstance(st, os.stat_result) else 0
     ad["ExecutableSize"] = ad["ImageSize"] = ad["DiskUsage"] = size
 

@@ -37,6 +37,8 @@ pytestmark = [
 SLOTS = {"GRIDBUS_NUM_SLOTS": "2", "GRIDBUS_NUM_CPUS": "2", "GRIDBUS_MEMORY": "2048", "GRIDBUS_DOCKER": "podman",
          "GRIDBUS_DOCKER_EXTRA_ARGUMENTS": "--runtime runc", "GRIDBUS_USER_MAP": "*=nobody",
          "GRIDBUS_STARTER_ALLOW_ROOT_JOBS": "false"}
+# The test image's own command, in the exec form of a Containerfile's CMD.
+IMAGE_CMD = '["/bin/sh", "-c", "echo the image command ran > made.txt; echo in $(pwd)"]'
 # (The tool's monitor, podman's conmon, is in the job's cgroup with the container: a few MiB.)
 MEMORY = 128
 
@@ -65,7 +67,8 @@ def image(tmp_path_factory) -> str:
             info.type, info.linkname = tarfile.SYMTYPE, "busybox"
             t.addfile(info)
     name = f"localhost/gridbus-test-busybox:{uuid.uuid4().hex[:8]}"
-    _podman("import", "--change", "ENV PATH=/bin", str(tar), name)
+    # Its own command (CMD) writes where it runs, for a job that names no executable.
+    _podman("import", "--change", "ENV PATH=/bin", "--change", f"CMD {IMAGE_CMD}", str(tar), name)
     yield name
     _podman("rmi", "--force", name, check=False)
 
@@ -145,6 +148,29 @@ def test_a_docker_job_runs_in_its_image_as_its_account_and_its_files_come_back(c
     assert done["DiskUsage"] >= os.path.getsize(BUSYBOX) // 1024  # the image's size counts
     assert _containers(cpool) == []
     wait_for("the job's groups gone from every hierarchy", lambda: not _job_groups(cpool), 30)
+
+
+def test_a_container_job_without_an_executable_runs_its_image_command_or_its_arguments(cpool, subdir, image,
+                                                                                       monkeypatch):
+    """As in HTCondor: no executable in the submit file runs the image's own command; arguments
+    given replace its CMD. Submitted from a submit description, as a user writes it."""
+    from gridbus.console.schedd import Schedd
+    from gridbus.submit import Submit
+
+    monkeypatch.chdir(subdir)
+    schedd = Schedd("schedd@s", url=cpool.url)
+    common = {"universe": "container", "container_image": f"docker://{image}", "should_transfer_files": "YES",
+              "request_memory": str(MEMORY)}
+    own = schedd.submit(Submit({**common, "output": "own.out", "error": "own.err"})).cluster()
+    given = schedd.submit(Submit({**common, "arguments": "/bin/echo given instead", "output": "given.out",
+                                  "error": "given.err"})).cluster()
+    for cluster in (own, given):
+        done = _ended(cpool, cluster)
+        assert done["JobStatus"] == 4 and done["ExitCode"] == 0, done
+    assert (subdir / "made.txt").read_text() == "the image command ran\n"
+    assert (subdir / "own.out").read_text().startswith(f"in {cpool.workdir / 'startd-a' / 'execute'}")
+    assert (subdir / "given.out").read_text() == "given instead\n"
+    assert (subdir / "own.err").read_text() == (subdir / "given.err").read_text() == ""
 
 
 def test_a_container_universe_job_with_a_docker_url_runs(cpool, subdir, image):

@@ -7,6 +7,7 @@ import pytest
 from gridbus.agents.schedd import policy
 from gridbus.agents.schedd.actions import parse_value
 from gridbus.agents.schedd.jobattrs import parse_job_id
+from gridbus.agents.schedd.submission import check_required
 from gridbus.classad import ExprTree
 from gridbus.status import MethodError
 
@@ -83,3 +84,11 @@ def test_exit_policy_names_are_case_insensitive():
 
     assert policy.at_exit({"onexithold": True, "ExitCode": 0}).action == policy.HOLD
     assert policy.at_exit({"jobmaxretries": 2, "exitcode": 1, "NumJobCompletions": 1}).action == policy.REQUEUE
+
+
+def test_a_submitted_ad_may_have_an_empty_cmd_only_if_it_runs_in_a_container():
+    base = {"Requirements": ExprTree("true"), "JobUniverse": 5, "Iwd": "/tmp", "Cmd": ""}
+    check_required({**base, "WantDocker": True, "DockerImage": "busybox"})  # its image's command runs
+    check_required({**base, "WantContainer": True, "ContainerImage": "docker://busybox"})
+    with pytest.raises(MethodError, match="Cmd must be a non-empty string"):
+        check_required(base)

@@ -43,3 +43,18 @@ def test_a_vanilla_job_keeps_its_opsys_clause_and_no_container_attributes():
 def test_a_container_job_without_an_image_it_can_run_is_refused(text, message):
     with pytest.raises(SubmitError, match=message):
         _ad(text)
+
+
+@pytest.mark.parametrize("universe", ["universe = docker\ndocker_image = busybox:1",
+                                      "universe = container\ncontainer_image = docker://busybox"])
+def test_a_container_job_may_name_no_executable_and_its_image_command_runs(universe):
+    # condor_submit's ad for it: an empty Cmd that does not travel; arguments kept (they replace
+    # the image's CMD); nothing of an executable in the sizes.
+    ad = _ad(universe + "\narguments = /etc/hosts")
+    assert ad["Cmd"] == "" and ad["TransferExecutable"] is False and ad["Args"] == "/etc/hosts"
+    assert ad["ExecutableSize"] == ad["DiskUsage"] == 0
+
+
+def test_a_vanilla_job_still_needs_an_executable():
+    with pytest.raises(SubmitError, match="no executable given"):
+        _ad("arguments = x")
