@@ -208,7 +208,7 @@ class Launcher:
             account = self.knobs.policy.account_for(ad_str(ad, "Owner"))
         except RunAsRefused as exc:
             raise StartFailed(exc.reason, exc.code) from None
-        cmd = ad_str(ad, "Cmd")
+        cmd = ad_str(ad, "Cmd") or ""
         in_container = containers.wanted(ad)
         if not cmd and not in_container:  # (a container job without one runs its image's command)
             raise StartFailed("the job ad has no Cmd: the starter does not know what to run", HOLD_FAILED_TO_CREATE_PROCESS)

@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from gridbus import hostinfo
+from gridbus.config import Config, knob
 from gridbus.submit.errors import SubmitError
 from gridbus.submit.gpus import gpu_attrs, requirements_clause
 from gridbus.submit.quoting import (
@@ -123,6 +124,26 @@ def integer(text: str, command: str) -> int:
         return int(text.strip())
     except ValueError:
         raise SubmitError(f"{command} must be a whole number, not {text!r}") from None
+
+
+knob("SUBMIT_CONTAINER_NEVER_XFER_ABSOLUTE_CMD", False,
+     "a docker or container job's executable named by an absolute path is the image's and never travels "
+     "(HTCondor's default before 24); false: it travels unless transfer_executable = false")
+
+
+@lru_cache(maxsize=1)
+def never_transfer_absolute_container_cmd() -> bool:
+    """SUBMIT_CONTAINER_NEVER_XFER_ABSOLUTE_CMD of the submitter's configuration (read once: a
+    cluster of many container jobs asks for each)."""
+    return bool(Config.load().get("SUBMIT_CONTAINER_NEVER_XFER_ABSOLUTE_CMD"))
+
+
+def _in_the_image(get: Getter, executable: str, in_container: bool) -> bool:
+    """Whether a container job's executable is taken to be the image's (condor_submit's rule,
+    with SUBMIT_CONTAINER_NEVER_XFER_ABSOLUTE_CMD): an absolute path, transfer_executable not
+    given, and the knob set."""
+    return (in_container and executable.startswith("/") and get("transfer_executable") is None
+            and never_transfer_absolute_container_cmd())
 
 
 @lru_cache(maxsize=1)
@@ -373,7 +394,9 @@ def build_job_ad(
         cmd = os.path.normpath(os.path.join(cwd, executable.strip()))
         ad["Cmd"] = cmd
         st = _stat(cmd)  # (one stat for condor_submit's check and the sizes)
-        if check_dirs and submit_method == CONDOR_SUBMIT:
+        if _in_the_image(get, executable.strip(), bool(in_container)):
+            ad["TransferExecutable"] = False
+        elif check_dirs and submit_method == CONDOR_SUBMIT:
             _check_executable(get, cmd, st)
     elif in_container:
         # As condor_submit: a container job without an executable runs its image's own command

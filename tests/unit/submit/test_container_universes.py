@@ -58,3 +58,30 @@ def test_a_container_job_may_name_no_executable_and_its_image_command_runs(unive
 def test_a_vanilla_job_still_needs_an_executable():
     with pytest.raises(SubmitError, match="no executable given"):
         _ad("arguments = x")
+
+
+@pytest.fixture
+def never_transfer_absolute(monkeypatch):
+    from gridbus.submit import jobad
+
+    monkeypatch.setenv("GRIDBUS_SUBMIT_CONTAINER_NEVER_XFER_ABSOLUTE_CMD", "true")
+    jobad.never_transfer_absolute_container_cmd.cache_clear()
+    yield
+    jobad.never_transfer_absolute_container_cmd.cache_clear()
+
+
+def test_a_container_job_s_absolute_executable_travels_unless_the_site_says_it_is_the_image_s(never_transfer_absolute):
+    # condor_submit's rule with SUBMIT_CONTAINER_NEVER_XFER_ABSOLUTE_CMD = true (HTCondor 24's
+    # default is false, as gridbus's: the executable travels, the other tests here).
+    image = _ad("universe = docker\ndocker_image = busybox:1\nexecutable = /bin/sh")
+    assert image["Cmd"] == "/bin/sh" and image["TransferExecutable"] is False
+    said = _ad("universe = docker\ndocker_image = busybox:1\nexecutable = /bin/sh\ntransfer_executable = true")
+    assert "TransferExecutable" not in said  # what the submit file says wins
+    assert "TransferExecutable" not in _ad("executable = /bin/sh")  # a vanilla job's travels
+
+
+def test_by_default_a_container_job_s_absolute_executable_travels():
+    from gridbus.submit import jobad
+
+    jobad.never_transfer_absolute_container_cmd.cache_clear()
+    assert "TransferExecutable" not in _ad("universe = docker\ndocker_image = busybox:1\nexecutable = /bin/sh")
