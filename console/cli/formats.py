@@ -359,7 +359,8 @@ def job_description(ad: Any) -> str:
     if not isinstance(args, str):
         args = get(ad, "Args")
     name = os.path.basename(str(get(ad, "Cmd", "")))
-    return f"{name} {args}" if isinstance(args, str) and args else name
+    # (A container job may have no Cmd: its image's command runs, with these arguments.)
+    return " ".join(part for part in (name, args if isinstance(args, str) else "") if part)
 
 
 def _wall(ad: Any, now: float) -> float:

@@ -50,6 +50,7 @@ def test_the_cmd_column_is_htcondors_job_description():
     assert formats.job_description({"Cmd": "/home/u/run.sh", "Args": "a b"}) == "run.sh a b"
     assert formats.job_description({"Cmd": "/bin/true", "Arguments": ""}) == "true"
     assert formats.job_description({"Cmd": "/bin/true", "JobDescription": "nightly"}) == "(nightly)"
+    assert formats.job_description({"Cmd": "", "WantDocker": True, "Args": "/etc/hosts"}) == "/etc/hosts"
     assert formats.job_description({"Cmd": "x", "JobDescription": "$$(Name)",
                                     "MATCH_EXP_JobDescription": "slot1@a"}) == "(slot1@a)"
 
