@@ -178,6 +178,12 @@ class Launcher:
         beside.cancelled = True
         kill_child(beside.launching.pid, signal.SIGKILL)
         self.abandon(beside)
+        # Not exec'd, and gone only once its pipe says so: a stop waits for it as for any start
+        # under way (its pipe is read no more once the starter has shut down: on a loaded machine
+        # a successor killed by the startd's stop stayed an unreaped child, its scratch left behind).
+        if not beside.known.done():
+            self.launching.add(beside.known)
+            beside.known.add_done_callback(self.launching.discard)
 
     def abandon(self, beside: Beside) -> None:
         """A start begun by `begin_beside` that nobody will finish: once its outcome is known,

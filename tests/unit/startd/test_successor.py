@@ -252,6 +252,9 @@ def test_whatever_the_startd_does_first_takes_the_successor_back(tmp_path, actio
             elif action == "the startd's stop":
                 stopped = True
                 await s.on_stop()
+                # The stop waited for it: gone and reaped by then (its pipe is read no more after
+                # the stop; on a loaded machine it was left an unreaped child).
+                assert not os.path.exists(f"/proc/{waiting.beside.launching.pid}")
             if action != "SuspendClaim":
                 assert waiting.beside.cancelled
             await settled(lambda: not os.path.exists(f"/proc/{waiting.beside.launching.pid}"))
