@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
 from gridbus import bus
+from gridbus.agent.awaiting import cancel_and_wait
 
 # One ad message carries at most this many ads; a startd's slots travel together, a simulator's
 # 100,000 machine ads in a few hundred messages.
@@ -99,8 +100,7 @@ class Advertiser:
         """End the rounds, then invalidate every ad: a round in flight must not re-add ads after
         their invalidation."""
         if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+            await cancel_and_wait([self._task], self.log)
             self._task = None
         await self.invalidate()
 

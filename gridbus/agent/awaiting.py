@@ -1,8 +1,9 @@
-"""Where an agent's tasks wait, for the log of a stop that takes too long.
+"""Where an agent's tasks wait, and ending them, for a stop that does not hang.
 
 A daemon the master ends with SIGKILL after SHUTDOWN_GRACEFUL_TIMEOUT leaves nothing else behind
 that says what held its stop up: `SlowReport` writes, while a phase (the stop) goes on past its
-interval, the step it is at and the chain of awaits of each of the loop's tasks.
+interval, the step it is at and the chain of awaits of each of the loop's tasks. `cancel_and_wait`
+ends tasks even where Python 3.11 loses a cancellation (which hung a master's stop for good).
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from typing import Any
 
 # The awaits of one chain shown at most (a chain ends at a future, a sleep or a lock).
 CHAIN_DEPTH = 12
+# `cancel_and_wait`: seconds given to cancelled tasks to end before they are cancelled again, and
+# how many times.
+CANCEL_WAIT = 1.0
+CANCEL_TRIES = 5
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -68,3 +73,24 @@ class SlowReport:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+
+async def cancel_and_wait(tasks: list[asyncio.Task[Any]], log: logging.Logger) -> None:
+    """Cancel ``tasks`` and wait until they have ended; one still running a moment later is
+    cancelled again, CANCEL_TRIES times at most, then logged with where it waits and left.
+
+    Python 3.11's ``asyncio.wait_for`` returns the awaited result, and drops the cancellation, when
+    the task is cancelled as that result arrives (an event set in the same turn of the loop): the
+    task's loop then goes on, and a plain gather waits for it for ever. A master's advertising
+    loop did so at its stop (its event set by its own daemons' stops), and the master never
+    exited. A second cancellation ends such a task at its next await."""
+    pending = {t for t in tasks if not t.done()}
+    for _ in range(CANCEL_TRIES):
+        if not pending:
+            return
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=CANCEL_WAIT)
+    for task in pending:
+        log.warning("task %s did not end when cancelled %d times; left running, in: %s",
+                    task.get_name(), CANCEL_TRIES, awaits_of(task))

@@ -30,7 +30,7 @@ from aio_pika.abc import AbstractChannel, AbstractRobustConnection
 from gridbus import bus, topology
 from gridbus.agent.advertising import ADS_PER_MESSAGE as ADS_PER_MESSAGE  # re-exported
 from gridbus.agent.advertising import Advertiser
-from gridbus.agent.awaiting import SlowReport
+from gridbus.agent.awaiting import SlowReport, cancel_and_wait
 from gridbus.agent.client import AsyncClient
 from gridbus.agent.common import CommonMethods
 from gridbus.agent.connection import Connection
@@ -306,9 +306,7 @@ class Agent(CommonMethods):
     async def _end_tasks_and_connection(self) -> None:
         """The end of a stop, and all of what a start that failed half way leaves to undo (its
         channels' readers would otherwise be collected unfinished, long after)."""
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(list(self._tasks), self.log)
         await self.connection.close()
 
     def request_stop(self, delay: float = 0.0) -> bool:
@@ -323,24 +321,7 @@ class Agent(CommonMethods):
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Start, serve until ``stop`` is set (or forever, or until ``request_stop``), then stop gracefully."""
         self._stop_requested = stop or asyncio.Event()
-        starting = asyncio.ensure_future(self.start())
-        stopping = asyncio.ensure_future(self._stop_requested.wait())
-        try:
-            await asyncio.wait((starting, stopping), return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:  # the run itself cancelled: so is its start
-            starting.cancel()
-            raise
-        finally:
-            stopping.cancel()
-        if not starting.done():
-            # A stop asked for while the start waits (a broker slow to answer its declarations)
-            # ends the start, which undoes what it did, instead of waiting for it: the master
-            # would kill the daemon SHUTDOWN_GRACEFUL_TIMEOUT later, with nothing in its log.
-            self.log.warning("asked to stop while starting: the start is abandoned")
-            starting.cancel()
-            await asyncio.gather(starting, return_exceptions=True)
-            return
-        starting.result()  # a start that failed ends the run with its error
+        await self.start()
         try:
             await self._stop_requested.wait()
         finally:
