@@ -62,5 +62,8 @@ def completed_once(pool: Pool, cluster: int, log: Path) -> dict:
     hist = pool.history(SCHEDD, f"ClusterId == {cluster}")
     assert len(hist) == 1, hist
     assert pool.jobs(SCHEDD, f"ClusterId == {cluster}") == []
+    # The owner's shadow writes the job's events after their commit: the log is waited for, as
+    # condor_wait does (a loaded run had the history and the slots settled before the log).
+    wait_for(f"job {cluster}.0's terminated event in {log}", lambda: count(log, JobEventType.JOB_TERMINATED, cluster), 30)
     assert count(log, JobEventType.JOB_TERMINATED, cluster) == 1, events(log)
     return hist[0]
