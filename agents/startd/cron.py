@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gridbus import classad
+from gridbus.agent.awaiting import cancel_and_wait
 from gridbus.config import Config, knob, truth
 
 log = logging.getLogger("gridbus.startd")
@@ -162,6 +163,7 @@ def parse_line(line: str, prefix: str) -> tuple[str, Any]:
 @dataclass
 class _State:
     process: asyncio.subprocess.Process | None = None
+    run: asyncio.Future[None] | None = None  # the run under way (a task of its own, beside the loop's)
     started: float = 0.0
     reported: dict[str, Any] = field(default_factory=dict)  # its ad, as last completed
 
@@ -186,11 +188,10 @@ class StartdCron:
             self._tasks.append(asyncio.get_running_loop().create_task(self._loop(job), name=f"startd cron {job.name}"))
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        # The loops and the runs under way (a run is a task of its own, which a cancelled loop
+        # leaves running), each cancelled until it ends: a run cancelled kills its job.
+        runs = [state.run for state in self._states.values() if state.run is not None]
+        await cancel_and_wait([*self._tasks, *runs], log)
         self._tasks.clear()
         for state in self._states.values():
             await self._kill(state)
@@ -209,7 +210,7 @@ class StartdCron:
         state = self._states[job.name]
         while True:
             begun = time.monotonic()
-            run = asyncio.ensure_future(self._run_logged(job, state))
+            run = state.run = asyncio.ensure_future(self._run_logged(job, state))
             if job.mode == "OneShot":
                 await run
                 return
