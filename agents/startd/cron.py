@@ -163,7 +163,7 @@ def parse_line(line: str, prefix: str) -> tuple[str, Any]:
 @dataclass
 class _State:
     process: asyncio.subprocess.Process | None = None
-    run: asyncio.Future[None] | None = None  # the run under way (a task of its own, beside the loop's)
+    run: asyncio.Task[None] | None = None  # the run under way (a task of its own, beside the loop's)
     started: float = 0.0
     reported: dict[str, Any] = field(default_factory=dict)  # its ad, as last completed
 
@@ -210,7 +210,7 @@ class StartdCron:
         state = self._states[job.name]
         while True:
             begun = time.monotonic()
-            run = state.run = asyncio.ensure_future(self._run_logged(job, state))
+            run = state.run = asyncio.create_task(self._run_logged(job, state))
             if job.mode == "OneShot":
                 await run
                 return
