@@ -20,6 +20,7 @@ from gridbus.agents.schedd.jobattrs import (
     JobStatus,
 )
 from gridbus.agents.schedd.settings import SubmitRequirement
+from gridbus.agents.startd import containers
 from gridbus.attrs import canonical
 from gridbus.attrs import get as lookup
 from gridbus.status import MethodError, app_error, forbidden, invalid
@@ -90,8 +91,7 @@ def check_required(ad: dict[str, Any]) -> None:
             f"(a job needs {', '.join(REQUIRED)})"
         )
     cmd = lookup(ad, "Cmd")
-    in_container = lookup(ad, "WantDocker") is True or lookup(ad, "WantContainer") is True
-    if not isinstance(cmd, str) or not (cmd or in_container):
+    if not isinstance(cmd, str) or not (cmd or containers.wanted(ad)):
         # (A container job's Cmd may be empty, as condor_submit writes it: the image's command runs.)
         raise invalid(f"Submit: Cmd must be a non-empty string (the program to run), got {cmd!r}")
     iwd = lookup(ad, "Iwd")

@@ -21,7 +21,15 @@ CHAIN_DEPTH = 12
 CANCEL_WAIT = 1.0
 CANCEL_TRIES = 5
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The repository root: a frame of a file under it is gridbus's own.
+SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def source_place(file: str, line: int, name: str) -> str:
+    """``file:line function``, the file relative to the repository when it is gridbus's own, else
+    its base name (a library's or Python's)."""
+    where = os.path.relpath(file, SOURCE_ROOT) if file.startswith(SOURCE_ROOT) else os.path.basename(file)
+    return f"{where}:{line} {name}"
 
 
 def awaits_of(task: asyncio.Task[Any]) -> str:
@@ -36,9 +44,7 @@ def awaits_of(task: asyncio.Task[Any]) -> str:
             # A future (awaited through its iterator, FutureIter), or a finished coroutine.
             parts.append(type(awaited).__name__.removesuffix("Iter"))
             break
-        file = frame.f_code.co_filename
-        where = os.path.relpath(file, _ROOT) if file.startswith(_ROOT) else os.path.basename(file)
-        parts.append(f"{where}:{frame.f_lineno} {frame.f_code.co_name}")
+        parts.append(source_place(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name))
         awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
     return " > ".join(parts)
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import faulthandler
 import gc
-import os
 import re
 import tempfile
 import threading
@@ -23,6 +22,8 @@ import time
 import weakref
 from collections.abc import Callable
 from typing import Any, NamedTuple
+
+from gridbus.agent.awaiting import SOURCE_ROOT, source_place
 
 # Windows shorter than this are noise (one burst of work reads as 100%).
 MIN_WINDOW = 1.0
@@ -231,11 +232,9 @@ def _where(stack: list[Frame]) -> str:
     """Where a stack (outermost first) is: its innermost frames of gridbus's own code (and the
     innermost frame of all, when that is a library's), as ``file:line function``, each called from
     the next."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    own = [f for f in stack if f.file.startswith(root)] or list(stack)
+    own = [f for f in stack if f.file.startswith(SOURCE_ROOT)] or list(stack)
     inner = stack[-1]
     picked = own[-SAMPLE_FRAMES:]
     if picked[-1] is not inner:
         picked = picked[-(SAMPLE_FRAMES - 1):] + [inner]
-    return " < ".join(f"{os.path.relpath(f.file, root) if f.file.startswith(root) else os.path.basename(f.file)}"
-                      f":{f.line} {f.name}" for f in reversed(picked))
+    return " < ".join(source_place(f.file, f.line, f.name) for f in reversed(picked))

@@ -388,25 +388,26 @@ def build_job_ad(
         raise SubmitError(f"initialdir: no such directory: {iwd}")
     ad["Iwd"] = iwd
 
-    executable = get("executable")
-    if executable and executable.strip():
+    executable = (get("executable") or "").strip()
+    size = 0
+    if executable:
         # condor_submit resolves a relative executable against the submit directory, not initialdir.
-        cmd = os.path.normpath(os.path.join(cwd, executable.strip()))
+        cmd = os.path.normpath(os.path.join(cwd, executable))
         ad["Cmd"] = cmd
         st = _stat(cmd)  # (one stat for condor_submit's check and the sizes)
-        if _in_the_image(get, executable.strip(), bool(in_container)):
+        if _in_the_image(get, executable, bool(in_container)):
             ad["TransferExecutable"] = False
         elif check_dirs and submit_method == CONDOR_SUBMIT:
             _check_executable(get, cmd, st)
+        if isinstance(st, os.stat_result):
+            size = int(math.ceil(st.st_size / 1024))
     elif in_container:
         # As condor_submit: a container job without an executable runs its image's own command
         # (ENTRYPOINT and CMD; the job's arguments, if any, replace CMD), and nothing travels for it.
         ad["Cmd"] = ""
         ad["TransferExecutable"] = False
-        st = FileNotFoundError()
     else:
         raise SubmitError("no executable given: add 'executable = /path/to/program'")
-    size = int(math.ceil(st.st_size / 1024)) if isinstance(st, os.stat_result) else 0
     ad["ExecutableSize"] = ad["ImageSize"] = ad["DiskUsage"] = size
 
     ad.update(arguments_attrs(get("arguments")))
