@@ -9,8 +9,11 @@
 3. A personal pool (collector, negotiator, schedd, one startd with 4 slots; real processes):
    1,000 jobs with 10 x 4 KiB inputs each (and one small output each) from a Submit to the last
    completion, beside the same 1,000 jobs without transfer and 1,000 with 1 x 4 KiB input, in the
-   same run (jobs/s, the ratios, the owner's shadow's cpu per job), and one job with a 1 GiB input copied back as its output: sandbox MiB/s (bytes in
-   and out over the wall time), beside the raw broker's rate, and the ratio; the peak resident
+   same run (jobs/s, the ratios, the owner's shadow's cpu per job), and one job with a 1 GiB input
+   that it renames as its output (``--big-job cp``: copies; a copy is the job's own gigabyte of
+   disk writes, counted in the wall time as if it were the transfer's): sandbox MiB/s (bytes in
+   and out over the wall time, from the Submit to the completion), beside the raw broker's rate,
+   and the ratio; the peak resident
    memory of the owner's shadow and the startd. ``--big-only``: that job alone, ``--rounds`` times,
    each between two runs of the raw broker (the machine's load drifts: each job's ratio is over the
    mean of the raw rates just before and after it), with a one-slot startd; each raw run is
@@ -258,8 +261,8 @@ def pool_rates(url: str, work: Path, jobs: int, big_mib: int, small_only: bool =
     return out
 
 
-def big_job(pool, submit: Path, big_mib: int) -> dict[str, float]:
-    """One job with a ``big_mib`` MiB input copied back as its output: the sandbox's MiB/s (bytes
+def big_job(pool, submit: Path, big_mib: int, command: str = "mv") -> dict[str, float]:
+    """One job with a ``big_mib`` MiB input that ``command`` (mv or cp) makes its output: the sandbox's MiB/s (bytes
     in and out over the wall time from the Submit to the job's completion), each direction's span
     and the peak RSS of the owner's shadow and the startd."""
     from tests.e2e.pool import wait_for
@@ -277,7 +280,7 @@ def big_job(pool, submit: Path, big_mib: int) -> dict[str, float]:
     copy = submit / "copy.bin"
     copy.unlink(missing_ok=True)
     copy_script = submit / "copy.sh"
-    copy_script.write_text("#!/bin/sh\ncp big.bin copy.bin\n")
+    copy_script.write_text(f"#!/bin/sh\n{command} big.bin copy.bin\n")
     os.chmod(copy_script, 0o755)
     started = time.monotonic()
     cluster = pool.submit("schedd@s", 1, cmd=str(copy_script), Iwd=str(submit), ShouldTransferFiles="YES",
@@ -302,7 +305,7 @@ def big_job(pool, submit: Path, big_mib: int) -> dict[str, float]:
     return out
 
 
-def big_only(url: str, work: Path, big_mib: int, rounds: int) -> dict[str, object]:
+def big_only(url: str, work: Path, big_mib: int, rounds: int, command: str = "mv") -> dict[str, object]:
     """The 1 GiB part alone, the raw broker and the pool's job alternately (raw, job, raw, job, ...,
     raw: the machine is shared and its load drifts): each job's rate over the mean of the raw
     rates measured just before and after it; the figures of each round and their medians.
@@ -333,7 +336,7 @@ def big_only(url: str, work: Path, big_mib: int, rounds: int) -> dict[str, objec
         peers()
         ratios, disk_ratios, jobs = [], [], []
         for _ in range(rounds):
-            job = big_job(pool, submit, big_mib)
+            job = big_job(pool, submit, big_mib, command)
             peers()
             jobs.append(job)
             ratios.append(job["big_in_and_out_MiB_per_s"] / ((raws[-2] + raws[-1]) / 2))
@@ -351,6 +354,7 @@ def big_only(url: str, work: Path, big_mib: int, rounds: int) -> dict[str, objec
         for key in ("shadow_peak_rss_MiB", "startd_peak_rss_MiB", "schedd_peak_rss_MiB"):
             figures[key] = round(max(j[key] for j in jobs), 1)
         figures["chunk_KiB"], figures["window"] = stream.CHUNK_SIZE // 1024, stream.WINDOW
+        figures["big_job"] = command
     finally:
         pool.stop()
     return figures
@@ -364,7 +368,7 @@ def _digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def run(quick: bool = False, small_only: bool = False, big: bool = False, rounds: int = 3) -> dict:
+def run(quick: bool = False, small_only: bool = False, big: bool = False, rounds: int = 3, big_job_command: str = "mv") -> dict:
     from gridbus.transfer import stream
 
     mgmt, vhost, url = _vhost("transfer")
@@ -372,7 +376,7 @@ def run(quick: bool = False, small_only: bool = False, big: bool = False, rounds
     figures: dict[str, object] = {}
     try:
         if big:
-            return big_only(url, work, 128 if quick else 1024, rounds)
+            return big_only(url, work, 128 if quick else 1024, rounds, big_job_command)
         if small_only:
             figures.update(pool_rates(url, work, 100 if quick else 1000, 0, small_only=True))
             return figures
@@ -408,8 +412,11 @@ if __name__ == "__main__":
     parser.add_argument("--big-only", action="store_true",
                         help="only the 1 GiB job and the raw broker, alternately, in --rounds rounds (no small jobs)")
     parser.add_argument("--rounds", type=int, default=3, help="--big-only: jobs, each between two raw runs")
+    parser.add_argument("--big-job", choices=("mv", "cp"), default="mv",
+                        help="--big-only: the 1 GiB job renames its input as its output (mv) or copies it (cp)")
     args = parser.parse_args()
-    result = run(quick=args.quick, small_only=args.small_only, big=args.big_only, rounds=max(1, args.rounds))
+    result = run(quick=args.quick, small_only=args.small_only, big=args.big_only, rounds=max(1, args.rounds),
+                 big_job_command=args.big_job)
     width = max(len(k) for k in result)
     for key, value in result.items():
         print(f"{key:<{width}}  {value}")

@@ -105,6 +105,7 @@ class ScheddSettings:
     spool_sweep_interval: float = 60.0  # SPOOL_SWEEP_INTERVAL
     spool_quota_mb: int = 0  # MAX_SPOOL_MB_PER_OWNER (0: no bound)
     transfer_stall: float = STALL_TIMEOUT  # TRANSFER_STALL_TIMEOUT, given to the owners' shadows' transfers
+    transfer_direct_io_min: int = 64 << 20  # TRANSFER_DIRECT_IO_MIN_MB, in bytes, given to them too
     inline_transfer_max: int = 256 << 10  # MAX_INLINE_TRANSFER_KB, in bytes: small sandboxes ride in the messages
 
     @classmethod
@@ -145,6 +146,7 @@ class ScheddSettings:
             "local_kill_timeout": float(cfg.get("SCHEDD_LOCAL_KILL_TIMEOUT")),
             "shadow_check_interval": float(cfg.get("OWNER_SHADOW_CHECK_INTERVAL")),
             "transfer_stall": float(cfg.get("TRANSFER_STALL_TIMEOUT")),
+            "transfer_direct_io_min": max(0, int(cfg.get("TRANSFER_DIRECT_IO_MIN_MB"))) << 20,
             "inline_transfer_max": max(0, int(cfg.get("MAX_INLINE_TRANSFER_KB"))) << 10,
             "spool_sweep_interval": float(cfg.get("SPOOL_SWEEP_INTERVAL")),
             "spool_quota_mb": int(cfg.get("MAX_SPOOL_MB_PER_OWNER")),

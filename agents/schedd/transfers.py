@@ -70,7 +70,8 @@ class Transfers:
         try:
             queue = await self.owner_shadows.expect(str(ad.get("Owner") or ""), token, direction,
                                                     {**wanted, **extra, "stall": stall,
-                                                     spec.RESUME_KEY: f"{ClusterId}.{ProcId}"})
+                                                     spec.RESUME_KEY: f"{ClusterId}.{ProcId}",
+                                                     spec.DIRECT_MIN: self.settings.transfer_direct_io_min})
         except ShadowRefused as exc:
             raise app_error(OPEN_REFUSED, f"OpenTransfer: {exc.sentence}") from None
         return {"Queue": queue, "Token": token}

@@ -54,6 +54,7 @@ LIVE_KNOBS = {
     "JOB_DEFAULT_REQUESTCPUS": "default_request_cpus", "JOB_DEFAULT_REQUESTMEMORY": "default_request_memory",
     "JOB_DEFAULT_REQUESTDISK": "default_request_disk", "TRANSFER_STALL_TIMEOUT": "transfer_stall",
     "TRANSFER_OPEN_TIMEOUT": "transfer_open_timeout", "KEEP_SANDBOX_ON_HOLD": "keep_sandbox_on_hold",
+    "TRANSFER_DIRECT_IO_MIN_MB": "transfer_direct_io_min_mb",
     "STARTD_ATTRS": "startd_attrs", "STARTD_EXPRS": "startd_attrs", "STARTD_CRON_AUTOPUBLISH": "cron_autopublish",
 }
 # The knobs read only when the startd starts: the machine, its slot layout, where and how jobs run.

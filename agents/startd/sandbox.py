@@ -152,7 +152,8 @@ class Sandboxes:
         scratch, account = self._resumed_scratch(key, job_ad) or self._make_scratch(job_ad)
         started = time.time()
         with _removed_on_failure(scratch, claim, lambda: self._keep_scratch(key, scratch, account)):
-            sink = stream.DirectorySink(lambda name: os.path.join(scratch, name), _chown(account), key=key)
+            sink = stream.DirectorySink(lambda name: os.path.join(scratch, name), _chown(account), key=key,
+                                       direct_min=self.settings.transfer_direct_io_min)
             stats = await self._transfer(claim, job_ad, "in", lambda ep: stream.receive_files(ep, sink))
         return self._filled(claim, job_ad, scratch, account, box, stats, started)
 
@@ -329,7 +330,9 @@ class Sandboxes:
     async def _send_output(self, claim: sl.Claim, ad: Mapping[str, Any], box: Sandbox) -> dict[str, Any]:
         started = time.time()
         entries = spec.output_entries(box.scratch, ad, box.before)
-        stats = await self._transfer(claim, ad, "out", lambda ep: stream.send_files(ep, entries, opener=spec.open_nofollow))
+        direct_min = self.settings.transfer_direct_io_min
+        stats = await self._transfer(claim, ad, "out", lambda ep: stream.send_files(ep, entries, opener=spec.open_nofollow,
+                                                                                    direct_min=direct_min))
         self.bytes_moved["out"] += stats.bytes
         log.info("job %s: %d output file(s), %d bytes, in %.2f s", _job_id(ad), stats.files, stats.bytes,
                  time.time() - started)
@@ -340,7 +343,9 @@ class Sandboxes:
         with the accounting of an output transfer (HTCondor counts it as one)."""
         started = time.time()
         entries = spec.checkpoint_entries(box.scratch, ad)
-        stats = await self._transfer(claim, ad, "checkpoint", lambda ep: stream.send_files(ep, entries, opener=spec.open_nofollow))
+        direct_min = self.settings.transfer_direct_io_min
+        stats = await self._transfer(claim, ad, "checkpoint", lambda ep: stream.send_files(
+            ep, entries, opener=spec.open_nofollow, direct_min=direct_min))
         log.info("job %s: checkpoint of %d file(s), %d bytes, in %.2f s", _job_id(ad), stats.files, stats.bytes,
                  time.time() - started)
         return {"BytesRecvd": stats.bytes, "TransferOutStarted": int(started), "TransferOutFinished": int(time.time())}

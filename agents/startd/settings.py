@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import gridbus.transfer.knobs  # noqa: F401 - registers TRANSFER_STALL_TIMEOUT, KEEP_SANDBOX_ON_HOLD, TRANSFER_OPEN_TIMEOUT
+import gridbus.transfer.knobs  # noqa: F401 - registers TRANSFER_STALL_TIMEOUT and the other transfer knobs
 from gridbus.agents.startd import cron, gpus
 from gridbus.config import Config, knob
 from gridbus.transfer.stream import STALL_TIMEOUT
@@ -129,6 +129,12 @@ class StartdSettings:
     default_request_disk: int = 1024
     transfer_stall: float = STALL_TIMEOUT  # TRANSFER_STALL_TIMEOUT
     transfer_open_timeout: float = 30.0  # TRANSFER_OPEN_TIMEOUT
+    transfer_direct_io_min_mb: int = 64  # TRANSFER_DIRECT_IO_MIN_MB (0: no file goes around the page cache)
+
+    @property
+    def transfer_direct_io_min(self) -> int:
+        """TRANSFER_DIRECT_IO_MIN_MB in bytes."""
+        return self.transfer_direct_io_min_mb << 20
     keep_sandbox_on_hold: bool = False  # KEEP_SANDBOX_ON_HOLD
     startd_attrs: dict[str, Any] = field(default_factory=dict)  # STARTD_ATTRS / STARTD_EXPRS: name -> value
     cron_jobs: tuple[cron.CronJob, ...] = ()  # STARTD_CRON_JOBLIST
@@ -188,6 +194,7 @@ class StartdSettings:
                 default_request_disk="JOB_DEFAULT_REQUESTDISK",
                 transfer_stall="TRANSFER_STALL_TIMEOUT",
                 transfer_open_timeout="TRANSFER_OPEN_TIMEOUT",
+                transfer_direct_io_min_mb="TRANSFER_DIRECT_IO_MIN_MB",
                 keep_sandbox_on_hold="KEEP_SANDBOX_ON_HOLD",
             ),
         )
@@ -201,6 +208,8 @@ class StartdSettings:
                      "transfer_open_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, not {getattr(self, name)}")
+        if self.transfer_direct_io_min_mb < 0:
+            raise ValueError(f"TRANSFER_DIRECT_IO_MIN_MB must be 0 or more, not {self.transfer_direct_io_min_mb}")
         if self.memory_policy.lower() not in ("hard", "soft", "none"):
             raise ValueError(f"CGROUP_MEMORY_LIMIT_POLICY must be hard, soft or none, not {self.memory_policy!r}")
         if str(self.cgroup_version).lower().removeprefix("v") not in ("auto", "1", "2"):

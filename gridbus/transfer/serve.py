@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gridbus.transfer import spec, stream
+from gridbus.transfer import directio, spec, stream
 
 
 async def serve(ep: stream.Endpoint, direction: str, ad: Mapping[str, Any],
@@ -18,7 +18,9 @@ async def serve(ep: stream.Endpoint, direction: str, ad: Mapping[str, Any],
     file starts). ``place(name)``: where an output file goes (default: as the ad's Out, Err, remaps
     and Iwd say; a checkpoint's, spec.CHECKPOINT_TO in ``ad``, under its own name in that
     directory). An output cut by a link failure is kept for the job's next attempt, by
-    spec.RESUME_KEY (or the job's id). A failure is sent to the starter, which reports it."""
+    spec.RESUME_KEY (or the job's id). A failure is sent to the starter, which reports it. A file
+    of spec.DIRECT_MIN bytes or more (TRANSFER_DIRECT_IO_MIN_MB, in ``ad``) goes around the page cache."""
+    direct_min = int(ad.get(spec.DIRECT_MIN, directio.DIRECT_IO_MIN))
     try:
         if direction == "in":
             try:
@@ -26,7 +28,7 @@ async def serve(ep: stream.Endpoint, direction: str, ad: Mapping[str, Any],
             except stream.TransferError as error:
                 await stream.send_error(ep, error)
                 return
-            await stream.send_files(ep, entries)
+            await stream.send_files(ep, entries, direct_min=direct_min)
         else:
             await ep.send("ready", res=True)  # (this end answers where a file starts: resumption)
             to = ad.get(spec.CHECKPOINT_TO)
@@ -34,7 +36,7 @@ async def serve(ep: stream.Endpoint, direction: str, ad: Mapping[str, Any],
                 place = functools.partial(_below, to)
             key = str(ad.get(spec.RESUME_KEY) or f"{ad.get('ClusterId')}.{ad.get('ProcId')}") + f"/{direction}"
             await stream.receive_files(ep, stream.DirectorySink(place or (lambda name: spec.output_destination(ad, name)),
-                                                                key=key))
+                                                                key=key, direct_min=direct_min))
     except stream.TransferError:
         pass  # the starter hears of it (an error message, or silence) and reports it with the job
 

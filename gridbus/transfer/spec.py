@@ -41,6 +41,8 @@ CHECKPOINT_TO = "CheckpointTo"
 CHECKPOINT_FROM = "CheckpointFrom"
 # And the job's id, which names a cut output's kept part for the job's next attempt (stream.Partials).
 RESUME_KEY = "ResumeKey"
+# And the size from which a file goes around the page cache (TRANSFER_DIRECT_IO_MIN_MB, in bytes).
+DIRECT_MIN = "DirectIoMin"
 
 # Accounting the startd reports with the exit (HTCondor's names). Its bytes count from the shadow's
 # side (BytesSent: the input); the schedd adds them to the job ad from the job's side (BytesRecvd:

@@ -52,9 +52,10 @@ import stat
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, cast
 
 from gridbus import protocol
+from gridbus.transfer import directio
 
 CHUNK_SIZE = 1 << 20  # bytes per data message (see docs/architecture.md, "File transfer")
 WINDOW = 8  # messages a receiver lets the sender have in flight (its credit beyond what it wrote)
@@ -234,7 +235,8 @@ async def send_error(ep: Endpoint, error: TransferError) -> None:
 
 
 async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int = CHUNK_SIZE, window: int = WINDOW,
-                     opener: Callable[[str], int] | None = None, resume: bool | None = None) -> Stats:
+                     opener: Callable[[str], int] | None = None, resume: bool | None = None,
+                     direct_min: int = directio.DIRECT_IO_MIN) -> Stats:
     """Send ``entries`` to ``ep.peer``; returns once the receiver has verified every file.
 
     ``opener(path)`` opens a file for reading and returns its descriptor (default: plain
@@ -242,7 +244,9 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
     to the receiver and raised as a TransferError naming the file. ``window``: the credit taken
     before the receiver grants any (and beyond each acknowledgement of a receiver that grants
     none). ``resume``: ask the receiver where each chunked file starts (default: whether its
-    opening message said it answers, ``ep.peer_resumes``)."""
+    opening message said it answers, ``ep.peer_resumes``). A file of ``direct_min`` bytes or more
+    is read from the page cache where it is there and around it where it is not (directio; 0:
+    never)."""
     stats = Stats()
     seq = 0
     acked = 0
@@ -330,10 +334,18 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
                 await put("file", name=entry.name, size=size, mode=entry.mode & 0o7777)
             sent = start
             left = [size - start]  # never more than announced: a file that grew is refused below
+            # A big file is read from the page cache where it is there, else around it (directio).
+            reader = directio.Reader(fh.fileno(), chunk_size) if directio.big(size, direct_min) else None
+            at_byte = [start]
 
-            def read_and_hash(fh: Any = fh, digest: Any = digest, left: list[int] = left) -> bytes:
-                data = fh.read(min(chunk_size, left[0])) if left[0] > 0 else b""
+            def read_and_hash(fh: Any = fh, digest: Any = digest, left: list[int] = left,
+                              reader: directio.Reader | None = reader, at_byte: list[int] = at_byte) -> bytes:
+                want = min(chunk_size, left[0])
+                if want <= 0:
+                    return b""
+                data = reader.read(at_byte[0], want) if reader is not None else fh.read(want)
                 left[0] -= len(data)
+                at_byte[0] += len(data)
                 digest.update(data)  # (hashlib and the read let the loop go on meanwhile)
                 return data
 
@@ -361,6 +373,8 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
                     raise
                 sent += len(data)
                 stats.sent += len(data)
+            if reader is not None:
+                reader.close()
             try:
                 check_unchanged(fh.fileno(), before, sent, entry.path)
             except TransferError as refused:
@@ -585,6 +599,14 @@ def _commit(sink: Sink, name: str, fh: BinaryIO) -> None:
 PARTIAL_SUFFIX = ".gridbus-partial"
 
 
+def _open_big(path: str, flags: int, size: int, direct_min: int) -> BinaryIO | None:
+    """A received file of ``size`` bytes opened around the page cache if it is ``direct_min``
+    bytes or more and its file system lets it (directio); else None: it is opened as usual."""
+    if not directio.big(size, direct_min):
+        return None
+    return cast(BinaryIO, directio.open_direct(path, flags, 0o600, CHUNK_SIZE))  # (write, seek, truncate, close)
+
+
 def partial_tag(pid: int) -> str:
     """How the temporary names written by process ``pid`` begin their tag."""
     return f"{pid}x"
@@ -685,11 +707,13 @@ class DirectorySink:
 
     With a ``key`` (the job and direction: the same for every attempt of one job's transfer) the
     part of a file a cut link left is kept, under its temporary name, in ``partials`` and offered
-    to the next attempt with the same key (``resume``)."""
+    to the next attempt with the same key (``resume``). A file of ``direct_min`` bytes or more is
+    written around the page cache (directio; 0: never)."""
 
     def __init__(self, place: Callable[[str], str], chown: tuple[int, int] | None = None, *, key: str = "",
-                 partials: Partials | None = None):
+                 partials: Partials | None = None, direct_min: int = directio.DIRECT_IO_MIN):
         self.place = place
+        self.direct_min = direct_min
         self.chown = chown
         self.key = key
         self.partials = PARTIALS if partials is None else partials
@@ -715,12 +739,14 @@ class DirectorySink:
         final = self.place(name)
         os.makedirs(os.path.dirname(final), exist_ok=True)
         temp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.{self._tag}{PARTIAL_SUFFIX}")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        fh = _open_big(temp, flags, size, self.direct_min)
+        fd = fh.fileno() if fh is not None else os.open(temp, flags, 0o600)
         if self.chown:
             os.fchown(fd, *self.chown)
         os.fchmod(fd, (mode & 0o777) | 0o600)
         self._temps[name] = temp
-        return os.fdopen(fd, "wb", buffering=0)
+        return fh if fh is not None else os.fdopen(fd, "wb", buffering=0)
 
     def commit(self, name: str, fh: BinaryIO) -> None:
         fh.close()
@@ -749,7 +775,8 @@ class DirectorySink:
             _unlink(partial.path)
             return None
         try:
-            fd = os.open(partial.path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            big = _open_big(partial.path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, source[0], self.direct_min)
+            fd = big.fileno() if big is not None else os.open(partial.path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
             _unlink(partial.path)
             return None
@@ -761,11 +788,14 @@ class DirectorySink:
             os.lseek(fd, partial.offset, os.SEEK_SET)
             os.fchmod(fd, (mode & 0o777) | 0o600)
         except OSError:
-            os.close(fd)
+            if big is not None:
+                big.close()
+            else:
+                os.close(fd)
             _unlink(partial.path)
             return None
         self._temps[name] = partial.path
-        return os.fdopen(fd, "wb", buffering=0), partial.offset, partial.digest
+        return (big if big is not None else os.fdopen(fd, "wb", buffering=0)), partial.offset, partial.digest
 
     def keep(self, name: str, fh: BinaryIO, source: tuple[int, int], offset: int, digest: Any) -> None:
         """A cut link: keep what was written of ``name`` for the next attempt (without a key: abort)."""

@@ -230,7 +230,7 @@ def test_an_aborted_receiver_gives_up_at_once_not_at_its_stall_timeout(amqp_url,
 
 
 async def _cut_halfway(url: str, src: Path, sink: DirectorySink, *, after: int,
-                       abort: str = "") -> TransferError:
+                       abort: str = "", direct_min: int = stream.directio.DIRECT_IO_MIN) -> TransferError:
     """A transfer of ``src`` whose sender stops after ``after`` data messages, then its connection
     goes (or, with ``abort``, the receiver stops it on purpose, saying why): the receiver's error."""
     a, b, sender, receiver = await _pair(url, stall=5.0 if abort else 1.0)
@@ -248,7 +248,7 @@ async def _cut_halfway(url: str, src: Path, sink: DirectorySink, *, after: int,
     sender.send = stops
     receiving = asyncio.ensure_future(stream.receive_files(receiver, sink, window=4))
     sending = asyncio.ensure_future(stream.send_files(sender, [Entry("f", str(src))], chunk_size=64 * 1024, window=4,
-                                                      resume=True))
+                                                      resume=True, direct_min=direct_min))
     await half.wait()
     if abort:
         receiver.abort(abort)
@@ -265,11 +265,12 @@ async def _cut_halfway(url: str, src: Path, sink: DirectorySink, *, after: int,
     return err.value
 
 
-async def _whole(url: str, src: Path, sink: DirectorySink) -> stream.Stats:
+async def _whole(url: str, src: Path, sink: DirectorySink, direct_min: int = stream.directio.DIRECT_IO_MIN) -> stream.Stats:
     a, b, sender, receiver = await _pair(url)
     try:
         sent, _got = await asyncio.gather(
-            stream.send_files(sender, [Entry("f", str(src))], chunk_size=64 * 1024, window=4, resume=True),
+            stream.send_files(sender, [Entry("f", str(src))], chunk_size=64 * 1024, window=4, resume=True,
+                              direct_min=direct_min),
             stream.receive_files(receiver, sink, window=4))
     finally:
         await a.close()
@@ -277,7 +278,8 @@ async def _whole(url: str, src: Path, sink: DirectorySink) -> stream.Stats:
     return sent
 
 
-def test_a_transfer_cut_halfway_resumes_where_the_receiver_s_kept_part_ends(amqp_url, tmp_path):
+@pytest.mark.parametrize("direct_min", [0, 1], ids=["through-the-cache", "around-the-cache"])
+def test_a_transfer_cut_halfway_resumes_where_the_receiver_s_kept_part_ends(amqp_url, tmp_path, direct_min):
     src, out = tmp_path / "f", tmp_path / "out"
     out.mkdir()
     data = os.urandom(2 * 1024 * 1024 + 5)  # 33 chunks of 64 KiB
@@ -285,16 +287,16 @@ def test_a_transfer_cut_halfway_resumes_where_the_receiver_s_kept_part_ends(amqp
     partials = stream.Partials()
 
     def sink() -> DirectorySink:  # a new sink per attempt, as every transfer makes its own
-        return DirectorySink(lambda n: str(out / n), key="7.0/out", partials=partials)
+        return DirectorySink(lambda n: str(out / n), key="7.0/out", partials=partials, direct_min=direct_min)
 
-    err = asyncio.run(_cut_halfway(amqp_url, src, sink(), after=10))
+    err = asyncio.run(_cut_halfway(amqp_url, src, sink(), after=10, direct_min=direct_min))
     assert err.link
     (kept,) = [p for p in out.iterdir()]  # the part, under a name that says so; nothing looks whole
     assert kept.name.startswith(".f.") and kept.name.endswith(stream.PARTIAL_SUFFIX)
     held = kept.stat().st_size
     assert 0 < held < len(data) and data.startswith(kept.read_bytes())
 
-    sent = asyncio.run(_whole(amqp_url, src, sink()))
+    sent = asyncio.run(_whole(amqp_url, src, sink(), direct_min))
     assert sent.skipped == held and sent.sent == len(data) - held  # not from zero
     assert (out / "f").read_bytes() == data
     assert [p.name for p in out.iterdir()] == ["f"] and len(partials) == 0
@@ -365,3 +367,36 @@ def test_a_transfer_stopped_on_purpose_keeps_nothing_for_a_next_attempt(amqp_url
     err = asyncio.run(go())
     assert err.link and not err.resumable
     assert len(partials) == 0 and list(out.iterdir()) == []
+
+
+def test_big_files_go_around_the_page_cache_and_arrive_whole_both_ways(amqp_url, tmp_path):
+    """A file of TRANSFER_DIRECT_IO_MIN_MB or more is written with O_DIRECT (whole chunks; its
+    short last one as usual) and, sent on from where nobody has read it since, read around the
+    cache too: byte for byte the same after two hops, with a small file beside it unaffected."""
+    src, mid, dst = tmp_path / "src", tmp_path / "mid", tmp_path / "dst"
+    for d in (src, mid, dst):
+        d.mkdir()
+    big = os.urandom(3 * 1024 * 1024 + 17)
+    (src / "big.bin").write_bytes(big)
+    (src / "small").write_bytes(b"small\n")
+    entries = [Entry("big.bin", str(src / "big.bin")), Entry("small", str(src / "small"))]
+    direct_min = 1024 * 1024
+
+    async def hop(entries, into: Path):
+        a, b, sender, receiver = await _pair(amqp_url)
+        try:
+            return await asyncio.gather(
+                stream.send_files(sender, entries, chunk_size=256 * 1024, window=4, direct_min=direct_min),
+                stream.receive_files(receiver, DirectorySink(lambda n: str(into / n), direct_min=direct_min), window=4))
+        finally:
+            await a.close()
+            await b.close()
+
+    asyncio.run(hop(entries, mid))
+    assert (mid / "big.bin").read_bytes() == big and (mid / "small").read_bytes() == b"small\n"
+    fd = os.open(mid / "big.bin", os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # (none of it cached: read around the cache)
+    os.close(fd)
+    asyncio.run(hop([Entry("big.bin", str(mid / "big.bin"))], dst))
+    assert hashlib.sha256((dst / "big.bin").read_bytes()).digest() == hashlib.sha256(big).digest()
+    assert not [p for p in dst.rglob("*") if "partial" in p.name]
