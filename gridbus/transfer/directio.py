@@ -27,6 +27,15 @@ BLOCK = 4096  # the alignment O_DIRECT asks of offsets, lengths and buffers (a p
 _O_DIRECT = getattr(os, "O_DIRECT", 0)
 
 
+def _aligned_buffer(size: int) -> mmap.mmap:
+    """An anonymous mapping (so page-aligned) of ``size`` bytes rounded up to whole blocks."""
+    return mmap.mmap(-1, max(BLOCK, _whole_blocks(size)))
+
+
+def _whole_blocks(size: int) -> int:
+    return -(-size // BLOCK) * BLOCK
+
+
 def big(size: int, threshold: int = DIRECT_IO_MIN) -> bool:
     """Whether a file of ``size`` bytes is read and written around the page cache (a threshold of
     0: never)."""
@@ -41,7 +50,7 @@ class DirectFile:
 
     def __init__(self, fd: int, chunk: int):
         self._fd = fd
-        self._buffer = mmap.mmap(-1, max(BLOCK, -(-chunk // BLOCK) * BLOCK))  # (anonymous: page-aligned)
+        self._buffer = _aligned_buffer(chunk)
         self._direct = True
         self.closed = False
 
@@ -164,15 +173,16 @@ class Reader:
     of mincore (a read would start the readahead that fills it); a chunk that is not is read with
     O_DIRECT turned on for that read only."""
 
-    def __init__(self, fd: int, chunk: int):
+    def __init__(self, fd: int, chunk: int, size: int):
         self._fd = fd
-        self._buffer = mmap.mmap(-1, max(BLOCK, -(-chunk // BLOCK) * BLOCK))
+        self._size = size  # the file's, as it was opened (one that changes is refused by the sender)
+        self._buffer = _aligned_buffer(chunk)
         self._around = bool(_O_DIRECT) and _RESIDENCY.works
         self.direct_bytes = 0  # bytes read around the cache (for the tests and the curious)
 
     def read(self, offset: int, size: int) -> bytes:
         """Up to ``size`` bytes at ``offset`` (fewer only at the end of the file)."""
-        end = min(offset + size, os.fstat(self._fd).st_size)  # (past its end nothing is cached)
+        end = min(offset + size, self._size)  # (past its end nothing is cached)
         if not self._around or size > len(self._buffer) or offset % mmap.PAGESIZE or end <= offset \
                 or _RESIDENCY.cached(self._fd, offset, end - offset):
             return os.pread(self._fd, size, offset)
@@ -183,7 +193,7 @@ class Reader:
             self._around = False
             return os.pread(self._fd, size, offset)
         try:
-            view = memoryview(self._buffer)[:-(-size // BLOCK) * BLOCK]
+            view = memoryview(self._buffer)[:_whole_blocks(size)]
             try:
                 got = os.preadv(self._fd, [view], offset)
                 data = bytes(view[:min(got, size)])

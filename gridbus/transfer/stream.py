@@ -335,17 +335,15 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
             sent = start
             left = [size - start]  # never more than announced: a file that grew is refused below
             # A big file is read from the page cache where it is there, else around it (directio).
-            reader = directio.Reader(fh.fileno(), chunk_size) if directio.big(size, direct_min) else None
-            at_byte = [start]
+            reader = directio.Reader(fh.fileno(), chunk_size, size) if directio.big(size, direct_min) else None
 
-            def read_and_hash(fh: Any = fh, digest: Any = digest, left: list[int] = left,
-                              reader: directio.Reader | None = reader, at_byte: list[int] = at_byte) -> bytes:
+            def read_and_hash(fh: Any = fh, digest: Any = digest, left: list[int] = left, size: int = size,
+                              reader: directio.Reader | None = reader) -> bytes:
                 want = min(chunk_size, left[0])
                 if want <= 0:
                     return b""
-                data = reader.read(at_byte[0], want) if reader is not None else fh.read(want)
+                data = reader.read(size - left[0], want) if reader is not None else fh.read(want)
                 left[0] -= len(data)
-                at_byte[0] += len(data)
                 digest.update(data)  # (hashlib and the read let the loop go on meanwhile)
                 return data
 
@@ -374,7 +372,7 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
                 sent += len(data)
                 stats.sent += len(data)
             if reader is not None:
-                reader.close()
+                reader.close()  # (no read under way: the last one answered the end of the file)
             try:
                 check_unchanged(fh.fileno(), before, sent, entry.path)
             except TransferError as refused:
@@ -599,12 +597,14 @@ def _commit(sink: Sink, name: str, fh: BinaryIO) -> None:
 PARTIAL_SUFFIX = ".gridbus-partial"
 
 
-def _open_big(path: str, flags: int, size: int, direct_min: int) -> BinaryIO | None:
-    """A received file of ``size`` bytes opened around the page cache if it is ``direct_min``
-    bytes or more and its file system lets it (directio); else None: it is opened as usual."""
-    if not directio.big(size, direct_min):
-        return None
-    return cast(BinaryIO, directio.open_direct(path, flags, 0o600, CHUNK_SIZE))  # (write, seek, truncate, close)
+def _open_for_writing(path: str, flags: int, size: int, direct_min: int) -> BinaryIO:
+    """A received file of ``size`` bytes, opened around the page cache if it is ``direct_min``
+    bytes or more and its file system lets it (directio), else as usual (unbuffered)."""
+    if directio.big(size, direct_min):
+        direct = directio.open_direct(path, flags, 0o600, CHUNK_SIZE)
+        if direct is not None:
+            return cast(BinaryIO, direct)  # (it has what a sink's file is asked: write, seek, truncate, close)
+    return os.fdopen(os.open(path, flags, 0o600), "wb", buffering=0)
 
 
 def partial_tag(pid: int) -> str:
@@ -739,14 +739,13 @@ class DirectorySink:
         final = self.place(name)
         os.makedirs(os.path.dirname(final), exist_ok=True)
         temp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.{self._tag}{PARTIAL_SUFFIX}")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-        fh = _open_big(temp, flags, size, self.direct_min)
-        fd = fh.fileno() if fh is not None else os.open(temp, flags, 0o600)
+        fh = _open_for_writing(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, size,
+                               self.direct_min)
         if self.chown:
-            os.fchown(fd, *self.chown)
-        os.fchmod(fd, (mode & 0o777) | 0o600)
+            os.fchown(fh.fileno(), *self.chown)
+        os.fchmod(fh.fileno(), (mode & 0o777) | 0o600)
         self._temps[name] = temp
-        return fh if fh is not None else os.fdopen(fd, "wb", buffering=0)
+        return fh
 
     def commit(self, name: str, fh: BinaryIO) -> None:
         fh.close()
@@ -775,27 +774,23 @@ class DirectorySink:
             _unlink(partial.path)
             return None
         try:
-            big = _open_big(partial.path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, source[0], self.direct_min)
-            fd = big.fileno() if big is not None else os.open(partial.path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fh = _open_for_writing(partial.path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, source[0], self.direct_min)
         except OSError:
             _unlink(partial.path)
             return None
         try:
-            st = os.fstat(fd)
+            st = os.fstat(fh.fileno())
             if not stat.S_ISREG(st.st_mode) or st.st_size < partial.offset:
                 raise OSError(0, "the kept part is not what was written")
-            os.ftruncate(fd, partial.offset)
-            os.lseek(fd, partial.offset, os.SEEK_SET)
-            os.fchmod(fd, (mode & 0o777) | 0o600)
+            fh.truncate(partial.offset)
+            fh.seek(partial.offset)
+            os.fchmod(fh.fileno(), (mode & 0o777) | 0o600)
         except OSError:
-            if big is not None:
-                big.close()
-            else:
-                os.close(fd)
+            fh.close()
             _unlink(partial.path)
             return None
         self._temps[name] = partial.path
-        return (big if big is not None else os.fdopen(fd, "wb", buffering=0)), partial.offset, partial.digest
+        return fh, partial.offset, partial.digest
 
     def keep(self, name: str, fh: BinaryIO, source: tuple[int, int], offset: int, digest: Any) -> None:
         """A cut link: keep what was written of ``name`` for the next attempt (without a key: abort)."""

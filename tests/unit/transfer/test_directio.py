@@ -112,14 +112,14 @@ def test_a_file_is_read_from_the_cache_where_it_is_there_and_around_it_where_not
     path.write_bytes(data)
     fd = os.open(path, os.O_RDONLY)
     try:
-        cached = directio.Reader(fd, CHUNK)
+        cached = directio.Reader(fd, CHUNK, len(data))
         assert b"".join(cached.read(off, CHUNK) for off in range(0, len(data), CHUNK)) == data
         assert cached.direct_bytes == 0  # all of it was in the cache
         cached.close()
 
         os.fsync(fd)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        around = directio.Reader(fd, CHUNK)
+        around = directio.Reader(fd, CHUNK, len(data))
         assert b"".join(around.read(off, CHUNK) for off in range(0, len(data), CHUNK)) == data
         assert around.direct_bytes == len(data)  # none of it was: the last, short chunk too
         assert around.read(len(data), CHUNK) == b""
