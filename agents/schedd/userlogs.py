@@ -20,6 +20,12 @@ the crash can come between the append and the commit that deletes its row. Those
 log's last appends, in order, so before writing them again the writer reads the log's end and
 leaves out the first rows whose text it already ends with. A log is written twice only when
 something else wrote to it in between (then HTCondor's readers see the repeat, which they tolerate).
+
+An append can also be cut short: a writer killed (SIGKILL) in the middle of its write() leaves the
+first bytes of its text, as the kernel ends a write between two pages for a fatal signal. A log
+whose end is not an event's end (``...``) and is the beginning of the text owed is completed
+with the rest of that text, not followed by all of it: an event torn in the middle of a log is
+where HTCondor's readers stop (ULOG_RD_ERROR), and every event after it would be lost to them.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ class UserLogs:
         self.schedd_owned: Callable[[str], bool] = lambda path: False
         self.retries = 0  # appends written again (their shadow died)
         self.skipped = 0  # replayed appends the log already had
+        self.completed = 0  # appends cut short (their writer killed mid-write) completed
 
     def write(self, texts: Iterable[tuple[int, str, str, str]], *, replayed: bool = False) -> None:
         """Queue (row, owner, path, text) appends (row: the outbox row, 0 for none); each owner's
@@ -81,15 +88,19 @@ class UserLogs:
                 parts.append(more)
                 all_rows.append(more_rows)
             try:
+                torn = 0  # characters of the text the log ends with already (a write cut short)
                 if replayed:
-                    there = await self._replayed_there(pending, owner, path, parts)
+                    there, torn = await self._replayed_there(pending, owner, path, parts)
                     if there:
                         self.skipped += there
                         self._delivered([r for rs in all_rows[:there] for r in rs])
                         parts, all_rows = parts[there:], all_rows[there:]
                         if not parts:
                             continue
-                text, rows = "".join(parts), tuple(r for rs in all_rows for r in rs)
+                    if torn:
+                        self.completed += 1
+                        log.warning("user log %s ends with %d characters of a cut write: completing it", path, torn)
+                text, rows = "".join(parts)[torn:], tuple(r for rs in all_rows for r in rs)
                 if self.schedd_owned(path):
                     await asyncio.get_running_loop().run_in_executor(None, writer.append, path, text)
                 else:
@@ -121,14 +132,18 @@ class UserLogs:
         if rows and self.on_delivered is not None:
             self.on_delivered(rows)
 
-    async def _replayed_there(self, pending: deque[Entry], owner: str, path: str, parts: list[str]) -> int:
-        """How many of ``parts``, replayed text for ``path``, the log has already. The log ends
+    async def _replayed_there(self, pending: deque[Entry], owner: str, path: str,
+                              parts: list[str]) -> tuple[int, int]:
+        """How many of ``parts``, replayed text for ``path``, the log has already, and how many
+        characters of the next of them it ends with (a write cut short; 0 if none). The log ends
         with the first of ALL the replayed text owed to it, which may be queued apart (the
         owner's other logs' text between): what of the later entries is there too is taken out
         of ``pending`` as delivered (checking only the entries queued together took the log's
         end for text it lacked when another log's text came between, and wrote it again)."""
         later = [e for e in pending if e[0] == path and e[3]]
-        there = await self._already_written(owner, path, parts + [e[1] for e in later])
+        there, torn = await self._already_written(owner, path, parts + [e[1] for e in later])
+        if there < len(parts):
+            return there, torn
         if there > len(parts):
             done = {id(e) for e in later[:there - len(parts)]}
             self.skipped += len(done)
@@ -136,10 +151,12 @@ class UserLogs:
             kept = [e for e in pending if id(e) not in done]
             pending.clear()
             pending.extend(kept)
-        return min(there, len(parts))
+        return len(parts), 0  # (a cut write of a later entry is completed when that entry goes)
 
-    async def _already_written(self, owner: str, path: str, parts: list[str]) -> int:
-        """How many of ``parts`` (in order) the log at ``path`` already ends with."""
+    async def _already_written(self, owner: str, path: str, parts: list[str]) -> tuple[int, int]:
+        """How many of ``parts`` (in order, each whole events) the log at ``path`` already ends
+        with, and how many characters of the part after them it ends with besides: those after
+        the log's last whole event, when they begin that part (a write cut short)."""
         most = len("".join(parts).encode())
         try:
             if self.schedd_owned(path):
@@ -149,11 +166,15 @@ class UserLogs:
         except ShadowDied:
             raise
         except (ShadowRefused, OSError):
-            return 0  # no such log yet, or unreadable: the append says what is wrong
-        for n in range(len(parts), 0, -1):
-            if tail.endswith("".join(parts[:n])):
-                return n
-        return 0
+            return 0, 0  # no such log yet, or unreadable: the append says what is wrong
+        there = _ends_with(tail, parts)
+        if there:
+            return there, 0
+        head, cut = _split_cut(tail)  # (a log that ends with none of them may end with a cut write)
+        if not cut:
+            return 0, 0
+        there = _ends_with(head, parts)
+        return there, len(cut) if there < len(parts) and parts[there].startswith(cut) else 0
 
     def _again(self, pending: deque[Entry], path: str, parts: list[str], all_rows: list[tuple[int, ...]],
                why: str) -> None:
@@ -186,6 +207,21 @@ class UserLogs:
                 task.cancel()
             await asyncio.gather(*self._writers.values(), return_exceptions=True)
             await self.shadows.stop_all()
+
+
+def _ends_with(tail: str, parts: list[str]) -> int:
+    """The most of ``parts`` (the first n, in order) that ``tail`` ends with."""
+    return next((n for n in range(len(parts), 0, -1) if tail.endswith("".join(parts[:n]))), 0)
+
+
+def _split_cut(tail: str) -> tuple[str, str]:
+    """A log's end as what ends with its last whole event (an event's last line is ``...``) and
+    what follows it: nothing, or the beginning of an event whose write was cut short."""
+    if not tail or tail.endswith("\n...\n"):
+        return tail, ""
+    end = tail.rfind("\n...\n")
+    start = end + len("\n...\n") if end >= 0 else (len("...\n") if tail.startswith("...\n") else 0)
+    return tail[:start], tail[start:]
 
 
 def _tail(path: str, size: int) -> str:

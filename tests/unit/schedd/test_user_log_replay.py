@@ -58,3 +58,46 @@ def test_replayed_text_none_of_which_is_there_is_written_once_in_order(tmp_path:
 
     asyncio.run(main())
     assert nodes.read_text() == "earlier\nA\nC\n" and other.read_text() == "B\n"
+
+
+def _event(n: int) -> str:
+    return f"000 (001.{n:03d}.000) 2026-12-03 19:00:00 Job submitted from host: <127.0.0.1:0>\n...\n"
+
+
+def test_a_write_cut_short_is_completed_not_followed_so_htcondor_reads_every_event(tmp_path: Path):
+    # The owner's shadow was SIGKILLed in the middle of its write of events 1 and 2: the log ends
+    # with event 0 and the first characters of event 1. The text goes again (replayed): the log is
+    # completed with the rest, and HTCondor's reader, which stops at a torn event in the middle of a
+    # log (ULOG_RD_ERROR), reads all three.
+    import htcondor2
+
+    log = tmp_path / "job.log"
+    owed = _event(1) + _event(2)
+    log.write_text(_event(0) + owed[:30])
+    delivered: list[int] = []
+
+    async def main() -> UserLogs:
+        logs = UserLogs(Shadows(), on_error=lambda *a: None, on_delivered=delivered.extend)  # type: ignore[arg-type]
+        logs.write([(7, "alice", str(log), owed), (8, "alice", str(log), _event(3))], replayed=True)
+        assert await logs.written(timeout=5)
+        return logs
+
+    logs = asyncio.run(main())
+    assert log.read_text() == _event(0) + _event(1) + _event(2) + _event(3)
+    assert [e.proc for e in htcondor2.JobEventLog(str(log)).events(0)] == [0, 1, 2, 3]
+    assert logs.completed == 1 and sorted(delivered) == [7, 8]
+
+
+def test_a_log_that_ends_mid_event_with_other_text_is_appended_to_as_before(tmp_path: Path):
+    log = tmp_path / "job.log"
+    log.write_text(_event(0) + "000 (009.")  # a cut write, but not of this text
+    logs_written: list[UserLogs] = []
+
+    async def main() -> None:
+        logs = UserLogs(Shadows(), on_error=lambda *a: None)  # type: ignore[arg-type]
+        logs.write([(1, "alice", str(log), _event(1))], replayed=True)
+        assert await logs.written(timeout=5)
+        logs_written.append(logs)
+
+    asyncio.run(main())
+    assert log.read_text() == _event(0) + "000 (009." + _event(1) and logs_written[0].completed == 0
