@@ -158,8 +158,7 @@ async def _on_open(message):
         return
     expected = _transfers.pop(token, None)
     expected = expected[:2] if expected else None
-    task = asyncio.get_running_loop().create_task(_serve_transfer(token, expected, message.reply_to,
-                                                                  bool(headers.get("res"))))
+    task = asyncio.get_running_loop().create_task(_serve_transfer(token, expected, message.reply_to, headers))
     _tasks.add(task)
     task.add_done_callback(_tasks.discard)
 
@@ -167,14 +166,15 @@ async def _on_open(message):
 _tasks: set[asyncio.Task[Any]] = set()
 
 
-async def _serve_transfer(token, expected, peer, resumes=False):
+async def _serve_transfer(token, expected, peer, opening=None):
     from gridbus.transfer import stream
     from gridbus.transfer.serve import serve
 
     ep = stream.Endpoint(_bus["connection"], token, stall=float((expected or (0, {}))[1].get("stall", stream.STALL_TIMEOUT)))
     try:
         await ep.open()
-        ep.peer, ep.peer_resumes = peer, resumes
+        ep.peer = peer
+        ep.heard(opening)
         if expected is None:
             await stream.send_error(ep, stream.TransferError("the owner's shadow expects no transfer with this token", link=True))
             return

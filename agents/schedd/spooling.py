@@ -264,7 +264,7 @@ class Spooling:
                 if (opened.headers or {}).get("t") != "open" or not opened.reply_to:
                     return
                 ep.peer = opened.reply_to
-                ep.peer_resumes = bool((opened.headers or {}).get("res"))
+                ep.heard(opened.headers)
                 await serve(ep, direction, {**ad, "TransferOutputRemaps": ""}, place)
             except stream.TransferError:
                 pass

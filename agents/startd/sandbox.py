@@ -376,7 +376,7 @@ class Sandboxes:
                                            link=answer.status != Status.USER + OPEN_REFUSED)
             ep.token, ep.peer = str(answer.outArgs.get("Token")), str(answer.outArgs.get("Queue"))
             if direction == "in":
-                await ep.send("open", direction=direction, res=True)  # (this end answers where a file starts)
+                await ep.send("open", direction=direction, **stream.OPENING)  # (it answers where a file starts)
                 ep.peer = ""  # the shadow's own queue for this transfer comes with its first message
             else:
                 await ep.send("open", direction=direction)
@@ -384,7 +384,7 @@ class Sandboxes:
                 if (ready.headers or {}).get("t") == "error":
                     raise stream.error_of(ready)
                 ep.peer = ready.reply_to or ""
-                ep.peer_resumes = bool((ready.headers or {}).get("res"))
+                ep.heard(ready.headers)
             return await run(ep)
         finally:
             if self._open.get(claim.id) is ep:

@@ -14,8 +14,8 @@ from gridbus.transfer import directio, spec, stream
 
 async def serve(ep: stream.Endpoint, direction: str, ad: Mapping[str, Any],
                 place: Callable[[str], str] | None = None) -> None:
-    """``ep.peer`` is the starter's queue (``ep.peer_resumes``: its ``open`` said it answers where a
-    file starts). ``place(name)``: where an output file goes (default: as the ad's Out, Err, remaps
+    """``ep.peer`` is the starter's queue (``ep.heard`` its ``open``: whether it answers where a file
+    starts, which digests it knows). ``place(name)``: where an output file goes (default: as the ad's Out, Err, remaps
     and Iwd say; a checkpoint's, spec.CHECKPOINT_TO in ``ad``, under its own name in that
     directory). An output cut by a link failure is kept for the job's next attempt, by
     spec.RESUME_KEY (or the job's id). A failure is sent to the starter, which reports it. A file
@@ -30,7 +30,7 @@ async def serve(ep: stream.Endpoint, direction: str, ad: Mapping[str, Any],
                 return
             await stream.send_files(ep, entries, direct_min=direct_min)
         else:
-            await ep.send("ready", res=True)  # (this end answers where a file starts: resumption)
+            await ep.send("ready", **stream.OPENING)  # (this end answers where a file starts; its digests)
             to = ad.get(spec.CHECKPOINT_TO)
             if isinstance(to, str) and to:  # a checkpoint: every file lands under its own name there
                 place = functools.partial(_below, to)

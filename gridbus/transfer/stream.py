@@ -11,8 +11,10 @@ the default exchange at all (``gridbus broker setup``), so only daemons' connect
 reach these queues; every message also carries the transfer's token, and one without it is dropped.
 
 The sender sends, in order and numbered: ``dir`` (a directory to make), ``file`` (name, size,
-mode, mtime), ``data`` chunks of at most CHUNK_SIZE bytes, ``eof`` (the file's sha256), ..., ``end``;
-a file smaller than a chunk goes as one ``whole`` message (name, size, mode, sha256 and the bytes).
+mode, mtime), ``data`` chunks of at most CHUNK_SIZE bytes, ``eof`` (the file's digest), ..., ``end``;
+a file smaller than a chunk goes as one ``whole`` message (name, size, mode, digest and the bytes).
+Which digest (xxh3_128, or sha256 for a peer that knows no other) is agreed as digests.py says:
+each end's opening message names those it knows, each ``file`` and ``whole`` the one it is checked by.
 
 Flow control is by credit: the receiver grants it, the sender spends it. Each ``ack`` says the
 last message the receiver has written (``seq``) and the last one the sender may send (``credit``,
@@ -27,25 +29,25 @@ while the next one comes, so the disk, the hash and the broker overlap. ``end`` 
 
 Resumption: a receiver whose transfer is cut (a link failure) keeps the part of a file it has
 written (a ``.gridbus-partial`` file, remembered in memory with the sender's size and mtime and
-the sha256 state of the part; ``Partials``). When the same job sends again, its ``file`` says the
+the digest's state of the part; ``Partials``). When the same job sends again, its ``file`` says the
 file's size and mtime and asks (``res``) where to start; the receiver answers ``at``: the
-offset it holds for that name if the size and mtime agree (else 0) and the sha256 of that part.
-The sender hashes its own first ``offset`` bytes and, if they agree, sends from there (the first
+offset it holds for that name if the size and mtime agree (else 0, or if the part was hashed by
+another digest) and that part's digest. The sender hashes its own first ``offset`` bytes and, if
+they agree, sends from there (the first
 ``data`` says ``off``); otherwise from 0. An end asks only a peer that said, in its opening
 message (``res`` on ``open`` or ``ready``), that it answers: an older peer gets the stream it knows.
 
 Failures: either end may send ``error`` (a named file cannot be read, or written) and give up;
 silence for ``stall`` seconds (a connection or a process gone) ends the transfer as a link
 failure. No half transfer is ever taken for a whole one: the receiver commits a file only when
-its size and sha256 agree, and the transfer only on ``end``.
+its size and digest agree, and the transfer only on ``end``.
 
-This module imports only the standard library and aio-pika (the owner's shadow imports it).
+This module imports only the standard library, aio-pika and xxhash (the owner's shadow imports it).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import secrets
 import stat
@@ -55,7 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol, cast
 
 from gridbus import protocol
-from gridbus.transfer import directio
+from gridbus.transfer import digests, directio
 
 CHUNK_SIZE = 1 << 20  # bytes per data message (see docs/architecture.md, "File transfer")
 WINDOW = 8  # messages a receiver lets the sender have in flight (its credit beyond what it wrote)
@@ -124,6 +126,11 @@ class ResumingSink(Sink, Protocol):
     def keep(self, name: str, fh: BinaryIO, source: tuple[int, int], offset: int, digest: Any) -> None: ...
 
 
+OPENING: dict[str, Any] = {"res": True, "hashes": digests.OFFER}
+"""What an opening message (``open``, ``ready``) says this end can do: it answers where a file starts
+(resumption) and knows these digests."""
+
+
 class Endpoint:
     """One end of one transfer: an exclusive, server-named queue on its own channel."""
 
@@ -133,11 +140,19 @@ class Endpoint:
         self.stall = stall
         self.peer = ""  # the other end's queue
         self.peer_resumes = False  # the other end answers ``at`` (its opening message said ``res``)
+        self.peer_hashes: tuple[str, ...] = (digests.SHA256,)  # the digests it knows (``hashes``)
         self.queue_name = ""
         self._channel: Any = None
         self._queue: Any = None
         self._tag: str | None = None
         self._inbox: asyncio.Queue = asyncio.Queue()
+
+    def heard(self, opening: Any) -> None:
+        """Learn what the other end can do from the headers of its opening message (``open`` or
+        ``ready``): whether it answers where a file starts, which digests it knows."""
+        headers = opening if isinstance(opening, dict) else {}
+        self.peer_resumes = bool(headers.get("res"))
+        self.peer_hashes = digests.offered(headers.get("hashes"))
 
     async def open(self) -> str:
         self._channel = await self.connection.channel(publisher_confirms=False)
@@ -152,7 +167,7 @@ class Endpoint:
             return  # not this transfer's: dropped
         self._inbox.put_nowait(message)
 
-    async def send(self, kind: str, body: bytes = b"", **headers: Any) -> None:
+    async def send(self, kind: str, body: bytes = b"", /, **headers: Any) -> None:
         import aio_pika
 
         if not self.peer:
@@ -252,6 +267,8 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
     acked = 0
     credit = window  # the last message this end may send until the receiver grants more
     asks = ep.peer_resumes if resume is None else resume
+    algorithm = digests.choose(ep.peer_hashes)
+    naming = {} if algorithm == digests.SHA256 else {"hash": algorithm}  # (sha256 goes unnamed: older peers)
     answers: dict[int, Any] = {}  # the receiver's ``at``, by the number of the ``file`` it answers
     loop = asyncio.get_running_loop()
 
@@ -268,7 +285,7 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
         elif kind == "error":
             raise error_of(message)
 
-    async def put(kind: str, body: bytes = b"", **headers: Any) -> None:
+    async def put(kind: str, body: bytes = b"", /, **headers: Any) -> None:
         nonlocal seq
         while (m := ep.pending()) is not None:
             take(m)
@@ -295,31 +312,31 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
         with os.fdopen(fd, "rb", buffering=0) as fh:
             before = os.fstat(fh.fileno())
             size = before.st_size
-            if size < chunk_size:  # a small file is one message: name, data and sha256 together
+            if size < chunk_size:  # a small file is one message: name, data and digest together
                 try:
                     data = _read_all(fh, entry.path, size)
                     check_unchanged(fh.fileno(), before, len(data), entry.path)
                 except TransferError as refused:
                     await send_error(ep, refused)
                     raise
-                await put("whole", data, name=entry.name, size=len(data), mode=entry.mode & 0o7777,
-                          sha256=hashlib.sha256(data).hexdigest())
+                await put("whole", data, name=entry.name, size=len(data), mode=entry.mode & 0o7777, **naming,
+                          **{algorithm: digests.of(data, algorithm)})
                 stats.files += 1
                 stats.bytes += len(data)
                 continue
-            digest = hashlib.sha256()
+            digest = digests.new(algorithm)
             start = 0
             if asks:
                 await put("file", name=entry.name, size=size, mode=entry.mode & 0o7777, mtime=before.st_mtime_ns,
-                          res=True)
+                          res=True, **naming)
                 asked = seq
                 while asked not in answers:
                     take(await ep.next())
                 at = answers.pop(asked)
                 offset = int(at.get("offset") or 0)
                 if 0 < offset <= size:
-                    try:  # the part the receiver holds must be this file's: its sha256 says so
-                        same = await loop.run_in_executor(None, _hash_prefix, fh, digest, offset) == at.get("sha256")
+                    try:  # the part the receiver holds must be this file's: its digest says so
+                        same = await loop.run_in_executor(None, _hash_prefix, fh, digest, offset) == at.get(algorithm)
                     except OSError as exc:
                         error = failed(exc, entry.path)
                         await send_error(ep, error)
@@ -327,11 +344,11 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
                     if same:
                         start = offset
                     else:
-                        digest = hashlib.sha256()
+                        digest = digests.new(algorithm)
                         fh.seek(0)
                 stats.skipped += start
             else:
-                await put("file", name=entry.name, size=size, mode=entry.mode & 0o7777)
+                await put("file", name=entry.name, size=size, mode=entry.mode & 0o7777, **naming)
             sent = start
             left = [size - start]  # never more than announced: a file that grew is refused below
             # A big file is read from the page cache where it is there, else around it (directio).
@@ -344,7 +361,7 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
                     return b""
                 data = reader.read(size - left[0], want) if reader is not None else fh.read(want)
                 left[0] -= len(data)
-                digest.update(data)  # (hashlib and the read let the loop go on meanwhile)
+                digest.update(data)  # (the read, and sha256's hashlib, let the loop go on meanwhile)
                 return data
 
             # Pipelined: the next chunk is read and hashed on a thread while this one is sent.
@@ -378,7 +395,7 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
             except TransferError as refused:
                 await send_error(ep, refused)
                 raise
-            await put("eof", sha256=digest.hexdigest(), size=sent)
+            await put("eof", size=sent, **{algorithm: digest.hexdigest()})
         stats.files += 1
         stats.bytes += sent
     await put("end", files=stats.files, bytes=stats.bytes)
@@ -392,7 +409,7 @@ async def send_files(ep: Endpoint, entries: Iterable[Entry], *, chunk_size: int 
 
 
 def _hash_prefix(fh: Any, digest: Any, size: int) -> str:
-    """Feed the first ``size`` bytes of ``fh`` to ``digest`` (leaving ``fh`` there); their sha256."""
+    """Feed the first ``size`` bytes of ``fh`` to ``digest`` (leaving ``fh`` there); their digest."""
     fh.seek(0)
     left = size
     while left > 0:
@@ -418,6 +435,7 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
     got = 0
     source = (0, 0)  # the sender's size and mtime of the file being received
     digest: Any = None
+    algorithm = digests.SHA256  # the digest the file being received is checked by
     every = max(1, window // 4)
     written = 0  # the last message whose bytes are written
     granted = 0  # the last acknowledgement sent
@@ -462,7 +480,7 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
                     if int(off) != 0:
                         raise TransferError(f"{name}: data from byte {off} where {got} were received", link=True)
                     stats.skipped -= got
-                    got, digest = 0, hashlib.sha256()  # the sender starts again: its file is not the part kept
+                    got, digest = 0, digests.new(algorithm)  # the sender starts again: its file is not the part kept
                     fh.seek(0)
                     fh.truncate(0)
                 got += len(body)
@@ -478,22 +496,27 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
                     raise TransferError(f"refusing the file name {name!r}: it would leave the sandbox", path=name)
                 mode = int(h.get("mode") or 0o644)
                 source = (size, int(h.get("mtime") or 0))
+                algorithm = _algorithm(h, name)
                 kept = sink.resume(name, source, mode) if resuming and h.get("res") else None  # type: ignore[attr-defined]
+                if kept is not None and digests.name_of(kept[2]) != algorithm:
+                    sink.abort(name, kept[0])  # hashed by another digest than this attempt's: start anew
+                    kept = None
                 if kept is not None:
                     fh, got, digest = kept
                     stats.skipped += got
                 else:
-                    fh, got, digest = _open(sink, name, size, mode), 0, hashlib.sha256()
+                    fh, got, digest = _open(sink, name, size, mode), 0, digests.new(algorithm)
                 if h.get("res"):
-                    await ep.send("at", seq=seq, offset=got, sha256=digest.copy().hexdigest() if got else "")
+                    await ep.send("at", seq=seq, offset=got, **{algorithm: digest.copy().hexdigest() if got else ""})
                 written = seq
             elif kind == "whole":
                 name, size = str(h.get("name") or ""), int(h.get("size") or 0)
                 if not safe_name(name):
                     raise TransferError(f"refusing the file name {name!r}: it would leave the sandbox", path=name)
                 body = message.body
-                if len(body) != size or h.get("sha256") != hashlib.sha256(body).hexdigest():
-                    raise TransferError(f"{name}: received {len(body)} of {size} bytes, or a wrong sha256", link=True)
+                algorithm = _algorithm(h, name)
+                if len(body) != size or h.get(algorithm) != digests.of(body, algorithm):
+                    raise TransferError(f"{name}: received {len(body)} of {size} bytes, or a wrong {algorithm}", link=True)
                 fh = _open(sink, name, size, int(h.get("mode") or 0o644))
                 _write(fh, body, name)
                 opened, fh = fh, None
@@ -505,8 +528,8 @@ async def receive_files(ep: Endpoint, sink: Sink, *, window: int = WINDOW) -> St
                 if fh is None:
                     raise TransferError("end of file outside a file", link=True)
                 await written_all()
-                if got != size or h.get("sha256") != digest.hexdigest():
-                    raise TransferError(f"{name}: received {got} of {size} bytes, or a wrong sha256", link=True)
+                if got != size or h.get(algorithm) != digest.hexdigest():
+                    raise TransferError(f"{name}: received {got} of {size} bytes, or a wrong {algorithm}", link=True)
                 opened, fh = fh, None
                 _commit(sink, name, opened)
                 stats.files += 1
@@ -560,6 +583,14 @@ def check_unchanged(fd: int, before: os.stat_result, sent: int, path: str) -> No
     if sent != before.st_size or (now.st_size, now.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
         raise TransferError(f"reading from file {path}: ReliSock: put_file: only sent {sent} bytes out of "
                             f"{now.st_size} (the file changed while it was being sent)", path=path)
+
+
+def _algorithm(headers: Any, name: str) -> str:
+    """The digest a ``file`` or ``whole`` message names (``hash``; none: sha256), if this end knows it."""
+    algorithm = str(headers.get("hash") or digests.SHA256)
+    if algorithm not in digests.KNOWN:
+        raise TransferError(f"{name}: checked by the digest {algorithm!r}, which this end does not know", link=True)
+    return algorithm
 
 
 def _read_all(fh: Any, path: str, size: int) -> bytes:
@@ -637,7 +668,7 @@ def sweep_partials(directories: Iterable[str], pid: int) -> int:
 @dataclass
 class Partial:
     """The written part of a file a cut transfer left: where, of which source file (its size and
-    mtime as the sender told them), how many bytes, their sha256 state, since when."""
+    mtime as the sender told them), how many bytes, their digest's state, since when."""
 
     path: str
     source: tuple[int, int]
@@ -763,7 +794,7 @@ class DirectorySink:
 
     def resume(self, name: str, source: tuple[int, int], mode: int) -> tuple[BinaryIO, int, Any] | None:
         """The part of ``name`` a cut attempt with this key left, if it is of the same source
-        file (size and mtime): open at its end, with its length and sha256 state; else None
+        file (size and mtime): open at its end, with its length and digest's state; else None
         (a part of another source is removed)."""
         if not self.key:
             return None

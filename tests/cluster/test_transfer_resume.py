@@ -42,7 +42,8 @@ async def _open(startd, shadow_queue: str, token: str, iwd: Path) -> stream.Endp
     await ep.send("open", direction="out")
     ready = await ep.next()
     assert (ready.headers or {}).get("t") == "ready", ready.headers
-    ep.peer, ep.peer_resumes = ready.reply_to, bool(ready.headers.get("res"))
+    ep.peer = ready.reply_to
+    ep.heard(ready.headers)
     return ep
 
 

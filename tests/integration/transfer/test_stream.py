@@ -12,17 +12,20 @@ from pathlib import Path
 import aio_pika
 import pytest
 
-from gridbus.transfer import stream
+from gridbus.transfer import digests, stream
 from gridbus.transfer.stream import DirectorySink, Endpoint, Entry, TransferError
 
 
-async def _pair(url: str, token: str = "tok", stall: float = 5.0):
+async def _pair(url: str, token: str = "tok", stall: float = 5.0, hashes: str | None = digests.OFFER):
+    """Two ends; the sender knows the receiver's queue and digests (``hashes``, None: a receiver
+    that named none, gridbus 0.1.0) as the opening message would tell it."""
     a = await aio_pika.connect(url)
     b = await aio_pika.connect(url)
     sender, receiver = Endpoint(a, token, stall=stall), Endpoint(b, token, stall=stall)
     await sender.open()
     await receiver.open()
-    sender.peer = receiver.queue_name  # as the opening message would tell it
+    sender.peer = receiver.queue_name
+    sender.peer_hashes = digests.offered(hashes)
     return a, b, sender, receiver
 
 
@@ -230,10 +233,11 @@ def test_an_aborted_receiver_gives_up_at_once_not_at_its_stall_timeout(amqp_url,
 
 
 async def _cut_halfway(url: str, src: Path, sink: DirectorySink, *, after: int,
-                       abort: str = "", direct_min: int = stream.directio.DIRECT_IO_MIN) -> TransferError:
+                       abort: str = "", direct_min: int = stream.directio.DIRECT_IO_MIN,
+                       hashes: str | None = digests.OFFER) -> TransferError:
     """A transfer of ``src`` whose sender stops after ``after`` data messages, then its connection
     goes (or, with ``abort``, the receiver stops it on purpose, saying why): the receiver's error."""
-    a, b, sender, receiver = await _pair(url, stall=5.0 if abort else 1.0)
+    a, b, sender, receiver = await _pair(url, stall=5.0 if abort else 1.0, hashes=hashes)
     real_send, count = sender.send, 0
     half = asyncio.Event()
 
@@ -400,3 +404,136 @@ def test_big_files_go_around_the_page_cache_and_arrive_whole_both_ways(amqp_url,
     asyncio.run(hop([Entry("big.bin", str(mid / "big.bin"))], dst))
     assert hashlib.sha256((dst / "big.bin").read_bytes()).digest() == hashlib.sha256(big).digest()
     assert not [p for p in dst.rglob("*") if "partial" in p.name]
+
+
+def _recording(ep: Endpoint) -> list[tuple[str, dict]]:
+    """Every message ``ep`` sends from now on, as (kind, headers)."""
+    sent: list[tuple[str, dict]] = []
+    real = ep.send
+
+    async def send(kind, body=b"", **h):
+        sent.append((kind, h))
+        await real(kind, body, **h)
+
+    ep.send = send  # type: ignore[method-assign]
+    return sent
+
+
+async def _send_one_of_each(url: str, src: Path, into: Path, *, hashes: str | None,
+                            tamper: bool = False) -> tuple[list[tuple[str, dict]], list[tuple[str, dict]]]:
+    """A small file (``whole``) and a chunked one between two ends, the receiver having named
+    ``hashes``; with ``tamper``, one chunk's bytes are changed on the way. What each end sent."""
+    a, b, sender, receiver = await _pair(url, hashes=hashes)
+    by_sender, by_receiver = _recording(sender), _recording(receiver)
+    if tamper:
+        real = sender._channel.default_exchange.publish
+
+        async def publish(message, routing_key, **kw):
+            if (message.headers or {}).get("t") == "data" and message.body:
+                message.body = b"\0" + message.body[1:]
+            return await real(message, routing_key, **kw)
+
+        sender._channel.default_exchange.publish = publish
+    try:
+        await asyncio.gather(
+            stream.send_files(sender, [Entry("small", str(src / "small")), Entry("big", str(src / "big"))],
+                              chunk_size=64 * 1024, window=4, resume=True),
+            stream.receive_files(receiver, DirectorySink(lambda n: str(into / n), key="1.0/in"), window=4))
+    finally:
+        await a.close()
+        await b.close()
+    return by_sender, by_receiver
+
+
+def _sources(tmp_path: Path) -> tuple[Path, Path, bytes]:
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    out.mkdir()
+    big = os.urandom(300 * 1024 + 3)
+    (src / "small").write_bytes(b"small\n")
+    (src / "big").write_bytes(big)
+    return src, out, big
+
+
+def test_two_ends_that_both_know_xxh3_check_every_file_by_it(amqp_url, tmp_path):
+    src, out, big = _sources(tmp_path)
+    by_sender, by_receiver = asyncio.run(_send_one_of_each(amqp_url, src, out, hashes=digests.OFFER))
+    named = {kind: h for kind, h in by_sender if kind in ("whole", "file", "eof")}
+    assert named["whole"]["hash"] == named["file"]["hash"] == "xxh3_128"
+    assert named["whole"]["xxh3_128"] == digests.of(b"small\n", "xxh3_128")
+    assert named["eof"]["xxh3_128"] == digests.of(big, "xxh3_128")
+    assert not any("sha256" in h for _, h in by_sender + by_receiver)
+    (at,) = [h for kind, h in by_receiver if kind == "at"]
+    assert at["offset"] == 0 and at["xxh3_128"] == ""
+    assert (out / "big").read_bytes() == big and (out / "small").read_bytes() == b"small\n"
+
+
+@pytest.mark.parametrize("hashes", [None, "sha256", "md5,sha256"], ids=["named-none", "sha256-only", "unknown-first"])
+def test_a_receiver_that_knows_only_sha256_gets_the_stream_it_knows(amqp_url, tmp_path, hashes):
+    """An older end (gridbus 0.1.0 names no digests, and checks sha256 only) is sent sha256 with
+    no ``hash`` named: the messages it has always read."""
+    src, out, big = _sources(tmp_path)
+    by_sender, _ = asyncio.run(_send_one_of_each(amqp_url, src, out, hashes=hashes))
+    named = {kind: h for kind, h in by_sender if kind in ("whole", "file", "eof")}
+    assert not any("hash" in h or "xxh3_128" in h for h in named.values())
+    assert named["whole"]["sha256"] == hashlib.sha256(b"small\n").hexdigest()
+    assert named["eof"]["sha256"] == hashlib.sha256(big).hexdigest()
+    assert (out / "big").read_bytes() == big
+
+
+@pytest.mark.parametrize("hashes", [digests.OFFER, None], ids=["xxh3_128", "sha256"])
+def test_a_chunk_changed_on_the_way_fails_the_file_by_its_digest(amqp_url, tmp_path, hashes):
+    src, out, _big = _sources(tmp_path)
+    with pytest.raises(TransferError) as err:
+        asyncio.run(_send_one_of_each(amqp_url, src, out, hashes=hashes, tamper=True))
+    algorithm = digests.choose(digests.offered(hashes))
+    assert err.value.link and f"big: received {300 * 1024 + 3} of {300 * 1024 + 3} bytes, or a wrong {algorithm}" in err.value.reason
+    assert not (out / "big").exists()
+
+
+def test_a_file_checked_by_a_digest_the_receiver_does_not_know_is_refused(amqp_url, tmp_path):
+    src, out, _big = _sources(tmp_path)
+
+    async def go():
+        a, b, sender, receiver = await _pair(amqp_url)
+        real = sender.send
+
+        async def names_md5(kind, body=b"", **h):
+            if kind in ("whole", "file"):
+                h["hash"] = "md5"
+            await real(kind, body, **h)
+
+        sender.send = names_md5
+        try:
+            return await asyncio.gather(
+                stream.send_files(sender, [Entry("small", str(src / "small"))], window=4),
+                stream.receive_files(receiver, _sink(out), window=4), return_exceptions=True)
+        finally:
+            await a.close()
+            await b.close()
+
+    sent, got = asyncio.run(go())
+    assert isinstance(got, TransferError) and "small: checked by the digest 'md5', which this end does not know" in got.reason
+    assert isinstance(sent, TransferError) and "md5" in sent.reason
+    assert list(out.iterdir()) == []
+
+
+def test_a_part_kept_by_sha256_is_not_resumed_by_an_attempt_checked_by_xxh3(amqp_url, tmp_path):
+    """A part cut from an older sender's attempt (sha256) and the next attempt by a newer one
+    (xxh3_128): the kept part's state is of the other digest, so the file goes from its first
+    byte, and arrives whole."""
+    src, out = tmp_path / "f", tmp_path / "out"
+    out.mkdir()
+    data = os.urandom(1024 * 1024 + 9)
+    src.write_bytes(data)
+    partials = stream.Partials()
+
+    def sink() -> DirectorySink:
+        return DirectorySink(lambda n: str(out / n), key="7.0/in", partials=partials)
+
+    asyncio.run(_cut_halfway(amqp_url, src, sink(), after=4, hashes=None))
+    (part,) = partials._kept.values()
+    assert digests.name_of(part.digest) == "sha256" and part.offset > 0
+    sent = asyncio.run(_whole(amqp_url, src, sink()))
+    assert sent.skipped == 0 and sent.sent == len(data)
+    assert [p.name for p in out.iterdir()] == ["f"] and (out / "f").read_bytes() == data
