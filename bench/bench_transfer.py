@@ -5,7 +5,7 @@
    an exclusive classic queue (what a transfer uses) and a stream queue (``x-queue-type: stream``,
    durable, consumed with acks and a prefetch), and for the classic queue at several message sizes.
 2. The chunk stream alone (gridbus/transfer/stream.py, send_files -> receive_files between two
-   connections, files on disk, sha256 on both ends): MiB/s at several chunk sizes.
+   connections, files on disk, each file's digest on both ends): MiB/s at several chunk sizes.
 3. A personal pool (collector, negotiator, schedd, one startd with 4 slots; real processes):
    1,000 jobs with 10 x 4 KiB inputs each (and one small output each) from a Submit to the last
    completion, beside the same 1,000 jobs without transfer and 1,000 with 1 x 4 KiB input, in the
@@ -115,6 +115,7 @@ async def stream_rate(url: str, path: Path, chunk: int, window: int) -> float:
         await sender.open()
         await receiver.open()
         sender.peer = receiver.queue_name
+        sender.heard(stream.OPENING)  # (as the receiver's opening message would tell it)
         started = time.monotonic()
         await asyncio.gather(
             stream.send_files(sender, [stream.Entry("f", str(path))], chunk_size=chunk, window=window),
@@ -369,8 +370,12 @@ def _digest(path: Path) -> str:
 
 
 def run(quick: bool = False, small_only: bool = False, big: bool = False, rounds: int = 3, big_job_command: str = "mv") -> dict:
+    from gridbus import allocator
     from gridbus.transfer import stream
 
+    # Equal settings: the raw peer's ends (in this process) get the malloc tuning that gridbus's
+    # daemons and owners' shadows run with (gridbus/allocator.py).
+    allocator.tune()
     mgmt, vhost, url = _vhost("transfer")
     work = Path(tempfile.mkdtemp(prefix="gridbus-bench-transfer-"))
     figures: dict[str, object] = {}

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
+from gridbus import allocator
 from gridbus.agent.core import Agent
 from gridbus.config import Config
 from gridbus.errors import EXIT_REASON_ENV, NoRestart
@@ -170,6 +171,7 @@ def run(make_agent: Callable[[], Agent], *, loop_thread: bool = False) -> None:
         await agent.run(stop)
 
     tune_gc()
+    allocator.tune()
     default_inherited_ignores()
     if not loop_thread:
         try:
