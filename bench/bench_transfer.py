@@ -270,9 +270,17 @@ def big_job(pool, submit: Path, big_mib: int, command: str = "mv") -> dict[str, 
 
     out: dict[str, float] = {}
     shadow_rss = [0.0]
+    shadows: list[int] = []
+    scanned = [0.0]
 
-    def left() -> bool:  # (the shadow's peak taken while it lives: the schedd stops it once idle)
-        shadow_rss.append(max([_peak_rss_mib(p) for p in _shadows(pool.procs["schedd@s"].pid)] or [0.0]))
+    def left() -> bool:
+        # Asked often (the completion's moment is the measurement's end), but /proc is scanned for
+        # the shadows at most twice a second (a scan is cpu taken from the pool it measures); the
+        # shadow's peak (VmHWM) is read while it lives (the schedd stops it once idle).
+        if time.monotonic() - scanned[0] > 0.5:
+            shadows[:] = _shadows(pool.procs["schedd@s"].pid)
+            scanned[0] = time.monotonic()
+        shadow_rss.append(max([_peak_rss_mib(p) for p in shadows] or [0.0]))
         return not pool.jobs("schedd@s", "JobStatus <= 2", ["ProcId"])
 
     big = submit / "big.bin"
@@ -286,7 +294,7 @@ def big_job(pool, submit: Path, big_mib: int, command: str = "mv") -> dict[str, 
     started = time.monotonic()
     cluster = pool.submit("schedd@s", 1, cmd=str(copy_script), Iwd=str(submit), ShouldTransferFiles="YES",
                           TransferInput="big.bin", TransferOutput="copy.bin", Out="/dev/null", Err="/dev/null")
-    wait_for("the big-file job", left, 1800, interval=0.2)
+    wait_for("the big-file job", left, 1800, interval=0.05)
     wall = time.monotonic() - started
     (job,) = pool.history("schedd@s", f"ClusterId == {cluster}", [
         "BytesSent", "BytesRecvd", "JobStatus", "TransferInStarted", "TransferInFinished", "TransferOutStarted",
