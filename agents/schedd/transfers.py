@@ -63,15 +63,16 @@ class Transfers:
         stall = self.settings.transfer_stall
         token = secrets.token_hex(16)
         self.stats["TransfersOpened"] += 1
-        extra, direction = self._checkpoint_spec(ad, Direction, ClaimId)
+        checkpoint, direction = self._checkpoint_spec(ad, Direction, ClaimId)
+        # (TRANSFER_DIRECT_IO_MIN_MB: for the owner's shadow and for the schedd's own spooled transfers)
+        extra: dict[str, Any] = {**checkpoint, spec.DIRECT_MIN: self.settings.transfer_direct_io_min}
         if self.spooling.is_spooled(ad):
             return {"Queue": await self.spooling.open_transfer({**ad, **extra}, direction, token, stall), "Token": token}
         wanted = transfer_spec(ad)
         try:
             queue = await self.owner_shadows.expect(str(ad.get("Owner") or ""), token, direction,
                                                     {**wanted, **extra, "stall": stall,
-                                                     spec.RESUME_KEY: f"{ClusterId}.{ProcId}",
-                                                     spec.DIRECT_MIN: self.settings.transfer_direct_io_min})
+                                                     spec.RESUME_KEY: f"{ClusterId}.{ProcId}"})
         except ShadowRefused as exc:
             raise app_error(OPEN_REFUSED, f"OpenTransfer: {exc.sentence}") from None
         return {"Queue": queue, "Token": token}

@@ -190,3 +190,39 @@ def test_a_small_input_after_a_checkpoint_brings_the_checkpoint_back_inline(tmp_
             await schedd.commits.close()
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("spooled", [False, True], ids=["owner-s-shadow", "spooled"])
+def test_open_transfer_hands_on_transfer_direct_io_min_whoever_serves_it(tmp_path: Path, spooled: bool):
+    """TRANSFER_DIRECT_IO_MIN_MB reaches the submit side's end of a streamed transfer both when the
+    owner's shadow serves it and when the schedd serves a spooled job's itself."""
+    from gridbus.transfer import spec
+
+    async def main() -> dict:
+        schedd = make_schedd(tmp_path, transfer_direct_io_min=5 << 20)
+        await schedd.setup()
+        served: list[dict] = []
+
+        async def expect(owner, token, direction, wanted):
+            served.append(wanted)
+            return "q-shadow"
+
+        async def open_transfer(ad, direction, token, stall):
+            served.append(ad)
+            return "q-schedd"
+
+        schedd.transfers.owner_shadows.expect = expect
+        schedd.transfers.spooling.open_transfer = open_transfer
+        schedd.transfers.spooling.is_spooled = lambda ad: spooled
+        try:
+            cid = submit(schedd, ShouldTransferFiles="YES", Iwd=str(tmp_path))
+            await run_on_claim(schedd, cid, 0, "c1")
+            answer = await schedd.transfers.OpenTransfer(call("OpenTransfer", user="startd"), ClaimId="c1",
+                                                         ClusterId=cid, ProcId=0, Direction="in")
+            assert answer["Queue"] == ("q-schedd" if spooled else "q-shadow")
+        finally:
+            await schedd.owner_shadows.stop_all()
+            await schedd.commits.close()
+        return served[0]
+
+    assert asyncio.run(main())[spec.DIRECT_MIN] == 5 << 20
