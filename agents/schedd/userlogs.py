@@ -35,6 +35,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterable
 
+from gridbus.agent.awaiting import cancel_and_wait
 from gridbus.agents.schedd.owner_shadow import OwnerShadows, ShadowDied, ShadowRefused
 from gridbus.eventlog import writer
 
@@ -203,9 +204,7 @@ class UserLogs:
             if not await self.written(timeout=timeout):
                 log.warning("user-log text of %s not written at the stop", ", ".join(sorted(self._pending)))
         finally:
-            for task in self._writers.values():
-                task.cancel()
-            await asyncio.gather(*self._writers.values(), return_exceptions=True)
+            await cancel_and_wait(list(self._writers.values()), log)
             await self.shadows.stop_all()
 
 

@@ -27,6 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from gridbus.agent.awaiting import cancel_and_wait
 from gridbus.agents.startd.arguments import lookup
 from gridbus.agents.startd.slots import Claim
 from gridbus.rpc import MethodResult
@@ -207,6 +208,4 @@ class Reporter:
         if self._linger is not None:
             self._linger.cancel()
             self._linger = None
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(list(self._tasks), log)
