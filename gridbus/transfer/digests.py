@@ -7,7 +7,8 @@ two ends prefer is xxh3_128: it hashes a GiB in about 0.04 s of cpu, where sha25
 job's input and output are hashed four times (each end, each way). sha256 stays for peers that
 know nothing else (gridbus 0.1.0): each end names the digests it knows in its opening message
 (``hashes``), the sender takes the first of its own it shares with the receiver and names it with
-each file it sends (``hash``; absent: sha256).
+each file it sends (``hash``; absent: sha256). A process that cannot import xxhash (an owner's
+shadow on a system Python the package was not built for) offers sha256 alone, and is sent it.
 """
 
 from __future__ import annotations
@@ -16,11 +17,15 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-import xxhash
+xxhash: Any
+try:
+    import xxhash
+except ImportError:  # (a C extension, built for the daemons' Python: see the module's doc)
+    xxhash = None
 
 SHA256 = "sha256"
 XXH3_128 = "xxh3_128"
-KNOWN = (XXH3_128, SHA256)  # this end's, preferred first
+KNOWN = (XXH3_128, SHA256) if xxhash is not None else (SHA256,)  # this end's, preferred first
 OFFER = ",".join(KNOWN)  # how an opening message names them (``hashes``)
 
 
@@ -32,7 +37,7 @@ class Digest(Protocol):
 
 def new(name: str) -> Digest:
     """A fresh digest of the algorithm ``name`` (one of KNOWN; ValueError otherwise)."""
-    if name == XXH3_128:
+    if name == XXH3_128 and xxhash is not None:
         return xxhash.xxh3_128()
     if name == SHA256:
         return hashlib.sha256()
@@ -41,7 +46,7 @@ def new(name: str) -> Digest:
 
 def name_of(digest: Digest) -> str:
     """The algorithm of a digest made by ``new``."""
-    return XXH3_128 if isinstance(digest, xxhash.xxh3_128) else SHA256
+    return XXH3_128 if xxhash is not None and isinstance(digest, xxhash.xxh3_128) else SHA256
 
 
 def offered(header: Any) -> tuple[str, ...]:

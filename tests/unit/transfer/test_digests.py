@@ -4,12 +4,17 @@ offers, which one two ends agree on, and that each is the algorithm it is named 
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from gridbus.transfer import digests
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_this_end_offers_xxh3_first_and_sha256_for_older_peers() -> None:
@@ -53,3 +58,23 @@ def test_a_digest_fed_in_parts_is_the_digest_of_the_whole(data: bytes, cut: int)
 def test_an_unknown_digest_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="unknown digest 'md5'"):
         digests.new("md5")
+
+
+def test_a_process_without_xxhash_offers_and_takes_sha256_alone() -> None:
+    # An owner's shadow may run on the system's Python, which cannot load a C extension built for
+    # the daemons' one: it still transfers, by sha256, the digest every end knows.
+    code = """
+import sys
+sys.modules["xxhash"] = None  # (its import fails, as a missing or unloadable module's does)
+from gridbus.transfer import digests, stream
+assert digests.KNOWN == ("sha256",) and digests.OFFER == "sha256", digests.OFFER
+assert stream.OPENING["hashes"] == "sha256"
+assert digests.choose(("xxh3_128", "sha256")) == "sha256"
+try:
+    digests.new("xxh3_128")
+except ValueError as exc:
+    print(exc)
+"""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                         cwd=str(ROOT)).stdout
+    assert "unknown digest 'xxh3_128' (known: sha256)" in out
