@@ -201,6 +201,8 @@ def _batch(pool, jobs: int, submit: Path, script: Path, **attrs: str) -> dict[st
     from tests.e2e.pool import wait_for
 
     cpu = _ShadowCpu(pool.procs["schedd@s"].pid)
+    daemons = {name: pool.procs[f"{name}@{host}"].pid for name, host in (("schedd", "s"), ("startd", "a"))}
+    daemons_before = {name: _cpu_seconds(pid) for name, pid in daemons.items()}
     started = time.monotonic()
     cluster = pool.submit("schedd@s", jobs, cmd=str(script), Iwd=str(submit), Out="/dev/null", Err="/dev/null",
                           **attrs)
@@ -216,7 +218,10 @@ def _batch(pool, jobs: int, submit: Path, script: Path, **attrs: str) -> dict[st
     return {"jobs": len(done), "completed": sum(1 for j in done if j.get("JobStatus") == 4),
             "held": len(pool.jobs("schedd@s", f"ClusterId == {cluster} && JobStatus == 5", ["ProcId"])),
             "jobs_per_s": len(done) / wall, "MiB_per_s": moved / MIB / wall, "bytes_per_job": moved / max(1, len(done)),
-            "shadow_cpu_ms_per_job": 1000 * cpu.used() / max(1, len(done))}
+            "shadow_cpu_ms_per_job": 1000 * cpu.used() / max(1, len(done)),
+            # (where a transfer's cost lands beside the bare jobs': the daemons' own cpu per job)
+            **{f"{name}_cpu_ms_per_job": 1000 * (_cpu_seconds(pid) - daemons_before[name]) / max(1, len(done))
+               for name, pid in daemons.items()}}
 
 
 def pool_rates(url: str, work: Path, jobs: int, big_mib: int, small_only: bool = False) -> dict[str, float]:
