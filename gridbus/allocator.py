@@ -14,7 +14,7 @@ window bounds what is in flight, and no more than TRIM of freed heap is kept).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import functools
 
 M_TRIM_THRESHOLD = -1  # mallopt's parameters, from glibc's malloc.h
 M_MMAP_THRESHOLD = -3
@@ -22,12 +22,12 @@ MMAP = 4 << 20  # buffers up to this come from the heap, and are reused
 TRIM = 32 << 20  # the free top of the heap kept for the next buffers
 
 
+@functools.cache
 def tune() -> bool:
-    """Set the thresholds for this process (not its children: exec starts afresh). False where
-    the C library is not glibc (mallopt missing) or refuses; nothing changes then."""
+    """Set the thresholds for this process, once (not for its children: exec starts afresh).
+    False where the C library is not glibc (mallopt missing) or refuses; nothing changes then."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+        mallopt = ctypes.CDLL(None).mallopt  # (the process's own libc: no library search, no ldconfig)
     except (OSError, AttributeError):
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]

@@ -86,19 +86,15 @@ def _not_dumpable():
 
 def _add_paths(req):
     """Make gridbus importable (the requests that need it say where it is), and malloc tuned for
-    the transfers that follow (gridbus/allocator.py), once."""
+    the transfers that follow (gridbus/allocator.py; it does so once)."""
     for path in req.get("paths") or []:
         if isinstance(path, str) and path not in sys.path:
             sys.path.append(path)
-    if not _tuned:
-        try:
-            from gridbus import allocator
-        except ImportError:  # (the request that needs gridbus says so, with a sentence)
-            return
-        _tuned.append(allocator.tune())
-
-
-_tuned: list[bool] = []  # (non-empty once malloc was tuned)
+    try:
+        from gridbus import allocator
+    except ImportError:  # (the request that needs gridbus says so, with a sentence)
+        return
+    allocator.tune()
 
 
 async def _connect(req):

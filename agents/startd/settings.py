@@ -130,15 +130,15 @@ class StartdSettings:
     transfer_stall: float = STALL_TIMEOUT  # TRANSFER_STALL_TIMEOUT
     transfer_open_timeout: float = 30.0  # TRANSFER_OPEN_TIMEOUT
     transfer_direct_io_min_mb: int = 64  # TRANSFER_DIRECT_IO_MIN_MB (0: no file goes around the page cache)
+    keep_sandbox_on_hold: bool = False  # KEEP_SANDBOX_ON_HOLD
+    startd_attrs: dict[str, Any] = field(default_factory=dict)  # STARTD_ATTRS / STARTD_EXPRS: name -> value
+    cron_jobs: tuple[cron.CronJob, ...] = ()  # STARTD_CRON_JOBLIST
+    cron_autopublish: str = "Never"  # STARTD_CRON_AUTOPUBLISH
 
     @property
     def transfer_direct_io_min(self) -> int:
         """TRANSFER_DIRECT_IO_MIN_MB in bytes."""
         return self.transfer_direct_io_min_mb << 20
-    keep_sandbox_on_hold: bool = False  # KEEP_SANDBOX_ON_HOLD
-    startd_attrs: dict[str, Any] = field(default_factory=dict)  # STARTD_ATTRS / STARTD_EXPRS: name -> value
-    cron_jobs: tuple[cron.CronJob, ...] = ()  # STARTD_CRON_JOBLIST
-    cron_autopublish: str = "Never"  # STARTD_CRON_AUTOPUBLISH
 
     @classmethod
     def from_config(cls, cfg: Config) -> StartdSettings:
